@@ -1,0 +1,233 @@
+//! The crate's one error type.
+
+use std::fmt;
+
+/// A boxed error from a backend or codec, kept as the [`source`](std::error::Error::source).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong in postpone.
+///
+/// Messages say what was wrong and, where there is one, what to do about it. Match on the variants to
+/// handle a case (for example [`Error::JobNotFound`] when cancelling a timer that already fired).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// A topic name is not `[A-Za-z0-9_.-]{1,128}`.
+    InvalidTopic {
+        /// The name as given (cut to 64 characters).
+        topic: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A namespace is not `[A-Za-z0-9_.-]{1,64}`.
+    InvalidNamespace {
+        /// The namespace as given (cut to 64 characters).
+        namespace: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A job id is empty, too long, or holds control characters.
+    InvalidId {
+        /// The id as given (cut to 64 characters).
+        id: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// An encoded job is larger than the configured limit.
+    PayloadTooLarge {
+        /// The job's topic.
+        topic: String,
+        /// The encoded size in bytes.
+        size: usize,
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// A retry schedule is empty, too long, or holds an impossible delay.
+    InvalidSchedule {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A configuration value is out of range.
+    InvalidConfig {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A job could not be serialised.
+    Encode {
+        /// The job's topic.
+        topic: String,
+        /// The serialiser's error.
+        source: BoxError,
+    },
+    /// A stored job could not be read back (a payload that no longer fits its type, or a damaged record).
+    Decode {
+        /// The job's topic.
+        topic: String,
+        /// The job's id.
+        id: String,
+        /// The decoder's error.
+        source: BoxError,
+    },
+    /// No job with this id exists in the topic (it finished, was cancelled, or never existed).
+    JobNotFound {
+        /// The topic.
+        topic: String,
+        /// The id.
+        id: String,
+    },
+    /// The job is running, so it cannot be replaced or rescheduled now.
+    JobRunning {
+        /// The topic.
+        topic: String,
+        /// The id.
+        id: String,
+    },
+    /// A live job with this id exists, so a dead job of the same id cannot be re-enqueued.
+    JobExists {
+        /// The topic.
+        topic: String,
+        /// The id.
+        id: String,
+    },
+    /// A worker has no handler for this topic.
+    UnknownTopic {
+        /// The topic.
+        topic: String,
+    },
+    /// A Redis URL could not be parsed. The message never contains the password.
+    InvalidUrl {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Redis could not be reached.
+    Connect {
+        /// `host:port` (never the password).
+        addr: String,
+        /// The underlying error.
+        source: BoxError,
+    },
+    /// The Redis server is too old: postpone needs 6.2 or later.
+    UnsupportedRedis {
+        /// The version the server reported.
+        version: String,
+    },
+    /// A command to the backend failed.
+    Backend {
+        /// What was being done.
+        context: &'static str,
+        /// The underlying error.
+        source: BoxError,
+    },
+    /// The worker was already running or has shut down.
+    WorkerState {
+        /// What is wrong.
+        reason: &'static str,
+    },
+}
+
+/// `Result` with postpone's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+fn cut(s: &str) -> String {
+    match s.char_indices().nth(64) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
+}
+
+impl Error {
+    pub(crate) fn invalid_topic(topic: &str, reason: &'static str) -> Self {
+        Error::InvalidTopic { topic: cut(topic), reason }
+    }
+
+    pub(crate) fn invalid_namespace(namespace: &str, reason: &'static str) -> Self {
+        Error::InvalidNamespace { namespace: cut(namespace), reason }
+    }
+
+    pub(crate) fn invalid_id(id: &str, reason: &'static str) -> Self {
+        Error::InvalidId { id: cut(id), reason }
+    }
+
+    pub(crate) fn backend(context: &'static str, source: impl Into<BoxError>) -> Self {
+        Error::Backend { context, source: source.into() }
+    }
+
+    /// True for failures of the connection to the backend (worth retrying later), false for bad input.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Error::Connect { .. } | Error::Backend { .. })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidTopic { topic, reason } => {
+                write!(f, "invalid topic name {topic:?}: {reason} (use 1 to 128 of A-Z a-z 0-9 _ . -)")
+            }
+            Error::InvalidNamespace { namespace, reason } => write!(
+                f,
+                "invalid namespace {namespace:?}: {reason} (use 1 to 64 of A-Z a-z 0-9 _ . -)"
+            ),
+            Error::InvalidId { id, reason } => write!(f, "invalid job id {id:?}: {reason}"),
+            Error::PayloadTooLarge { topic, size, limit } => write!(
+                f,
+                "job for topic {topic:?} is {size} bytes encoded, over the limit of {limit} bytes \
+                 (store large data elsewhere and enqueue a reference, or raise the limit)"
+            ),
+            Error::InvalidSchedule { reason } => write!(f, "invalid retry schedule: {reason}"),
+            Error::InvalidConfig { reason } => write!(f, "invalid configuration: {reason}"),
+            Error::Encode { topic, .. } => write!(f, "could not encode job for topic {topic:?}"),
+            Error::Decode { topic, id, source } => {
+                write!(f, "could not decode job {id:?} of topic {topic:?}: {source}")
+            }
+            Error::JobNotFound { topic, id } => write!(
+                f,
+                "no job {id:?} in topic {topic:?} (it finished, was cancelled, or never existed)"
+            ),
+            Error::JobRunning { topic, id } => {
+                write!(f, "job {id:?} of topic {topic:?} is running; try again after it finishes")
+            }
+            Error::JobExists { topic, id } => {
+                write!(f, "a live job {id:?} already exists in topic {topic:?}")
+            }
+            Error::UnknownTopic { topic } => {
+                write!(f, "no handler is registered for topic {topic:?}")
+            }
+            Error::InvalidUrl { reason } => write!(f, "invalid Redis URL: {reason}"),
+            Error::Connect { addr, source } => {
+                write!(f, "could not connect to Redis at {addr}: {source}")
+            }
+            Error::UnsupportedRedis { version } => write!(
+                f,
+                "Redis {version} is too old: postpone needs Redis 6.2 or later"
+            ),
+            Error::Backend { context, source } => write!(f, "{context}: {source}"),
+            Error::WorkerState { reason } => write!(f, "worker: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Encode { source, .. }
+            | Error::Decode { source, .. }
+            | Error::Connect { source, .. }
+            | Error::Backend { source, .. } => Some(source.as_ref()),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_inputs_are_cut_in_messages() {
+        let id = "x".repeat(10_000);
+        let msg = Error::invalid_id(&id, "too long").to_string();
+        assert!(msg.len() < 200, "{msg}");
+        assert!(msg.contains("too long"));
+    }
+}

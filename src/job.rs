@@ -1,0 +1,54 @@
+//! Declaring job types.
+
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::schedule::RetrySchedule;
+
+/// A typed job: a serde type bound to one topic.
+///
+/// Derive it, naming the topic and, optionally, the retry schedule, the lease and a timeout:
+///
+/// ```
+/// use postpone::Job;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Job)]
+/// #[job(topic = "orders.close", retry = ["0", "0", "30s", "5m"], lease = "1m", timeout = "10m")]
+/// struct CloseOrder {
+///     order_id: u64,
+/// }
+///
+/// assert_eq!(CloseOrder::TOPIC, "orders.close");
+/// assert_eq!(CloseOrder::retry_schedule().attempts(), 3);
+/// ```
+///
+/// Durations are written as `"500ms"`, `"30s"`, `"5m"`, `"2h"`, `"1d"` or `"0"`. The topic must match
+/// `[A-Za-z0-9_.-]{1,128}`; the derive checks it at compile time.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a postpone job",
+    label = "not a job type",
+    note = "add `#[derive(postpone::Job)]` and `#[job(topic = \"...\")]` to `{Self}`"
+)]
+pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
+    /// The topic this job type is enqueued to and handled from.
+    const TOPIC: &'static str;
+
+    /// The retry schedule for jobs of this type (the default unless declared).
+    fn retry_schedule() -> RetrySchedule {
+        RetrySchedule::default()
+    }
+
+    /// How long a worker holds a claimed job before another may take it, unless renewed by the
+    /// worker's heartbeat. `None` uses the worker's default.
+    fn lease() -> Option<Duration> {
+        None
+    }
+
+    /// How long one attempt may run before it counts as failed. `None` means no limit.
+    fn timeout() -> Option<Duration> {
+        None
+    }
+}

@@ -1,0 +1,240 @@
+//! The stored form of a job: a compact binary header followed by the JSON payload.
+//!
+//! Backends store records as opaque bytes; only this module reads or writes them, so the Redis scripts
+//! never parse a job. Layout (all integers LEB128 varints):
+//!
+//! ```text
+//! u8 version (1) | u8 flags | attempt | enqueued_at_ms
+//! [flags & 1: schedule] slot count, slots in ms..., jitter permille
+//! [flags & 2: errors]   count, then per error: attempt, at_ms, len, utf-8 bytes
+//! payload: the rest
+//! ```
+
+use crate::error::BoxError;
+
+const VERSION: u8 = 1;
+const HAS_SCHEDULE: u8 = 1;
+const HAS_ERRORS: u8 = 2;
+/// Errors kept per job (the newest).
+pub(crate) const MAX_ERRORS: usize = 20;
+/// Longest error message kept, in bytes.
+pub(crate) const MAX_ERROR_LEN: usize = 2048;
+
+/// One failed attempt, as kept in a job's error history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AttemptError {
+    /// The attempt that failed (1-based).
+    pub attempt: u32,
+    /// When it failed, in milliseconds since the Unix epoch (by the worker's clock).
+    pub at_ms: i64,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl AttemptError {
+    pub(crate) fn new(attempt: u32, at_ms: i64, message: impl Into<String>) -> Self {
+        let mut message = message.into();
+        if message.len() > MAX_ERROR_LEN {
+            let mut cut = MAX_ERROR_LEN;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+            message.push('…');
+        }
+        AttemptError { attempt, at_ms, message }
+    }
+}
+
+/// A job as stored: its metadata and its payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Record {
+    /// The attempt the next run is (1 for a new job).
+    pub(crate) attempt: u32,
+    pub(crate) enqueued_at_ms: i64,
+    /// A per-enqueue schedule override: slots in ms and jitter in permille.
+    pub(crate) schedule: Option<(Vec<u64>, u16)>,
+    pub(crate) errors: Vec<AttemptError>,
+    pub(crate) payload: Vec<u8>,
+}
+
+impl Record {
+    pub(crate) fn new(enqueued_at_ms: i64, payload: Vec<u8>) -> Self {
+        Record { attempt: 1, enqueued_at_ms, schedule: None, errors: Vec::new(), payload }
+    }
+
+    /// Appends an error, keeping the newest [`MAX_ERRORS`].
+    pub(crate) fn push_error(&mut self, error: AttemptError) {
+        self.errors.push(error);
+        if self.errors.len() > MAX_ERRORS {
+            let extra = self.errors.len() - MAX_ERRORS;
+            self.errors.drain(..extra);
+        }
+    }
+
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.payload.len() + 16);
+        let mut flags = 0;
+        if self.schedule.is_some() {
+            flags |= HAS_SCHEDULE;
+        }
+        if !self.errors.is_empty() {
+            flags |= HAS_ERRORS;
+        }
+        out.push(VERSION);
+        out.push(flags);
+        put(&mut out, u64::from(self.attempt));
+        put(&mut out, self.enqueued_at_ms.max(0) as u64);
+        if let Some((slots, jitter)) = &self.schedule {
+            put(&mut out, slots.len() as u64);
+            for s in slots {
+                put(&mut out, *s);
+            }
+            put(&mut out, u64::from(*jitter));
+        }
+        if !self.errors.is_empty() {
+            put(&mut out, self.errors.len() as u64);
+            for e in &self.errors {
+                put(&mut out, u64::from(e.attempt));
+                put(&mut out, e.at_ms.max(0) as u64);
+                put(&mut out, e.message.len() as u64);
+                out.extend_from_slice(e.message.as_bytes());
+            }
+        }
+        out.extend_from_slice(&self.payload);
+        out
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, BoxError> {
+        let mut r = Reader { bytes, pos: 0 };
+        let version = r.byte()?;
+        if version != VERSION {
+            return Err(format!("unknown record version {version}").into());
+        }
+        let flags = r.byte()?;
+        let attempt = u32::try_from(r.varint()?)?;
+        let enqueued_at_ms = i64::try_from(r.varint()?)?;
+        let schedule = if flags & HAS_SCHEDULE != 0 {
+            let n = r.len()?;
+            let slots = (0..n).map(|_| r.varint()).collect::<Result<Vec<_>, _>>()?;
+            let jitter = u16::try_from(r.varint()?)?;
+            Some((slots, jitter))
+        } else {
+            None
+        };
+        let mut errors = Vec::new();
+        if flags & HAS_ERRORS != 0 {
+            for _ in 0..r.len()? {
+                let attempt = u32::try_from(r.varint()?)?;
+                let at_ms = i64::try_from(r.varint()?)?;
+                let len = r.len()?;
+                let message = String::from_utf8(r.take(len)?.to_vec())?;
+                errors.push(AttemptError { attempt, at_ms, message });
+            }
+        }
+        let payload = bytes[r.pos..].to_vec();
+        Ok(Record { attempt, enqueued_at_ms, schedule, errors, payload })
+    }
+}
+
+fn put(out: &mut Vec<u8>, mut n: u64) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Reader<'_> {
+    fn byte(&mut self) -> Result<u8, BoxError> {
+        let b = *self.bytes.get(self.pos).ok_or("record is truncated")?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    fn varint(&mut self) -> Result<u64, BoxError> {
+        let mut n = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            n |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(n);
+            }
+        }
+        Err("record holds an overlong number".into())
+    }
+
+    /// A count or length, bounded by what is left so a damaged record cannot ask for a huge allocation.
+    fn len(&mut self) -> Result<usize, BoxError> {
+        let n = usize::try_from(self.varint()?)?;
+        if n > self.bytes.len() - self.pos {
+            return Err("record is truncated".into());
+        }
+        Ok(n)
+    }
+
+    fn take(&mut self, n: usize) -> Result<&[u8], BoxError> {
+        let end = self.pos.checked_add(n).filter(|e| *e <= self.bytes.len()).ok_or("record is truncated")?;
+        let s = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let mut r = Record::new(1_732_240_000_123, br#"{"order_id":42}"#.to_vec());
+        assert_eq!(Record::decode(&r.encode()).unwrap(), r);
+        r.attempt = 3;
+        r.schedule = Some((vec![0, 0, 10, 120_000], 100));
+        r.push_error(AttemptError::new(1, 5, "boom"));
+        r.push_error(AttemptError::new(2, 6, "ünïcode"));
+        assert_eq!(Record::decode(&r.encode()).unwrap(), r);
+    }
+
+    #[test]
+    fn header_is_small() {
+        let r = Record::new(1_732_240_000_123, vec![b'x'; 100]);
+        assert!(r.encode().len() <= 100 + 10, "{}", r.encode().len());
+    }
+
+    #[test]
+    fn error_history_is_bounded() {
+        let mut r = Record::new(0, vec![]);
+        for i in 0..50 {
+            r.push_error(AttemptError::new(i, 0, "x".repeat(10_000)));
+        }
+        assert_eq!(r.errors.len(), MAX_ERRORS);
+        assert_eq!(r.errors[0].attempt, 30);
+        assert!(r.errors[0].message.len() <= MAX_ERROR_LEN + 3);
+    }
+
+    #[test]
+    fn damaged_records_are_errors_not_panics() {
+        let good = Record::new(7, b"{}".to_vec());
+        let mut with_errors = good.clone();
+        with_errors.push_error(AttemptError::new(1, 1, "e"));
+        for bytes in [good.encode(), with_errors.encode()] {
+            for cut in 0..bytes.len() {
+                let _ = Record::decode(&bytes[..cut]);
+            }
+        }
+        assert!(Record::decode(&[]).is_err());
+        assert!(Record::decode(&[9, 0, 1, 1]).is_err());
+        assert!(Record::decode(&[1, 2, 1, 1, 0xff, 0xff, 0xff, 0xff, 0x0f]).is_err());
+    }
+}
