@@ -1,0 +1,274 @@
+//! Connections: URL parsing, the connection pool, and the server checks.
+//!
+//! Pooled connections are multiplexed connections with connect and response timeouts. A connection that
+//! fails at the transport level is marked broken and replaced when it goes back to the pool; a dropped
+//! connection also retires every connection made before it (a Redis restart kills them all), so after a
+//! restart only one operation fails per store, not one per pooled connection.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bb8_redis::bb8;
+use redis::aio::MultiplexedConnection;
+use redis::{
+    AsyncConnectionConfig, Client, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisError,
+};
+
+use crate::error::{BoxError, Error, Result};
+
+/// Parses a Redis URL. Errors never contain the password.
+pub(super) fn parse_url(url: &str) -> Result<ConnectionInfo> {
+    url.into_connection_info().map_err(|e| Error::InvalidUrl {
+        reason: redact(&e.to_string(), url),
+    })
+}
+
+/// `host:port` of a connection (never the credentials).
+pub(super) fn addr_of(info: &ConnectionInfo) -> String {
+    match info.addr() {
+        ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
+        ConnectionAddr::TcpTls { host, port, .. } => format!("{host}:{port}"),
+        ConnectionAddr::Unix(path) => path.display().to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Removes the user-info part of `url` (and its pieces) wherever it appears in `message`.
+pub(super) fn redact(message: &str, url: &str) -> String {
+    let mut out = message.to_owned();
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let Some((userinfo, _)) = rest.rsplit_once('@') else {
+        return out;
+    };
+    let mut secrets: Vec<&str> = vec![userinfo];
+    if let Some((user, pass)) = userinfo.split_once(':') {
+        secrets.push(pass);
+        secrets.push(user);
+    }
+    for s in secrets.into_iter().filter(|s| s.len() >= 2) {
+        out = out.replace(s, "***");
+    }
+    out
+}
+
+/// A pooled connection.
+pub(super) struct Conn {
+    /// The connection itself.
+    pub(super) inner: MultiplexedConnection,
+    epoch: u64,
+    broken: bool,
+}
+
+/// Makes pooled connections.
+pub(super) struct Manager {
+    client: Client,
+    config: AsyncConnectionConfig,
+    epoch: Arc<AtomicU64>,
+}
+
+impl Manager {
+    fn stale(epoch: &AtomicU64, conn: &Conn) -> bool {
+        conn.broken || conn.epoch < epoch.load(Ordering::Relaxed)
+    }
+}
+
+impl bb8::ManageConnection for Manager {
+    type Connection = Conn;
+    type Error = RedisError;
+
+    async fn connect(&self) -> Result<Conn, RedisError> {
+        let epoch = self.epoch.load(Ordering::Relaxed);
+        let inner = self
+            .client
+            .get_multiplexed_async_connection_with_config(&self.config)
+            .await?;
+        Ok(Conn {
+            inner,
+            epoch,
+            broken: false,
+        })
+    }
+
+    async fn is_valid(&self, conn: &mut Conn) -> Result<(), RedisError> {
+        redis::cmd("PING").query_async::<()>(&mut conn.inner).await
+    }
+
+    fn has_broken(&self, conn: &mut Conn) -> bool {
+        Manager::stale(&self.epoch, conn)
+    }
+}
+
+/// A pooled connection, lent for one operation.
+pub(super) type Pooled<'a> = bb8::PooledConnection<'a, Manager>;
+
+/// The connection pool.
+pub(super) struct Pool {
+    pool: bb8::Pool<Manager>,
+    /// Connections made before this epoch are retired.
+    epoch: Arc<AtomicU64>,
+}
+
+impl Pool {
+    /// A pool of at most `size` connections, holding `first` (already checked) as its first.
+    pub(super) fn new(
+        client: Client,
+        settings: PoolSettings,
+        first: MultiplexedConnection,
+    ) -> Self {
+        let epoch = Arc::new(AtomicU64::new(0));
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(settings.connect_timeout))
+            .set_response_timeout(Some(settings.response_timeout));
+        let manager = Manager {
+            client,
+            config,
+            epoch: epoch.clone(),
+        };
+        let pool = bb8::Pool::builder()
+            .max_size(settings.size)
+            .connection_timeout(settings.connect_timeout + settings.response_timeout)
+            // A failed connect fails the operation at once (the caller retries later) instead of
+            // retrying in a loop until the pool's timeout.
+            .retry_connection(false)
+            // Broken connections are found by the commands that fail on them, not by a PING per use.
+            .test_on_check_out(false)
+            .error_sink(Box::new(LogErrors))
+            .build_unchecked(manager);
+        if pool
+            .add(Conn {
+                inner: first,
+                epoch: 0,
+                broken: false,
+            })
+            .is_err()
+        {
+            tracing::debug!("the first Redis connection did not fit in the pool");
+        }
+        Pool { pool, epoch }
+    }
+
+    /// Gets a live connection, skipping connections retired since they were made.
+    pub(super) async fn get(&self, context: &'static str) -> Result<Pooled<'_>> {
+        // Each stale connection is dropped here, and so discarded by the pool: there are at most
+        // pool-size of them.
+        for _ in 0..=self.pool.state().connections {
+            let conn = self.pool.get().await.map_err(|e| match e {
+                bb8::RunError::User(e) => Error::backend(context, e),
+                bb8::RunError::TimedOut => {
+                    Error::backend(context, "timed out waiting for a Redis connection")
+                }
+            })?;
+            if !Manager::stale(&self.epoch, &conn) {
+                return Ok(conn);
+            }
+        }
+        Err(Error::backend(
+            context,
+            "no live Redis connection in the pool",
+        ))
+    }
+
+    /// Records a command that failed on `conn`: a transport failure retires the connection, a dropped
+    /// connection also retires every connection made before it.
+    pub(super) fn failed(&self, conn: &mut Conn, e: &RedisError) {
+        if e.is_io_error() || e.is_unrecoverable_error() {
+            conn.broken = true;
+        }
+        if e.is_connection_dropped() {
+            self.epoch.fetch_max(conn.epoch + 1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Pool settings.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PoolSettings {
+    pub(super) size: u32,
+    pub(super) connect_timeout: Duration,
+    pub(super) response_timeout: Duration,
+}
+
+impl PoolSettings {
+    /// Opens one connection outside the pool (to check the server before building the pool).
+    pub(super) async fn connect_one(
+        &self,
+        client: &Client,
+    ) -> Result<MultiplexedConnection, RedisError> {
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.connect_timeout))
+            .set_response_timeout(Some(self.response_timeout));
+        client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct LogErrors;
+
+impl bb8::ErrorSink<RedisError> for LogErrors {
+    fn sink(&self, e: RedisError) {
+        tracing::debug!(error = %e, "Redis connection failed");
+    }
+
+    fn boxed_clone(&self) -> Box<dyn bb8::ErrorSink<RedisError>> {
+        Box::new(*self)
+    }
+}
+
+/// The server's version from `INFO server`, checked to be 6.2 or later.
+pub(super) async fn check_version(conn: &mut MultiplexedConnection) -> Result<String> {
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query_async(conn)
+        .await
+        .map_err(|e| Error::backend("reading the Redis version (INFO server)", e))?;
+    let version = info_field(&info, "redis_version")
+        .unwrap_or("unknown")
+        .to_owned();
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    if (major, minor) < (6, 2) {
+        return Err(Error::UnsupportedRedis { version });
+    }
+    Ok(version)
+}
+
+/// A `field:value` line of an INFO reply.
+pub(super) fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
+    info.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .map(str::trim)
+}
+
+/// The eviction policy, from `CONFIG GET` or, when CONFIG is disabled, from `INFO memory`.
+pub(super) async fn eviction_policy(conn: &mut MultiplexedConnection) -> Option<String> {
+    let config: Result<Vec<String>, _> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("maxmemory-policy")
+        .query_async(conn)
+        .await;
+    if let Ok(pair) = config {
+        if let Some(policy) = pair.get(1) {
+            return Some(policy.clone());
+        }
+    }
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query_async(conn)
+        .await
+        .ok()?;
+    info_field(&info, "maxmemory_policy").map(str::to_owned)
+}
+
+/// A connect error for `addr`, its message scrubbed of the URL's credentials.
+pub(super) fn connect_error(addr: String, e: RedisError, url: &str) -> Error {
+    let text = e.to_string();
+    let source: BoxError = if redact(&text, url) == text {
+        Box::new(e)
+    } else {
+        redact(&text, url).into()
+    };
+    Error::Connect { addr, source }
+}

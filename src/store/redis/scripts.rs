@@ -1,0 +1,48 @@
+//! The Lua scripts: one per state change, each loaded with `include_str!` behind a shared prelude and
+//! run with EVALSHA (reloaded on NOSCRIPT by `redis::Script`).
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+const PRELUDE: &str = include_str!("scripts/prelude.lua");
+
+/// Every script of the backend.
+pub(super) struct Scripts {
+    pub(super) enqueue: Script,
+    pub(super) claim: Script,
+    pub(super) finish: Script,
+    pub(super) extend: Script,
+    pub(super) cancel: Script,
+    pub(super) reschedule: Script,
+    pub(super) job: Script,
+    pub(super) counts: Script,
+    pub(super) dead_list: Script,
+    pub(super) dead_requeue: Script,
+    pub(super) dead_purge: Script,
+    pub(super) dead_trim: Script,
+    pub(super) dead_claim: Script,
+    pub(super) dead_retry: Script,
+}
+
+fn script(body: &str) -> Script {
+    Script::new(&format!("{PRELUDE}\n{body}"))
+}
+
+/// The scripts, built once per process.
+pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+    enqueue: script(include_str!("scripts/enqueue.lua")),
+    claim: script(include_str!("scripts/claim.lua")),
+    finish: script(include_str!("scripts/finish.lua")),
+    extend: script(include_str!("scripts/extend.lua")),
+    cancel: script(include_str!("scripts/cancel.lua")),
+    reschedule: script(include_str!("scripts/reschedule.lua")),
+    job: script(include_str!("scripts/job.lua")),
+    counts: script(include_str!("scripts/counts.lua")),
+    dead_list: script(include_str!("scripts/dead_list.lua")),
+    dead_requeue: script(include_str!("scripts/dead_requeue.lua")),
+    dead_purge: script(include_str!("scripts/dead_purge.lua")),
+    dead_trim: script(include_str!("scripts/dead_trim.lua")),
+    dead_claim: script(include_str!("scripts/dead_claim.lua")),
+    dead_retry: script(include_str!("scripts/dead_retry.lua")),
+});

@@ -1,0 +1,102 @@
+-- Sweeps expired leases, then claims due jobs under one fresh lease token (see ClaimBatch in store/mod.rs).
+-- ARGV: max, lease ms, sweep limit, stall limit.
+-- Returns: now, swept, swept_dead, next due|nil, next lease deadline|nil, dead pending (0|1), token,
+-- then three fields per claimed job: id, due time, record.
+-- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (due), HINCRBY (token), ZREMRANGEBYRANK,
+-- ZADD (active), HSET (leases), HMGET (records), ZRANGE (next due), ZRANGE (dead pending) = 10; an idle
+-- call makes 5. Each expired lease adds a few calls (rare: a worker died or stalled).
+local max, lease = tonumber(ARGV[1]), tonumber(ARGV[2])
+local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
+local now = now_ms()
+local swept, swept_dead = 0, 0
+
+local next_lease = earliest(K_ACTIVE)
+if sweep_limit > 0 and next_lease and next_lease <= now then
+  local expired = redis.call('ZRANGE', K_ACTIVE, '-inf', now, 'BYSCORE', 'LIMIT', 0, sweep_limit)
+  call_many('ZREM', K_ACTIVE, expired, 1)
+  call_many('HDEL', K_LEASES, expired, 1)
+  local cancelled = fetch_many('SMISMEMBER', K_CANCELS, expired)
+  local back = {}
+  local dead_ids, dead_recs, dead_reasons = {}, {}, {}
+  local n_cancelled = 0
+  for i, id in ipairs(expired) do
+    local stalls = redis.call('HINCRBY', K_STALLS, id, 1)
+    if cancelled[i] == 1 then
+      redis.call('SREM', K_CANCELS, id)
+      redis.call('HDEL', K_JOBS, id)
+      redis.call('HDEL', K_STALLS, id)
+      n_cancelled = n_cancelled + 1
+      swept_dead = swept_dead + 1
+    elseif stalls > stall_limit then
+      local rec = redis.call('HGET', K_JOBS, id)
+      redis.call('HDEL', K_JOBS, id)
+      redis.call('HDEL', K_STALLS, id)
+      if rec then
+        dead_ids[#dead_ids + 1] = id
+        dead_recs[#dead_recs + 1] = rec
+        dead_reasons[#dead_reasons + 1] = 'stalled: lease expired ' .. string.format('%d', stalls) .. ' times'
+      end
+      swept_dead = swept_dead + 1
+    else
+      back[#back + 1] = now
+      back[#back + 1] = id
+      swept = swept + 1
+    end
+  end
+  if #back > 0 then
+    call_many('ZADD', K_DUE, back, 2)
+    redis.call('HINCRBY', K_STATS, 'stalled', swept)
+  end
+  if n_cancelled > 0 then
+    redis.call('HINCRBY', K_STATS, 'cancelled', n_cancelled)
+  end
+  kill_many(dead_ids, dead_recs, dead_reasons, now)
+  next_lease = earliest(K_ACTIVE)
+end
+
+local token = 0
+local out = {}
+if max > 0 then
+  local got = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, max, 'WITHSCORES')
+  local k = #got / 2
+  if k > 0 then
+    token = redis.call('HINCRBY', K_STATS, 'seq', 1)
+    -- The claimed ids are exactly the k lowest ranks.
+    redis.call('ZREMRANGEBYRANK', K_DUE, 0, k - 1)
+    local deadline = now + lease
+    local ids, active, leases = {}, {}, {}
+    for i = 1, k do
+      local id = got[2 * i - 1]
+      ids[i] = id
+      active[2 * i - 1] = deadline
+      active[2 * i] = id
+      leases[2 * i - 1] = id
+      leases[2 * i] = token
+    end
+    call_many('ZADD', K_ACTIVE, active, 2)
+    call_many('HSET', K_LEASES, leases, 2)
+    local recs = fetch_many('HMGET', K_JOBS, ids)
+    for i = 1, k do
+      if recs[i] then
+        out[#out + 1] = ids[i]
+        out[#out + 1] = tonumber(got[2 * i])
+        out[#out + 1] = recs[i]
+      else
+        -- A due id without a record breaks the invariant: drop it rather than hand out nothing.
+        redis.call('ZREM', K_ACTIVE, ids[i])
+        redis.call('HDEL', K_LEASES, ids[i])
+      end
+    end
+    if next_lease == nil or deadline < next_lease then
+      next_lease = deadline
+    end
+  end
+end
+
+local next_due = earliest(K_DUE)
+local pending = redis.call('ZRANGE', K_DEAD_PENDING, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1)
+local reply = { now, swept, swept_dead, next_due or false, next_lease or false, #pending, token }
+for i = 1, #out do
+  reply[7 + i] = out[i]
+end
+return reply

@@ -1,0 +1,18 @@
+-- Counts by state and the topic's counters.
+-- Returns: scheduled, ready, active, dead, dead pending, then the counters processed, retried, failed,
+-- dead, cancelled, stalled, trimmed.
+local now = now_ms()
+local total = redis.call('ZCARD', K_DUE)
+local ready = redis.call('ZCOUNT', K_DUE, '-inf', now)
+local out = {
+  total - ready,
+  ready,
+  redis.call('ZCARD', K_ACTIVE),
+  redis.call('ZCARD', K_DEAD),
+  redis.call('ZCARD', K_DEAD_PENDING),
+}
+local stats = redis.call('HMGET', K_STATS, 'processed', 'retried', 'failed', 'dead', 'cancelled', 'stalled', 'trimmed')
+for i = 1, 7 do
+  out[5 + i] = tonumber(stats[i] or 0)
+end
+return out

@@ -1,0 +1,98 @@
+-- Finishes claimed jobs, each only if its token matches its current lease (see Finish in store/mod.rs).
+-- ARGV: channel, topic, then per item six fields:
+--   id, token, 'done'|'retry'|'dead', record ('' for done), delay ms (retry) or reason (dead),
+--   '1'|'0' (retry: count it in `retried`).
+-- Returns one integer per item: 1 applied, 2 cancelled, 3 stale.
+-- redis.call per batch of done jobs: TIME, HMGET (leases), SCARD (cancels), ZREM (active), HDEL (leases),
+-- HDEL (jobs), HDEL (stalls), HINCRBY (processed) = 8. Retries add ZRANGE, HSET, ZADD and HINCRBY;
+-- dead jobs add HSET x2, ZADD x2 and HINCRBY x2.
+local channel, topic = ARGV[1], ARGV[2]
+local n = (#ARGV - 2) / 6
+local now = now_ms()
+local ids = {}
+for i = 1, n do
+  ids[i] = ARGV[2 + (i - 1) * 6 + 1]
+end
+local leases = fetch_many('HMGET', K_LEASES, ids)
+local any_cancels = redis.call('SCARD', K_CANCELS) > 0
+local cancelled = {}
+if any_cancels then
+  cancelled = fetch_many('SMISMEMBER', K_CANCELS, ids)
+end
+
+local out, seen = {}, {}
+local gone, ended = {}, {}
+local retry_jobs, retry_due = {}, {}
+local dead_ids, dead_recs, dead_reasons = {}, {}, {}
+local processed, retried, n_cancelled = 0, 0, 0
+local first_retry = nil
+for i = 1, n do
+  local b = 2 + (i - 1) * 6
+  local id, token, kind = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
+  if seen[id] or leases[i] ~= token then
+    out[i] = 3
+  else
+    seen[id] = true
+    gone[#gone + 1] = id
+    out[i] = 1
+    if kind == 'done' then
+      ended[#ended + 1] = id
+      processed = processed + 1
+    elseif kind == 'retry' then
+      if cancelled[i] == 1 then
+        ended[#ended + 1] = id
+        n_cancelled = n_cancelled + 1
+        out[i] = 2
+      else
+        local at = resolve_due(now, 'in', tonumber(ARGV[b + 5]))
+        retry_jobs[#retry_jobs + 1] = id
+        retry_jobs[#retry_jobs + 1] = ARGV[b + 4]
+        retry_due[#retry_due + 1] = at
+        retry_due[#retry_due + 1] = id
+        if ARGV[b + 6] == '1' then
+          retried = retried + 1
+        end
+        if first_retry == nil or at < first_retry then
+          first_retry = at
+        end
+      end
+    else
+      ended[#ended + 1] = id
+      dead_ids[#dead_ids + 1] = id
+      dead_recs[#dead_recs + 1] = ARGV[b + 4]
+      dead_reasons[#dead_reasons + 1] = ARGV[b + 5]
+    end
+  end
+end
+
+if #gone > 0 then
+  call_many('ZREM', K_ACTIVE, gone, 1)
+  call_many('HDEL', K_LEASES, gone, 1)
+end
+if #ended > 0 then
+  call_many('HDEL', K_JOBS, ended, 1)
+  call_many('HDEL', K_STALLS, ended, 1)
+  if any_cancels then
+    call_many('SREM', K_CANCELS, ended, 1)
+  end
+end
+if #retry_jobs > 0 then
+  local first = earliest(K_DUE)
+  call_many('HSET', K_JOBS, retry_jobs, 2)
+  call_many('ZADD', K_DUE, retry_due, 2)
+  hint_if_earlier(channel, topic, first, first_retry)
+end
+if #dead_ids > 0 then
+  kill_many(dead_ids, dead_recs, dead_reasons, now)
+  redis.call('HINCRBY', K_STATS, 'failed', #dead_ids)
+end
+if processed > 0 then
+  redis.call('HINCRBY', K_STATS, 'processed', processed)
+end
+if retried > 0 then
+  redis.call('HINCRBY', K_STATS, 'retried', retried)
+end
+if n_cancelled > 0 then
+  redis.call('HINCRBY', K_STATS, 'cancelled', n_cancelled)
+end
+return out

@@ -1,0 +1,4 @@
+//! Shared test support. Each test binary uses only part of it.
+#![allow(dead_code, unreachable_pub)]
+
+pub mod redis_server;

@@ -1,0 +1,300 @@
+//! A `redis-server` of the test's own: free loopback port, temp dir, killed on drop.
+//!
+//! ```ignore
+//! let server = RedisServer::start();
+//! let durable = RedisServer::builder().aof(true).appendfsync("always").start();
+//! server.kill9();
+//! server.restart(); // same port and dir: AOF data survives
+//! ```
+//!
+//! It never touches a server it did not start. When `redis-server` is not on PATH it panics with how to
+//! install it: tests never skip silently.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long a server may take to answer PING after it is spawned.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Options for a test server.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct Builder {
+    aof: bool,
+    appendfsync: String,
+    extra: Vec<String>,
+}
+
+impl Builder {
+    /// Append-only file on or off (default off).
+    pub fn aof(mut self, on: bool) -> Self {
+        self.aof = on;
+        self
+    }
+
+    /// `appendfsync`: `always`, `everysec` (default) or `no`.
+    pub fn appendfsync(mut self, policy: &str) -> Self {
+        self.appendfsync = policy.to_owned();
+        self
+    }
+
+    /// Any other `redis-server` argument, e.g. `.arg("--maxmemory-policy").arg("allkeys-lru")`.
+    pub fn arg(mut self, arg: &str) -> Self {
+        self.extra.push(arg.to_owned());
+        self
+    }
+
+    /// Starts the server and waits until it answers PING.
+    pub fn start(self) -> RedisServer {
+        let dir = tempfile::Builder::new()
+            .prefix("postpone-redis-")
+            .tempdir()
+            .expect("temp dir");
+        let mut server = RedisServer {
+            options: self,
+            port: 0,
+            dir: dir.path().to_owned(),
+            child: Mutex::new(None),
+            _dir: Some(dir),
+        };
+        let mut last_log = String::new();
+        // A port picked free may be taken before redis-server binds it: try a few.
+        for _ in 0..5 {
+            server.port = free_port();
+            match server.spawn() {
+                Ok(()) => return server,
+                Err(log) if log.contains("Address already in use") => last_log = log,
+                Err(log) => panic!(
+                    "redis-server did not start on port {}; its log:\n{log}",
+                    server.port
+                ),
+            }
+        }
+        panic!("redis-server could not bind a free port; its last log:\n{last_log}");
+    }
+}
+
+/// A running `redis-server` owned by one test.
+#[derive(Debug)]
+pub struct RedisServer {
+    options: Builder,
+    port: u16,
+    dir: PathBuf,
+    child: Mutex<Option<Child>>,
+    /// Deleted when the server is dropped (after the process is killed).
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl RedisServer {
+    /// A server with no persistence.
+    pub fn start() -> Self {
+        Self::builder().start()
+    }
+
+    /// Options for a server.
+    pub fn builder() -> Builder {
+        Builder {
+            aof: false,
+            appendfsync: "everysec".into(),
+            extra: Vec::new(),
+        }
+    }
+
+    /// `redis://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Kills the server with SIGKILL (no shutdown, no final save) and waits for it to exit.
+    pub fn kill9(&self) {
+        if let Some(mut child) = self.child.lock().unwrap().take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills the server if it runs, then starts it again on the same port and dir (AOF data survives).
+    pub fn restart(&self) {
+        self.kill9();
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            match self.spawn() {
+                Ok(()) => return,
+                // The old socket may linger for a moment.
+                Err(log) if log.contains("Address already in use") && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(100))
+                }
+                Err(log) => panic!(
+                    "redis-server did not restart on port {}; its log:\n{log}",
+                    self.port
+                ),
+            }
+        }
+    }
+
+    /// Stops the process (SIGSTOP): connections stay open but nothing answers.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Resumes a paused process (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    /// Runs one command on a fresh connection and returns its reply (panics on a connection error;
+    /// a server error is returned as `Err`).
+    pub fn cli(&self, args: &[&str]) -> Result<redis::Value, redis::RedisError> {
+        let client = redis::Client::open(self.url()).expect("url");
+        let mut conn = client
+            .get_connection_with_timeout(Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("connecting to the test server on port {}: {e}", self.port));
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("read timeout");
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        cmd.query(&mut conn)
+    }
+
+    /// Every key of the server (KEYS *; test data is small).
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = match self.cli(&["KEYS", "*"]).expect("KEYS") {
+            redis::Value::Array(items) => items
+                .into_iter()
+                .map(|v| match v {
+                    redis::Value::BulkString(b) => String::from_utf8(b).expect("utf-8 key"),
+                    other => panic!("unexpected key {other:?}"),
+                })
+                .collect(),
+            other => panic!("unexpected KEYS reply {other:?}"),
+        };
+        keys.sort();
+        keys
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("redis.log")).unwrap_or_default()
+    }
+
+    fn signal(&self, sig: &str) {
+        let guard = self.child.lock().unwrap();
+        let child = guard.as_ref().expect("the test server is not running");
+        let status = Command::new("kill")
+            .arg(sig)
+            .arg(child.id().to_string())
+            .status()
+            .expect("running kill");
+        assert!(status.success(), "kill {sig} failed");
+    }
+
+    /// Spawns the process and waits for PING; on failure returns the log.
+    fn spawn(&self) -> Result<(), String> {
+        let log = self.dir.join("redis.log");
+        let _ = std::fs::remove_file(&log);
+        let o = &self.options;
+        let mut cmd = Command::new("redis-server");
+        cmd.args([
+            "--port",
+            &self.port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--daemonize",
+            "no",
+        ])
+        .arg("--dir")
+        .arg(&self.dir)
+        .arg("--logfile")
+        .arg(&log)
+        .args([
+            "--save",
+            "",
+            "--appendonly",
+            if o.aof { "yes" } else { "no" },
+        ])
+        .args(["--appendfsync", &o.appendfsync])
+        .args(&o.extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
+                "redis-server is not on PATH, and the Redis tests need it (they start their own servers). \
+                 Install Redis 6.2 or later, e.g. `sudo apt-get install redis-server` (Debian/Ubuntu) or \
+                 `brew install redis` (macOS), then run the tests again."
+            ),
+            Err(e) => panic!("could not run redis-server: {e}"),
+        };
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Some(status) = child.try_wait().expect("waiting for redis-server") {
+                let mut stderr = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = e.read_to_string(&mut stderr);
+                }
+                return Err(format!("exited with {status}\n{stderr}\n{}", self.log()));
+            }
+            if ping(self.port) {
+                break;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("no PONG within {START_TIMEOUT:?}\n{}", self.log()));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        *self.child.lock().unwrap() = Some(child);
+        Ok(())
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if let Ok(mut guard) = self.child.lock() {
+            if let Some(mut child) = guard.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+/// A loopback port that was free a moment ago.
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("binding a free port");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// Whether the server answers PING: PONG, or NOAUTH when it wants a password (not LOADING).
+fn ping(port: u16) -> bool {
+    let Ok(mut stream) =
+        TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(200))
+    else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    if stream.write_all(b"PING\r\n").is_err() {
+        return false;
+    }
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).is_ok()
+        && (line.starts_with("+PONG") || line.starts_with("-NOAUTH"))
+}
