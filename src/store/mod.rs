@@ -53,7 +53,12 @@ pub struct NewJob {
 impl NewJob {
     /// A job to enqueue.
     pub fn new(id: String, record: Vec<u8>, due: Due, replace: bool) -> Self {
-        NewJob { id, record, due, replace }
+        NewJob {
+            id,
+            record,
+            due,
+            replace,
+        }
     }
 }
 
@@ -97,7 +102,12 @@ pub struct ClaimRequest {
 impl ClaimRequest {
     /// A claim request.
     pub fn new(max: usize, lease_ms: u64, sweep_limit: usize, stall_limit: u32) -> Self {
-        ClaimRequest { max, lease_ms, sweep_limit, stall_limit }
+        ClaimRequest {
+            max,
+            lease_ms,
+            sweep_limit,
+            stall_limit,
+        }
     }
 }
 
@@ -358,7 +368,12 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     async fn finish(&self, topic: &str, items: Vec<FinishItem>) -> Result<Vec<FinishOutcome>>;
 
     /// Renews leases to now + `lease_ms`, each only if its token matches.
-    async fn extend(&self, topic: &str, leases: &[(String, u64)], lease_ms: u64) -> Result<Vec<LeaseStatus>>;
+    async fn extend(
+        &self,
+        topic: &str,
+        leases: &[(String, u64)],
+        lease_ms: u64,
+    ) -> Result<Vec<LeaseStatus>>;
 
     /// Cancels a live job by id.
     async fn cancel(&self, topic: &str, id: &str) -> Result<CancelOutcome>;
@@ -386,7 +401,13 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
 
     /// Deletes dead jobs that died before `older_than_ms`, and beyond the newest `keep` (oldest first), but
     /// only those whose hook has succeeded, at most `limit` per call. Counts them in `trimmed`.
-    async fn dead_trim(&self, topic: &str, older_than_ms: i64, keep: u64, limit: usize) -> Result<u64>;
+    async fn dead_trim(
+        &self,
+        topic: &str,
+        older_than_ms: i64,
+        keep: u64,
+        limit: usize,
+    ) -> Result<u64>;
 
     /// Takes up to `max` dead jobs whose hook is due (pending time <= now) and pushes their pending time
     /// to now + `lease_ms`, so that a crashed hook caller's jobs come back.
