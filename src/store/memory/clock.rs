@@ -59,7 +59,10 @@ pub struct ManualClock {
 impl ManualClock {
     /// A clock that reads `start_ms` (ms since the Unix epoch) until moved.
     pub fn new(start_ms: i64) -> Self {
-        ManualClock { now_ms: AtomicI64::new(start_ms), hints: Mutex::new(Vec::new()) }
+        ManualClock {
+            now_ms: AtomicI64::new(start_ms),
+            hints: Mutex::new(Vec::new()),
+        }
     }
 
     /// Moves the clock forward by `by` (whole ms) and tells the stores' workers to look again.
@@ -67,7 +70,9 @@ impl ManualClock {
         let ms = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
         let _ = self
             .now_ms
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| Some(now.saturating_add(ms)));
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| {
+                Some(now.saturating_add(ms))
+            });
         self.moved();
     }
 
@@ -93,6 +98,9 @@ impl Clock for ManualClock {
     }
 
     fn register_hints(&self, hints: broadcast::Sender<Hint>) {
-        self.hints.lock().unwrap_or_else(PoisonError::into_inner).push(hints);
+        self.hints
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(hints);
     }
 }

@@ -26,8 +26,8 @@ use tokio::sync::broadcast;
 pub use self::clock::{Clock, ManualClock, SystemClock};
 use self::topic::Topic;
 use super::{
-    CancelOutcome, ClaimBatch, ClaimRequest, DeadEntry, Due, EnqueueOutcome, FinishItem, FinishOutcome,
-    Hint, LeaseStatus, NewJob, RescheduleOutcome, Store, StoredJob, TopicCounts,
+    CancelOutcome, ClaimBatch, ClaimRequest, DeadEntry, Due, EnqueueOutcome, FinishItem,
+    FinishOutcome, Hint, LeaseStatus, NewJob, RescheduleOutcome, Store, StoredJob, TopicCounts,
 };
 use crate::error::Result;
 
@@ -59,7 +59,11 @@ impl MemoryStore {
     pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
         let (hints, _) = broadcast::channel(HINT_CAPACITY);
         clock.register_hints(hints.clone());
-        MemoryStore { topics: Mutex::new(HashMap::new()), clock, hints }
+        MemoryStore {
+            topics: Mutex::new(HashMap::new()),
+            clock,
+            hints,
+        }
     }
 
     /// Runs one atomic step on a topic (created on first use), with the clock read under the lock.
@@ -85,7 +89,10 @@ impl MemoryStore {
     fn hint(&self, topic: &str, due_at_ms: Option<i64>) {
         if let Some(due_at_ms) = due_at_ms {
             // No receiver is fine: no worker is sleeping.
-            let _ = self.hints.send(Hint::Topic { topic: topic.to_owned(), due_at_ms });
+            let _ = self.hints.send(Hint::Topic {
+                topic: topic.to_owned(),
+                due_at_ms,
+            });
         }
     }
 
@@ -103,8 +110,15 @@ impl Default for MemoryStore {
 
 impl fmt::Debug for MemoryStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let topics = self.topics.lock().unwrap_or_else(PoisonError::into_inner).len();
-        f.debug_struct("MemoryStore").field("clock", &self.clock).field("topics", &topics).finish()
+        let topics = self
+            .topics
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        f.debug_struct("MemoryStore")
+            .field("clock", &self.clock)
+            .field("topics", &topics)
+            .finish()
     }
 }
 
@@ -142,13 +156,24 @@ impl Store for MemoryStore {
 
     async fn finish(&self, topic: &str, items: Vec<FinishItem>) -> Result<Vec<FinishOutcome>> {
         Ok(self.with_topic(topic, |state, now| {
-            items.into_iter().map(|item| state.finish(item, now)).collect()
+            items
+                .into_iter()
+                .map(|item| state.finish(item, now))
+                .collect()
         }))
     }
 
-    async fn extend(&self, topic: &str, leases: &[(String, u64)], lease_ms: u64) -> Result<Vec<LeaseStatus>> {
+    async fn extend(
+        &self,
+        topic: &str,
+        leases: &[(String, u64)],
+        lease_ms: u64,
+    ) -> Result<Vec<LeaseStatus>> {
         Ok(self.with_topic(topic, |state, now| {
-            leases.iter().map(|(id, token)| state.extend(id, *token, lease_ms, now)).collect()
+            leases
+                .iter()
+                .map(|(id, token)| state.extend(id, *token, lease_ms, now))
+                .collect()
         }))
     }
 
@@ -175,8 +200,9 @@ impl Store for MemoryStore {
     }
 
     async fn dead_requeue(&self, topic: &str, id: &str, record: Vec<u8>) -> Result<bool> {
-        let (found, hint) =
-            self.with_topic(topic, |state, now| state.dead_requeue(topic, id, record, now))?;
+        let (found, hint) = self.with_topic(topic, |state, now| {
+            state.dead_requeue(topic, id, record, now)
+        })?;
         self.hint(topic, hint);
         Ok(found)
     }
@@ -185,8 +211,16 @@ impl Store for MemoryStore {
         Ok(self.with_topic(topic, |state, _| state.dead_purge(id)))
     }
 
-    async fn dead_trim(&self, topic: &str, older_than_ms: i64, keep: u64, limit: usize) -> Result<u64> {
-        Ok(self.with_topic(topic, |state, _| state.dead_trim(older_than_ms, keep, limit)))
+    async fn dead_trim(
+        &self,
+        topic: &str,
+        older_than_ms: i64,
+        keep: u64,
+        limit: usize,
+    ) -> Result<u64> {
+        Ok(self.with_topic(topic, |state, _| {
+            state.dead_trim(older_than_ms, keep, limit)
+        }))
     }
 
     async fn dead_claim(&self, topic: &str, max: usize, lease_ms: u64) -> Result<Vec<DeadEntry>> {

@@ -123,7 +123,10 @@ impl Topic {
 
     /// Sweeps expired leases, then claims due jobs (see [`ClaimBatch`]).
     pub(super) fn claim(&mut self, request: ClaimRequest, now: i64) -> ClaimBatch {
-        let mut batch = ClaimBatch { now_ms: now, ..ClaimBatch::default() };
+        let mut batch = ClaimBatch {
+            now_ms: now,
+            ..ClaimBatch::default()
+        };
         for (_, id) in self.active.take_up_to(now, request.sweep_limit) {
             self.active.remove(&id);
             self.leases.remove(&id);
@@ -136,7 +139,12 @@ impl Topic {
                 batch.swept_dead += 1;
             } else if stalls > request.stall_limit {
                 let record = self.jobs.get(&id).cloned().unwrap_or_default();
-                self.bury(&id, record, format!("stalled: lease expired {stalls} times"), now);
+                self.bury(
+                    &id,
+                    record,
+                    format!("stalled: lease expired {stalls} times"),
+                    now,
+                );
                 batch.swept_dead += 1;
             } else {
                 self.due.insert(&id, now);
@@ -155,7 +163,12 @@ impl Topic {
             self.active.insert(&id, deadline);
             self.leases.insert(id.clone(), self.token_seq);
             let record = self.jobs.get(&id).cloned().unwrap_or_default();
-            batch.jobs.push(ClaimedJob { id, token: self.token_seq, due_at_ms, record });
+            batch.jobs.push(ClaimedJob {
+                id,
+                token: self.token_seq,
+                due_at_ms,
+                record,
+            });
         }
 
         batch.next_due_ms = self.due.first_score();
@@ -181,7 +194,11 @@ impl Topic {
                 self.counters.cancelled += 1;
                 FinishOutcome::Cancelled
             }
-            Finish::Retry { record, delay_ms, counted } => {
+            Finish::Retry {
+                record,
+                delay_ms,
+                counted,
+            } => {
                 self.active.remove(id);
                 self.leases.remove(id);
                 self.due.insert(id, after(now, delay_ms));
@@ -226,7 +243,12 @@ impl Topic {
     }
 
     /// Moves a due job; returns the outcome and the due time to hint about, if any.
-    pub(super) fn reschedule(&mut self, id: &str, due: Due, now: i64) -> (RescheduleOutcome, Option<i64>) {
+    pub(super) fn reschedule(
+        &mut self,
+        id: &str,
+        due: Due,
+        now: i64,
+    ) -> (RescheduleOutcome, Option<i64>) {
         if self.due.contains(id) {
             let due_at_ms = resolve(due, now);
             let hint = self.is_earliest(due_at_ms).then_some(due_at_ms);
@@ -252,7 +274,10 @@ impl Topic {
                 reason: dead.reason,
                 delivered: !self.dead_pending.contains(id),
             };
-            return Some(StoredJob { state, record: dead.record });
+            return Some(StoredJob {
+                state,
+                record: dead.record,
+            });
         };
         let record = self.jobs.get(id).cloned().unwrap_or_default();
         Some(StoredJob { state, record })
@@ -272,7 +297,9 @@ impl Topic {
 
     pub(super) fn dead_list(&self, offset: usize, limit: usize) -> Vec<DeadEntry> {
         let newest_first = self.dead.iter().rev().skip(offset).take(limit);
-        newest_first.filter_map(|(_, id)| self.dead_entry(id)).collect()
+        newest_first
+            .filter_map(|(_, id)| self.dead_entry(id))
+            .collect()
     }
 
     /// Moves a dead job back to due (now); returns whether there was one, and the hint.
@@ -287,7 +314,10 @@ impl Topic {
             return Ok((false, None));
         }
         if self.jobs.contains_key(id) {
-            return Err(Error::JobExists { topic: topic.to_owned(), id: id.to_owned() });
+            return Err(Error::JobExists {
+                topic: topic.to_owned(),
+                id: id.to_owned(),
+            });
         }
         self.unbury(id);
         let hint = self.is_earliest(now).then_some(now);
@@ -310,7 +340,10 @@ impl Topic {
     }
 
     pub(super) fn dead_trim(&mut self, older_than_ms: i64, keep: u64, limit: usize) -> u64 {
-        let beyond_keep = self.dead.len().saturating_sub(usize::try_from(keep).unwrap_or(usize::MAX));
+        let beyond_keep = self
+            .dead
+            .len()
+            .saturating_sub(usize::try_from(keep).unwrap_or(usize::MAX));
         let mut victims = Vec::new();
         for (rank, (died_at, id)) in self.dead.iter().enumerate() {
             if victims.len() >= limit || (died_at >= older_than_ms && rank >= beyond_keep) {

@@ -56,12 +56,20 @@ impl ZSet {
 
     /// Members with score <= `max`, ascending, owned (so the set can change while they are handled).
     pub(super) fn take_up_to(&self, max: i64, limit: usize) -> Vec<(i64, String)> {
-        self.order.iter().take_while(|(score, _)| *score <= max).take(limit).cloned().collect()
+        self.order
+            .iter()
+            .take_while(|(score, _)| *score <= max)
+            .take(limit)
+            .cloned()
+            .collect()
     }
 
     /// How many members have score <= `max`.
     pub(super) fn count_up_to(&self, max: i64) -> usize {
-        self.order.iter().take_while(|(score, _)| *score <= max).count()
+        self.order
+            .iter()
+            .take_while(|(score, _)| *score <= max)
+            .count()
     }
 }
 
@@ -75,11 +83,17 @@ mod tests {
         z.insert("b", 5);
         z.insert("a", 5);
         z.insert("c", 1);
-        assert_eq!(z.iter().map(|(_, id)| id).collect::<Vec<_>>(), ["c", "a", "b"]);
+        assert_eq!(
+            z.iter().map(|(_, id)| id).collect::<Vec<_>>(),
+            ["c", "a", "b"]
+        );
         z.insert("c", 9);
         assert_eq!(z.len(), 3);
         assert_eq!(z.first_score(), Some(5));
-        assert_eq!(z.take_up_to(5, 10), [(5, "a".to_owned()), (5, "b".to_owned())]);
+        assert_eq!(
+            z.take_up_to(5, 10),
+            [(5, "a".to_owned()), (5, "b".to_owned())]
+        );
         assert_eq!(z.take_up_to(9, 1).len(), 1);
         assert_eq!(z.count_up_to(8), 2);
         assert_eq!(z.remove("a"), Some(5));
