@@ -6,7 +6,10 @@ mod conformance;
 use conformance::Backend;
 
 async fn memory() -> Backend {
-    Backend { client: postpone::Client::memory(), _keep: Box::new(()) }
+    Backend {
+        client: postpone::Client::memory(),
+        _keep: Box::new(()),
+    }
 }
 
 conformance_tests!(memory);

@@ -27,13 +27,24 @@ fn reporting_worker(backend: &Backend, tx: mpsc::UnboundedSender<(String, u64, i
             Ok::<(), JobError>(())
         }
     };
-    spawn(Worker::builder(&backend.client).handle(handler).concurrency(4).build().unwrap())
+    spawn(
+        Worker::builder(&backend.client)
+            .handle(handler)
+            .concurrency(4)
+            .build()
+            .unwrap(),
+    )
 }
 
 pub async fn enqueue_then_run_deletes_the_job(b: Backend) {
     let (tx, mut rx) = events();
     let worker = reporting_worker(&b, tx);
-    let e = b.client.enqueue(CloseOrder { order_id: 1 }).id("order:1").await.unwrap();
+    let e = b
+        .client
+        .enqueue(CloseOrder { order_id: 1 })
+        .id("order:1")
+        .await
+        .unwrap();
     assert_eq!(e.status, EnqueueStatus::Created);
     let (id, order, _) = next(&mut rx).await;
     assert_eq!((id.as_str(), order), ("order:1", 1));
@@ -43,8 +54,14 @@ pub async fn enqueue_then_run_deletes_the_job(b: Backend) {
         (c.processed == 1).then_some(c)
     })
     .await;
-    assert_eq!((counts.ready, counts.scheduled, counts.active, counts.dead), (0, 0, 0, 0));
-    assert!(topic.job("order:1").await.unwrap().is_none(), "a done job leaves nothing behind");
+    assert_eq!(
+        (counts.ready, counts.scheduled, counts.active, counts.dead),
+        (0, 0, 0, 0)
+    );
+    assert!(
+        topic.job("order:1").await.unwrap().is_none(),
+        "a done job leaves nothing behind"
+    );
     none_within(&mut rx, Duration::from_millis(100)).await;
     worker.stop().await;
 }
@@ -54,7 +71,12 @@ pub async fn delayed_job_never_runs_before_its_due_time(b: Backend) {
     let worker = reporting_worker(&b, tx);
     let mut due = Vec::new();
     for (i, delay_ms) in [300u64, 50, 150].into_iter().enumerate() {
-        let e = b.client.enqueue(CloseOrder { order_id: i as u64 }).after(Duration::from_millis(delay_ms)).await.unwrap();
+        let e = b
+            .client
+            .enqueue(CloseOrder { order_id: i as u64 })
+            .after(Duration::from_millis(delay_ms))
+            .await
+            .unwrap();
         due.push((e.id, e.due_at.unwrap().timestamp_millis()));
     }
     let mut started = Vec::new();
@@ -66,7 +88,10 @@ pub async fn delayed_job_never_runs_before_its_due_time(b: Backend) {
     assert_eq!(order, vec![1, 2, 0]);
     for (id, _, started_at) in &started {
         let due_at = due.iter().find(|d| &d.0 == id).unwrap().1;
-        assert!(*started_at >= due_at, "job {id} started at {started_at}, before its due time {due_at}");
+        assert!(
+            *started_at >= due_at,
+            "job {id} started at {started_at}, before its due time {due_at}"
+        );
     }
     worker.stop().await;
 }
@@ -75,9 +100,19 @@ pub async fn enqueue_at_absolute_time(b: Backend) {
     let (tx, mut rx) = events();
     let worker = reporting_worker(&b, tx);
     let at = Utc::now() + chrono::Duration::milliseconds(200);
-    let e = b.client.enqueue(CloseOrder { order_id: 9 }).at(at).await.unwrap();
+    let e = b
+        .client
+        .enqueue(CloseOrder { order_id: 9 })
+        .at(at)
+        .await
+        .unwrap();
     assert_eq!(e.due_at.unwrap().timestamp_millis(), at.timestamp_millis());
-    let past = b.client.enqueue(CloseOrder { order_id: 8 }).at(Utc::now() - chrono::Duration::hours(1)).await.unwrap();
+    let past = b
+        .client
+        .enqueue(CloseOrder { order_id: 8 })
+        .at(Utc::now() - chrono::Duration::hours(1))
+        .await
+        .unwrap();
     assert_eq!(past.status, EnqueueStatus::Created);
     let first = next(&mut rx).await;
     assert_eq!(first.1, 8, "a time in the past means now");
@@ -88,23 +123,70 @@ pub async fn enqueue_at_absolute_time(b: Backend) {
 }
 
 pub async fn duplicate_id_is_idempotent(b: Backend) {
-    let first = b.client.enqueue(CloseOrder { order_id: 1 }).id("order:1").after(Duration::from_secs(60)).await.unwrap();
-    let again = b.client.enqueue(CloseOrder { order_id: 2 }).id("order:1").await.unwrap();
+    let first = b
+        .client
+        .enqueue(CloseOrder { order_id: 1 })
+        .id("order:1")
+        .after(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let again = b
+        .client
+        .enqueue(CloseOrder { order_id: 2 })
+        .id("order:1")
+        .await
+        .unwrap();
     assert_eq!(again.status, EnqueueStatus::AlreadyScheduled);
-    assert_eq!(again.due_at, first.due_at, "the existing job's time is reported and kept");
-    let info = b.client.topic::<CloseOrder>().job("order:1").await.unwrap().unwrap();
-    assert_eq!(info.job::<CloseOrder>().unwrap(), CloseOrder { order_id: 1 }, "payload unchanged");
-    assert_eq!(b.client.topic::<CloseOrder>().counts().await.unwrap().scheduled, 1);
+    assert_eq!(
+        again.due_at, first.due_at,
+        "the existing job's time is reported and kept"
+    );
+    let info = b
+        .client
+        .topic::<CloseOrder>()
+        .job("order:1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        info.job::<CloseOrder>().unwrap(),
+        CloseOrder { order_id: 1 },
+        "payload unchanged"
+    );
+    assert_eq!(
+        b.client
+            .topic::<CloseOrder>()
+            .counts()
+            .await
+            .unwrap()
+            .scheduled,
+        1
+    );
 }
 
 pub async fn replace_updates_payload_and_time(b: Backend) {
-    b.client.enqueue(CloseOrder { order_id: 1 }).id("order:1").after(Duration::from_secs(3600)).await.unwrap();
+    b.client
+        .enqueue(CloseOrder { order_id: 1 })
+        .id("order:1")
+        .after(Duration::from_secs(3600))
+        .await
+        .unwrap();
     let (tx, mut rx) = events();
     let worker = reporting_worker(&b, tx);
-    let replaced = b.client.enqueue(CloseOrder { order_id: 2 }).id("order:1").replace().await.unwrap();
+    let replaced = b
+        .client
+        .enqueue(CloseOrder { order_id: 2 })
+        .id("order:1")
+        .replace()
+        .await
+        .unwrap();
     assert_eq!(replaced.status, EnqueueStatus::Replaced);
     let (id, order, _) = next(&mut rx).await;
-    assert_eq!((id.as_str(), order), ("order:1", 2), "runs now, with the new payload");
+    assert_eq!(
+        (id.as_str(), order),
+        ("order:1", 2),
+        "runs now, with the new payload"
+    );
     worker.stop().await;
 }
 
@@ -121,11 +203,26 @@ pub async fn replace_of_running_job_is_an_error(b: Backend) {
         }
     };
     let worker = spawn(Worker::builder(&b.client).handle(handler).build().unwrap());
-    b.client.enqueue(CloseOrder { order_id: 1 }).id("busy").await.unwrap();
+    b.client
+        .enqueue(CloseOrder { order_id: 1 })
+        .id("busy")
+        .await
+        .unwrap();
     next(&mut started).await;
-    let err = b.client.enqueue(CloseOrder { order_id: 2 }).id("busy").replace().await.unwrap_err();
+    let err = b
+        .client
+        .enqueue(CloseOrder { order_id: 2 })
+        .id("busy")
+        .replace()
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::JobRunning { .. }), "{err}");
-    let plain = b.client.enqueue(CloseOrder { order_id: 3 }).id("busy").await.unwrap();
+    let plain = b
+        .client
+        .enqueue(CloseOrder { order_id: 3 })
+        .id("busy")
+        .await
+        .unwrap();
     assert_eq!(plain.status, EnqueueStatus::AlreadyRunning);
     release_tx.send_replace(true);
     worker.stop().await;
@@ -134,19 +231,38 @@ pub async fn replace_of_running_job_is_an_error(b: Backend) {
 pub async fn generated_ids_are_unique(b: Backend) {
     let mut ids = HashSet::new();
     for i in 0..200 {
-        let e = b.client.enqueue(CloseOrder { order_id: i }).after(Duration::from_secs(60)).await.unwrap();
+        let e = b
+            .client
+            .enqueue(CloseOrder { order_id: i })
+            .after(Duration::from_secs(60))
+            .await
+            .unwrap();
         assert_eq!(e.status, EnqueueStatus::Created);
         assert!(ids.insert(e.id));
     }
-    assert_eq!(b.client.topic::<CloseOrder>().counts().await.unwrap().scheduled, 200);
+    assert_eq!(
+        b.client
+            .topic::<CloseOrder>()
+            .counts()
+            .await
+            .unwrap()
+            .scheduled,
+        200
+    );
 }
 
 pub async fn bulk_enqueue_runs_every_job_once(b: Backend) {
     let (tx, mut rx) = events();
     let worker = reporting_worker(&b, tx);
     let n = 2500u64;
-    let mut items: Vec<EnqueueItem<CloseOrder>> = (0..n).map(|i| EnqueueItem::new(CloseOrder { order_id: i })).collect();
-    items.push(EnqueueItem::new(CloseOrder { order_id: 0 }).id("fixed").after(Duration::from_millis(10)));
+    let mut items: Vec<EnqueueItem<CloseOrder>> = (0..n)
+        .map(|i| EnqueueItem::new(CloseOrder { order_id: i }))
+        .collect();
+    items.push(
+        EnqueueItem::new(CloseOrder { order_id: 0 })
+            .id("fixed")
+            .after(Duration::from_millis(10)),
+    );
     items.push(EnqueueItem::new(CloseOrder { order_id: 0 }).id("fixed"));
     let done = b.client.enqueue_many(items).await.unwrap();
     assert_eq!(done.len(), n as usize + 2);
@@ -162,15 +278,34 @@ pub async fn bulk_enqueue_runs_every_job_once(b: Backend) {
 }
 
 pub async fn bad_input_gets_clear_errors(b: Backend) {
-    let err = b.client.enqueue(CloseOrder { order_id: 1 }).id("").await.unwrap_err();
+    let err = b
+        .client
+        .enqueue(CloseOrder { order_id: 1 })
+        .id("")
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::InvalidId { .. }), "{err}");
-    let err = b.client.enqueue(CloseOrder { order_id: 1 }).id("x".repeat(10_000)).await.unwrap_err();
+    let err = b
+        .client
+        .enqueue(CloseOrder { order_id: 1 })
+        .id("x".repeat(10_000))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("longer than 512"), "{err}");
-    let err = b.client.enqueue(CloseOrder { order_id: 1 }).id("a\nb").await.unwrap_err();
+    let err = b
+        .client
+        .enqueue(CloseOrder { order_id: 1 })
+        .id("a\nb")
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("control character"), "{err}");
     let err = b.client.topic_named("bad topic").unwrap_err();
     assert!(matches!(err, Error::InvalidTopic { .. }), "{err}");
-    let err = b.client.cancel::<CloseOrder>("never-existed").await.unwrap_err();
+    let err = b
+        .client
+        .cancel::<CloseOrder>("never-existed")
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::JobNotFound { .. }), "{err}");
     assert!(err.to_string().contains("never-existed"), "{err}");
 
@@ -179,21 +314,68 @@ pub async fn bad_input_gets_clear_errors(b: Backend) {
     struct Big {
         data: String,
     }
-    let small = postpone::Client::builder().max_payload(1024).store_arc(b.client.store().clone());
-    let err = small.enqueue(Big { data: "x".repeat(2000) }).await.unwrap_err();
-    assert!(matches!(err, Error::PayloadTooLarge { limit: 1024, .. }), "{err}");
-    let ok = b.client.enqueue(Big { data: "x".repeat(400 * 1024) }).await.unwrap();
-    assert_eq!(ok.status, EnqueueStatus::Created, "the default limit is 512 KiB");
-    let err = b.client.enqueue(Big { data: "x".repeat(600 * 1024) }).await.unwrap_err();
-    assert!(err.to_string().contains("over the limit of 524288 bytes"), "{err}");
-    assert_eq!(b.client.topic::<Big>().counts().await.unwrap().ready, 1, "nothing of the failed enqueues was stored");
+    let small = postpone::Client::builder()
+        .max_payload(1024)
+        .store_arc(b.client.store().clone());
+    let err = small
+        .enqueue(Big {
+            data: "x".repeat(2000),
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::PayloadTooLarge { limit: 1024, .. }),
+        "{err}"
+    );
+    let ok = b
+        .client
+        .enqueue(Big {
+            data: "x".repeat(400 * 1024),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        ok.status,
+        EnqueueStatus::Created,
+        "the default limit is 512 KiB"
+    );
+    let err = b
+        .client
+        .enqueue(Big {
+            data: "x".repeat(600 * 1024),
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("over the limit of 524288 bytes"),
+        "{err}"
+    );
+    assert_eq!(
+        b.client.topic::<Big>().counts().await.unwrap().ready,
+        1,
+        "nothing of the failed enqueues was stored"
+    );
 }
 
 pub async fn hostile_ids_are_distinct_jobs(b: Backend) {
     let long = "é".repeat(256);
-    let ids = ["{orders.close}", "a:b", "*", "with space", "ünï©ødé", "{}:*", long.as_str()];
+    let ids = [
+        "{orders.close}",
+        "a:b",
+        "*",
+        "with space",
+        "ünï©ødé",
+        "{}:*",
+        long.as_str(),
+    ];
     for (i, id) in ids.iter().enumerate() {
-        let e = b.client.enqueue(CloseOrder { order_id: i as u64 }).id(*id).after(Duration::from_secs(60)).await.unwrap();
+        let e = b
+            .client
+            .enqueue(CloseOrder { order_id: i as u64 })
+            .id(*id)
+            .after(Duration::from_secs(60))
+            .await
+            .unwrap();
         assert_eq!(e.status, EnqueueStatus::Created, "{id}");
     }
     let topic = b.client.topic::<CloseOrder>();
@@ -203,15 +385,44 @@ pub async fn hostile_ids_are_distinct_jobs(b: Backend) {
     }
     b.client.cancel::<CloseOrder>("*").await.unwrap();
     assert!(topic.job("*").await.unwrap().is_none());
-    assert!(topic.job("{}:*").await.unwrap().is_some(), "cancelling one id touched no other");
-    assert_eq!(topic.counts().await.unwrap().scheduled, ids.len() as u64 - 1);
+    assert!(
+        topic.job("{}:*").await.unwrap().is_some(),
+        "cancelling one id touched no other"
+    );
+    assert_eq!(
+        topic.counts().await.unwrap().scheduled,
+        ids.len() as u64 - 1
+    );
 }
 
 pub async fn job_lookup_reports_state(b: Backend) {
-    let e = b.client.enqueue(CloseOrder { order_id: 5 }).id("look").after(Duration::from_secs(60)).await.unwrap();
-    let info = b.client.topic::<CloseOrder>().job("look").await.unwrap().unwrap();
-    assert_eq!(info.state, JobState::Scheduled { due_at: e.due_at.unwrap() });
+    let e = b
+        .client
+        .enqueue(CloseOrder { order_id: 5 })
+        .id("look")
+        .after(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let info = b
+        .client
+        .topic::<CloseOrder>()
+        .job("look")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        info.state,
+        JobState::Scheduled {
+            due_at: e.due_at.unwrap()
+        }
+    );
     assert_eq!(info.attempt, 1);
     assert!(info.errors.is_empty());
-    assert!(b.client.topic::<CloseOrder>().job("nope").await.unwrap().is_none());
+    assert!(b
+        .client
+        .topic::<CloseOrder>()
+        .job("nope")
+        .await
+        .unwrap()
+        .is_none());
 }

@@ -55,7 +55,10 @@ where
         if let Some(v) = check().await {
             return v;
         }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -79,7 +82,10 @@ impl Running {
 
 pub fn spawn<S: Send + Sync + 'static>(worker: Worker<S>) -> Running {
     let handle = worker.shutdown_handle();
-    Running { handle, task: tokio::spawn(worker.run()) }
+    Running {
+        handle,
+        task: tokio::spawn(worker.run()),
+    }
 }
 
 /// The store's clock, in ms.
@@ -94,7 +100,9 @@ pub fn events<T>() -> Events<T> {
 }
 
 /// A shared sink that reports every dead letter on a channel.
-pub fn channel_sink(tx: mpsc::UnboundedSender<postpone::DeadLetter>) -> impl postpone::DeadLetterSink {
+pub fn channel_sink(
+    tx: mpsc::UnboundedSender<postpone::DeadLetter>,
+) -> impl postpone::DeadLetterSink {
     let tx = Arc::new(tx);
     postpone::sink_fn(move |dead| {
         let tx = tx.clone();
