@@ -23,6 +23,7 @@ pub use postpone_macros::Job;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::schedule::RetrySchedule;
+    pub use core::option::Option;
     pub use std::time::Duration;
 
     /// Used by `#[derive(Job)]`: the schedule it checked at compile time.
