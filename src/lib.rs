@@ -36,6 +36,7 @@ pub use postpone_macros::Job;
 pub mod __private {
     pub use crate::handler::{ViaTrait, WithState, WithoutState};
     pub use crate::schedule::RetrySchedule;
+    pub use core::option::Option;
     pub use std::time::Duration;
 
     /// Used by `#[derive(Job)]`: the schedule it checked at compile time.
