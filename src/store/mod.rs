@@ -4,15 +4,19 @@
 //! - `due`: ids by due time (ms since the epoch, by the backend's clock);
 //! - `active`: ids by lease deadline, each with the lease token of its current claim;
 //! - `jobs`: id -> record (opaque bytes, see `record.rs`), for due and active jobs;
-//! - `stalls`: id -> how often its lease expired; `cancels`: ids cancelled while active;
+//! - `stalls`: id -> how often its lease expired (over the job's whole life: a retry does not reset it;
+//!   it goes when the job leaves `due`/`active`); `cancels`: ids cancelled while active;
 //! - `dead`: id -> (record, reason, died_at), with `dead_pending`: ids whose dead-letter hook has not
 //!   yet succeeded, by the time they may next be handed to a hook;
 //! - counters (see [`TopicCounts`]) and the lease-token sequence.
 //!
 //! A live job is in exactly one of `due` or `active`; a dead job only in `dead`. Done and cancelled jobs
-//! leave nothing behind but a counter. Every method is one atomic step (one Lua script on Redis, one lock
-//! on the memory backend). Time comes from the backend (`TIME` on Redis), never from the caller, except
-//! an absolute due time the user asked for.
+//! leave nothing behind but a counter. A dead job does not hold its id: a live job of the same id may
+//! be enqueued beside it. A lease has expired when its deadline <= now, a job is due when its due time
+//! <= now, and ties in every sorted set are broken by id, bytewise (as in a Redis sorted set). Every
+//! method is one atomic step (one Lua script on Redis, one lock on the memory backend). Time comes
+//! from the backend (`TIME` on Redis), never from the caller, except an absolute due time the user
+//! asked for.
 //!
 //! Backends are not meant to be called directly by applications: use [`Client`](crate::Client) and
 //! [`Worker`](crate::Worker), which validate input and encode jobs. The trait is public so that the
@@ -31,7 +35,8 @@ use crate::error::Result;
 pub enum Due {
     /// This many ms after the backend's now (0 = now).
     In(u64),
-    /// At this absolute time, ms since the Unix epoch (a past time means now).
+    /// At this absolute time, ms since the Unix epoch (a past time means now: the job is stored, and
+    /// reported, as due now).
     At(i64),
 }
 
@@ -53,7 +58,12 @@ pub struct NewJob {
 impl NewJob {
     /// A job to enqueue.
     pub fn new(id: String, record: Vec<u8>, due: Due, replace: bool) -> Self {
-        NewJob { id, record, due, replace }
+        NewJob {
+            id,
+            record,
+            due,
+            replace,
+        }
     }
 }
 
@@ -97,7 +107,12 @@ pub struct ClaimRequest {
 impl ClaimRequest {
     /// A claim request.
     pub fn new(max: usize, lease_ms: u64, sweep_limit: usize, stall_limit: u32) -> Self {
-        ClaimRequest { max, lease_ms, sweep_limit, stall_limit }
+        ClaimRequest {
+            max,
+            lease_ms,
+            sweep_limit,
+            stall_limit,
+        }
     }
 }
 
@@ -119,10 +134,12 @@ pub struct ClaimedJob {
 ///
 /// Sweeping happens first, in the same atomic step: every expired lease (up to `sweep_limit`, earliest
 /// first) is removed from `active`; its `stalls` count goes up by one; if the job was cancelled while
-/// active it ends as cancelled; else if its stall count now exceeds `stall_limit` it is dead-lettered with
-/// reason `"stalled: lease expired N times"`; else it is made due at once (no attempt used). Then up to
-/// `max` due jobs (due time <= now, earliest first) move to `active` with deadline now + lease, all under
-/// one fresh token from the topic's sequence.
+/// active it ends as cancelled (count `cancelled`); else if its stall count now exceeds `stall_limit` it
+/// is dead-lettered with its record unchanged and reason `"stalled: lease expired N times"` (count
+/// `dead_total`, not `failed`; pending its hook from now); else it is made due at once, due now, record
+/// unchanged (no attempt used; count `stalled`). Then up to `max` due jobs (due time <= now, earliest
+/// first) move to `active` with deadline now + lease, all under one fresh token from the topic's
+/// sequence.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct ClaimBatch {
@@ -159,9 +176,9 @@ pub enum Finish {
         /// Whether to count it in `retried`.
         counted: bool,
     },
-    /// Move to the dead letters with this record and reason (count `dead`; also count `failed` when
-    /// `failed`). Adds the id to `dead_pending` with time now. A job cancelled while active is dead-lettered
-    /// all the same: it failed.
+    /// Move to the dead letters with this record and reason (count `failed` and `dead_total`; a dead
+    /// job of the same id is replaced). Adds the id to `dead_pending` with time now. A job cancelled
+    /// while active is dead-lettered all the same: it failed.
     Dead {
         /// The final record (with the last error).
         record: Vec<u8>,
@@ -347,8 +364,9 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
 
     /// Enqueues jobs (all in one topic), atomically each, in order. A new job goes to `due`. An existing
     /// due id gives `Exists` unless `replace` (then record and due time are replaced: `Replaced`); an
-    /// active id gives `Running`. A job whose due time is earlier than the topic's earliest sends a
-    /// [`Hint::Topic`].
+    /// active id gives `Running`; a dead job of the same id is no obstacle. A job whose due time is
+    /// earlier than the topic's earliest (or the topic has none due) sends a [`Hint::Topic`]; one hint
+    /// per call, for the earliest such job, is enough.
     async fn enqueue(&self, topic: &str, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>>;
 
     /// Sweeps expired leases, then claims due jobs: see [`ClaimBatch`].
@@ -357,8 +375,14 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// Finishes claimed jobs, each only if its token matches its current lease.
     async fn finish(&self, topic: &str, items: Vec<FinishItem>) -> Result<Vec<FinishOutcome>>;
 
-    /// Renews leases to now + `lease_ms`, each only if its token matches.
-    async fn extend(&self, topic: &str, leases: &[(String, u64)], lease_ms: u64) -> Result<Vec<LeaseStatus>>;
+    /// Renews leases to now + `lease_ms`, each only if its token matches. A lease past its deadline that no
+    /// sweep has taken yet still matches (and so does a finish with its token).
+    async fn extend(
+        &self,
+        topic: &str,
+        leases: &[(String, u64)],
+        lease_ms: u64,
+    ) -> Result<Vec<LeaseStatus>>;
 
     /// Cancels a live job by id.
     async fn cancel(&self, topic: &str, id: &str) -> Result<CancelOutcome>;
@@ -366,7 +390,7 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// Moves a due job to a new due time (sends a hint when earlier than the topic's earliest).
     async fn reschedule(&self, topic: &str, id: &str, due: Due) -> Result<RescheduleOutcome>;
 
-    /// Finds a job (live or dead) by id.
+    /// Finds a job (live or dead) by id: the live one when a live and a dead job share the id.
     async fn job(&self, topic: &str, id: &str) -> Result<Option<StoredJob>>;
 
     /// Counts by state, and the topic's counters.
@@ -377,7 +401,7 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
 
     /// Moves a dead job back to `due`, due now, with this record (the caller resets its attempt).
     /// Returns false when no dead job has this id; fails with [`crate::Error::JobExists`] when a live job
-    /// has it.
+    /// has it (and a dead one too). Sends a hint like [`Store::enqueue`].
     async fn dead_requeue(&self, topic: &str, id: &str, record: Vec<u8>) -> Result<bool>;
 
     /// Deletes one dead job (`Some(id)`) or all of them (`None`), pending hooks included. Returns how
@@ -386,20 +410,32 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
 
     /// Deletes dead jobs that died before `older_than_ms`, and beyond the newest `keep` (oldest first), but
     /// only those whose hook has succeeded, at most `limit` per call. Counts them in `trimmed`.
-    async fn dead_trim(&self, topic: &str, older_than_ms: i64, keep: u64, limit: usize) -> Result<u64>;
+    ///
+    /// A dead job is trimmed when either holds: it died before `older_than_ms`, or it is not among the
+    /// newest `keep` of all dead jobs (pending ones count towards `keep`, and are never trimmed). So
+    /// `keep = u64::MAX` trims by age only and `older_than_ms = i64::MIN` by count only.
+    async fn dead_trim(
+        &self,
+        topic: &str,
+        older_than_ms: i64,
+        keep: u64,
+        limit: usize,
+    ) -> Result<u64>;
 
-    /// Takes up to `max` dead jobs whose hook is due (pending time <= now) and pushes their pending time
-    /// to now + `lease_ms`, so that a crashed hook caller's jobs come back.
+    /// Takes up to `max` dead jobs whose hook is due (pending time <= now), earliest first, and pushes
+    /// their pending time to now + `lease_ms`, so that a crashed hook caller's jobs come back.
     async fn dead_claim(&self, topic: &str, max: usize, lease_ms: u64) -> Result<Vec<DeadEntry>>;
 
-    /// Marks hooks done (removes from `dead_pending`).
+    /// Marks hooks done (removes from `dead_pending`). Ids that are not pending are ignored.
     async fn dead_ack(&self, topic: &str, ids: &[String]) -> Result<()>;
 
-    /// Puts a failed hook's job back in `dead_pending` for now + `delay_ms`.
+    /// Puts a failed hook's job back in `dead_pending` for now + `delay_ms`. Does nothing when no dead job
+    /// has this id.
     async fn dead_retry(&self, topic: &str, id: &str, delay_ms: u64) -> Result<()>;
 
     /// Wake-up hints for every topic of the namespace. A backend whose hint channel may have dropped
-    /// messages sends [`Hint::All`].
+    /// messages sends [`Hint::All`]; a receiver that lags (`RecvError::Lagged`) should act as on
+    /// [`Hint::All`].
     fn hints(&self) -> broadcast::Receiver<Hint>;
 
     /// Called once when a worker starts: the backend checks what it needs (Redis version, eviction

@@ -1,0 +1,243 @@
+//! The in-memory backend: the same semantics as Redis, in this process.
+//!
+//! It is the embedded default: examples run without Redis, and applications test their handlers with
+//! it, optionally on a [`ManualClock`] so that a job due in 30 minutes runs as soon as the test moves the
+//! clock. Nothing survives the process.
+//!
+//! All state sits behind one [`std::sync::Mutex`], held for one step of the [`Store`] contract and never
+//! across an `.await`, so every method is atomic like a Lua script. Each topic keeps the layout of the
+//! seam (see [`crate::store`]): sorted sets of ids for `due`, `active`, `dead` and `dead_pending`, with
+//! indexes by id, so cancel and reschedule are O(log n). Each call does bounded work, like the Redis
+//! scripts: at most `sweep_limit` + `max` jobs per claim, `max` per dead claim, `limit` per trim.
+
+mod clock;
+#[cfg(test)]
+mod tests;
+mod topic;
+mod zset;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use tokio::sync::broadcast;
+
+pub use self::clock::{Clock, ManualClock, SystemClock};
+use self::topic::Topic;
+use super::{
+    CancelOutcome, ClaimBatch, ClaimRequest, DeadEntry, Due, EnqueueOutcome, FinishItem,
+    FinishOutcome, Hint, LeaseStatus, NewJob, RescheduleOutcome, Store, StoredJob, TopicCounts,
+};
+use crate::error::Result;
+
+/// How many hints a slow receiver may fall behind before it sees `Lagged` (and should look again).
+const HINT_CAPACITY: usize = 1024;
+
+/// Jobs kept in this process's memory.
+///
+/// ```
+/// use postpone::store::{memory::MemoryStore, Store};
+///
+/// let store = MemoryStore::new();
+/// assert_eq!(store.backend_name(), "memory");
+/// ```
+pub struct MemoryStore {
+    topics: Mutex<HashMap<String, Topic>>,
+    clock: Arc<dyn Clock>,
+    hints: broadcast::Sender<Hint>,
+}
+
+impl MemoryStore {
+    /// An empty store on the system clock.
+    pub fn new() -> Self {
+        MemoryStore::with_clock(Arc::new(SystemClock))
+    }
+
+    /// An empty store on `clock`. The clock is given the store's hint channel (see
+    /// [`Clock::register_hints`]), so a [`ManualClock`] wakes the store's workers when it moves.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        let (hints, _) = broadcast::channel(HINT_CAPACITY);
+        clock.register_hints(hints.clone());
+        MemoryStore {
+            topics: Mutex::new(HashMap::new()),
+            clock,
+            hints,
+        }
+    }
+
+    /// Runs one atomic step on a topic (created on first use), with the clock read under the lock.
+    fn with_topic<R>(&self, topic: &str, step: impl FnOnce(&mut Topic, i64) -> R) -> R {
+        let mut topics = self.topics.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = self.clock.now_ms();
+        match topics.get_mut(topic) {
+            Some(state) => step(state, now),
+            None => step(topics.entry(topic.to_owned()).or_default(), now),
+        }
+    }
+
+    /// Reads a topic without creating it.
+    fn read_topic<R>(&self, topic: &str, read: impl FnOnce(&Topic, i64) -> R) -> R {
+        let topics = self.topics.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = self.clock.now_ms();
+        match topics.get(topic) {
+            Some(state) => read(state, now),
+            None => read(&Topic::default(), now),
+        }
+    }
+
+    fn hint(&self, topic: &str, due_at_ms: Option<i64>) {
+        if let Some(due_at_ms) = due_at_ms {
+            // No receiver is fine: no worker is sleeping.
+            let _ = self.hints.send(Hint::Topic {
+                topic: topic.to_owned(),
+                due_at_ms,
+            });
+        }
+    }
+
+    #[cfg(test)]
+    fn holds_nothing(&self, topic: &str) -> bool {
+        self.read_topic(topic, |state, _| state.holds_nothing())
+    }
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore::new()
+    }
+}
+
+impl fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let topics = self
+            .topics
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        f.debug_struct("MemoryStore")
+            .field("clock", &self.clock)
+            .field("topics", &topics)
+            .finish()
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    fn backend_name(&self) -> &'static str {
+        "memory"
+    }
+
+    async fn now_ms(&self) -> Result<i64> {
+        Ok(self.clock.now_ms())
+    }
+
+    async fn enqueue(&self, topic: &str, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
+        let (outcomes, hint) = self.with_topic(topic, |state, now| {
+            let mut hint: Option<i64> = None;
+            let outcomes = jobs
+                .into_iter()
+                .map(|job| {
+                    let (outcome, earlier) = state.enqueue(job, now);
+                    // Each hint is earlier than the last: only the earliest matters.
+                    hint = earlier.or(hint);
+                    outcome
+                })
+                .collect();
+            (outcomes, hint)
+        });
+        self.hint(topic, hint);
+        Ok(outcomes)
+    }
+
+    async fn claim(&self, topic: &str, request: ClaimRequest) -> Result<ClaimBatch> {
+        Ok(self.with_topic(topic, |state, now| state.claim(request, now)))
+    }
+
+    async fn finish(&self, topic: &str, items: Vec<FinishItem>) -> Result<Vec<FinishOutcome>> {
+        Ok(self.with_topic(topic, |state, now| {
+            items
+                .into_iter()
+                .map(|item| state.finish(item, now))
+                .collect()
+        }))
+    }
+
+    async fn extend(
+        &self,
+        topic: &str,
+        leases: &[(String, u64)],
+        lease_ms: u64,
+    ) -> Result<Vec<LeaseStatus>> {
+        Ok(self.with_topic(topic, |state, now| {
+            leases
+                .iter()
+                .map(|(id, token)| state.extend(id, *token, lease_ms, now))
+                .collect()
+        }))
+    }
+
+    async fn cancel(&self, topic: &str, id: &str) -> Result<CancelOutcome> {
+        Ok(self.with_topic(topic, |state, _| state.cancel(id)))
+    }
+
+    async fn reschedule(&self, topic: &str, id: &str, due: Due) -> Result<RescheduleOutcome> {
+        let (outcome, hint) = self.with_topic(topic, |state, now| state.reschedule(id, due, now));
+        self.hint(topic, hint);
+        Ok(outcome)
+    }
+
+    async fn job(&self, topic: &str, id: &str) -> Result<Option<StoredJob>> {
+        Ok(self.read_topic(topic, |state, _| state.job(id)))
+    }
+
+    async fn counts(&self, topic: &str) -> Result<TopicCounts> {
+        Ok(self.read_topic(topic, |state, now| state.counts(now)))
+    }
+
+    async fn dead_list(&self, topic: &str, offset: usize, limit: usize) -> Result<Vec<DeadEntry>> {
+        Ok(self.read_topic(topic, |state, _| state.dead_list(offset, limit)))
+    }
+
+    async fn dead_requeue(&self, topic: &str, id: &str, record: Vec<u8>) -> Result<bool> {
+        let (found, hint) = self.with_topic(topic, |state, now| {
+            state.dead_requeue(topic, id, record, now)
+        })?;
+        self.hint(topic, hint);
+        Ok(found)
+    }
+
+    async fn dead_purge(&self, topic: &str, id: Option<&str>) -> Result<u64> {
+        Ok(self.with_topic(topic, |state, _| state.dead_purge(id)))
+    }
+
+    async fn dead_trim(
+        &self,
+        topic: &str,
+        older_than_ms: i64,
+        keep: u64,
+        limit: usize,
+    ) -> Result<u64> {
+        Ok(self.with_topic(topic, |state, _| {
+            state.dead_trim(older_than_ms, keep, limit)
+        }))
+    }
+
+    async fn dead_claim(&self, topic: &str, max: usize, lease_ms: u64) -> Result<Vec<DeadEntry>> {
+        Ok(self.with_topic(topic, |state, now| state.dead_claim(max, lease_ms, now)))
+    }
+
+    async fn dead_ack(&self, topic: &str, ids: &[String]) -> Result<()> {
+        self.with_topic(topic, |state, _| state.dead_ack(ids));
+        Ok(())
+    }
+
+    async fn dead_retry(&self, topic: &str, id: &str, delay_ms: u64) -> Result<()> {
+        self.with_topic(topic, |state, now| state.dead_retry(id, delay_ms, now));
+        Ok(())
+    }
+
+    fn hints(&self) -> broadcast::Receiver<Hint> {
+        self.hints.subscribe()
+    }
+}

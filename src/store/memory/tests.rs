@@ -1,0 +1,233 @@
+//! Memory-only behaviour: the manual clock, and exact times. The shared semantics are pinned by the
+//! conformance suite in `tests/store_conformance`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::store::{Finish, StoredState};
+
+const T0: i64 = 1_700_000_000_000;
+
+fn store() -> (Arc<ManualClock>, MemoryStore) {
+    let clock = Arc::new(ManualClock::new(T0));
+    let store = MemoryStore::with_clock(clock.clone());
+    (clock, store)
+}
+
+fn new_job(id: &str, due: Due) -> NewJob {
+    NewJob::new(id.to_owned(), id.as_bytes().to_vec(), due, false)
+}
+
+fn claim_req(max: usize, lease_ms: u64, stall_limit: u32) -> ClaimRequest {
+    ClaimRequest::new(max, lease_ms, 100, stall_limit)
+}
+
+#[tokio::test]
+async fn advancing_the_manual_clock_sends_hint_all() {
+    let (clock, store) = store();
+    let mut hints = store.hints();
+    clock.advance(Duration::from_millis(5));
+    assert_eq!(hints.try_recv().unwrap(), Hint::All);
+    clock.set(T0);
+    assert_eq!(hints.try_recv().unwrap(), Hint::All);
+    assert_eq!(store.now_ms().await.unwrap(), T0);
+}
+
+#[tokio::test]
+async fn one_manual_clock_wakes_every_store_on_it() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let a = MemoryStore::with_clock(clock.clone());
+    let b = MemoryStore::with_clock(clock.clone());
+    let (mut ha, mut hb) = (a.hints(), b.hints());
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(ha.try_recv().unwrap(), Hint::All);
+    assert_eq!(hb.try_recv().unwrap(), Hint::All);
+}
+
+#[tokio::test]
+async fn jobs_become_due_when_the_clock_moves() {
+    let (clock, store) = store();
+    let out = store
+        .enqueue("t", vec![new_job("order:42", Due::In(30 * 60_000))])
+        .await
+        .unwrap();
+    assert_eq!(
+        out,
+        [EnqueueOutcome::Created {
+            due_at_ms: T0 + 30 * 60_000
+        }]
+    );
+    let batch = store.claim("t", claim_req(10, 1_000, 3)).await.unwrap();
+    assert!(batch.jobs.is_empty());
+    assert_eq!(batch.next_due_ms, Some(T0 + 30 * 60_000));
+
+    clock.advance(Duration::from_millis(30 * 60_000 - 1));
+    assert!(store
+        .claim("t", claim_req(10, 1_000, 3))
+        .await
+        .unwrap()
+        .jobs
+        .is_empty());
+    clock.advance(Duration::from_millis(1));
+    let batch = store.claim("t", claim_req(10, 1_000, 3)).await.unwrap();
+    assert_eq!(batch.now_ms, T0 + 30 * 60_000);
+    assert_eq!(batch.jobs.len(), 1);
+    assert_eq!(batch.jobs[0].due_at_ms, T0 + 30 * 60_000);
+    assert_eq!(batch.next_lease_deadline_ms, Some(T0 + 30 * 60_000 + 1_000));
+}
+
+#[tokio::test]
+async fn a_past_absolute_time_is_stored_as_now() {
+    let (_clock, store) = store();
+    let out = store
+        .enqueue("t", vec![new_job("a", Due::At(T0 - 5_000))])
+        .await
+        .unwrap();
+    assert_eq!(out, [EnqueueOutcome::Created { due_at_ms: T0 }]);
+}
+
+#[tokio::test]
+async fn leases_expire_by_the_clock_and_stalls_are_counted_exactly() {
+    let (clock, store) = store();
+    store
+        .enqueue("t", vec![new_job("a", Due::In(0))])
+        .await
+        .unwrap();
+    let first = store
+        .claim("t", claim_req(1, 100, 1))
+        .await
+        .unwrap()
+        .jobs
+        .remove(0);
+
+    // At the deadline the lease has expired (deadline <= now).
+    clock.advance(Duration::from_millis(100));
+    let batch = store.claim("t", claim_req(1, 100, 1)).await.unwrap();
+    assert_eq!((batch.swept, batch.swept_dead), (1, 0));
+    assert_eq!(batch.jobs.len(), 1);
+    assert!(batch.jobs[0].token > first.token);
+    assert_eq!(
+        batch.jobs[0].due_at_ms,
+        T0 + 100,
+        "swept jobs are due at the sweep's now"
+    );
+
+    clock.advance(Duration::from_millis(100));
+    let batch = store.claim("t", claim_req(1, 100, 1)).await.unwrap();
+    assert_eq!((batch.swept, batch.swept_dead), (0, 1));
+    let job = store.job("t", "a").await.unwrap().unwrap();
+    assert_eq!(
+        job.state,
+        StoredState::Dead {
+            died_at_ms: T0 + 200,
+            reason: "stalled: lease expired 2 times".into(),
+            delivered: false
+        }
+    );
+    let counts = store.counts("t").await.unwrap();
+    assert_eq!(
+        (counts.stalled, counts.dead_total, counts.failed),
+        (1, 1, 0)
+    );
+}
+
+#[tokio::test]
+async fn finished_and_cancelled_jobs_leave_nothing_behind() {
+    let (clock, store) = store();
+    let jobs = [
+        "done",
+        "retry-cancelled",
+        "swept-cancelled",
+        "x-due-cancelled",
+    ];
+    store
+        .enqueue("t", jobs.iter().map(|id| new_job(id, Due::In(0))).collect())
+        .await
+        .unwrap();
+    let batch = store.claim("t", claim_req(3, 100, 5)).await.unwrap();
+    let token = batch.jobs[0].token;
+    assert_eq!(
+        store.cancel("t", "retry-cancelled").await.unwrap(),
+        CancelOutcome::Marked
+    );
+    assert_eq!(
+        store.cancel("t", "swept-cancelled").await.unwrap(),
+        CancelOutcome::Marked
+    );
+    assert_eq!(
+        store.cancel("t", "x-due-cancelled").await.unwrap(),
+        CancelOutcome::Removed
+    );
+    let retry = Finish::Retry {
+        record: vec![1],
+        delay_ms: 0,
+        counted: true,
+    };
+    let out = store
+        .finish(
+            "t",
+            vec![
+                FinishItem::new("done".into(), token, Finish::Done),
+                FinishItem::new("retry-cancelled".into(), token, retry),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(out, [FinishOutcome::Applied, FinishOutcome::Cancelled]);
+    clock.advance(Duration::from_millis(100));
+    assert_eq!(
+        store
+            .claim("t", claim_req(3, 100, 5))
+            .await
+            .unwrap()
+            .swept_dead,
+        1
+    );
+    assert!(store.holds_nothing("t"));
+    assert_eq!(store.counts("t").await.unwrap().cancelled, 3);
+}
+
+#[tokio::test]
+async fn dead_jobs_leave_nothing_behind_once_purged_or_requeued_and_done() {
+    let (_clock, store) = store();
+    store
+        .enqueue(
+            "t",
+            vec![new_job("a", Due::In(0)), new_job("b", Due::In(0))],
+        )
+        .await
+        .unwrap();
+    let batch = store.claim("t", claim_req(2, 100, 5)).await.unwrap();
+    let dead = |id: &str| {
+        let finish = Finish::Dead {
+            record: vec![9],
+            reason: "boom".into(),
+        };
+        FinishItem::new(id.to_owned(), batch.jobs[0].token, finish)
+    };
+    store.finish("t", vec![dead("a"), dead("b")]).await.unwrap();
+    assert_eq!(store.dead_purge("t", Some("a")).await.unwrap(), 1);
+    assert!(store.dead_requeue("t", "b", vec![7]).await.unwrap());
+    let job = store
+        .claim("t", claim_req(1, 100, 5))
+        .await
+        .unwrap()
+        .jobs
+        .remove(0);
+    assert_eq!(job.record, [7]);
+    store
+        .finish("t", vec![FinishItem::new(job.id, job.token, Finish::Done)])
+        .await
+        .unwrap();
+    assert!(store.holds_nothing("t"));
+}
+
+#[tokio::test]
+async fn reads_do_not_create_topics() {
+    let (_clock, store) = store();
+    store.job("never", "x").await.unwrap();
+    store.counts("never").await.unwrap();
+    store.dead_list("never", 0, 10).await.unwrap();
+    assert_eq!(store.topics.lock().unwrap().len(), 0);
+}
