@@ -19,28 +19,28 @@ impl crate::store::Store for RedisStore {
         "stub"
     }
     async fn now_ms(&self) -> crate::Result<i64> {
-        todo!()
+        unimplemented!("redis backend")
     }
     async fn enqueue(
         &self,
         _: &str,
         _: Vec<crate::store::NewJob>,
     ) -> crate::Result<Vec<crate::store::EnqueueOutcome>> {
-        todo!()
+        unimplemented!("redis backend")
     }
     async fn claim(
         &self,
         _: &str,
         _: crate::store::ClaimRequest,
     ) -> crate::Result<crate::store::ClaimBatch> {
-        todo!()
+        unimplemented!("redis backend")
     }
     async fn finish(
         &self,
         _: &str,
         _: Vec<crate::store::FinishItem>,
     ) -> crate::Result<Vec<crate::store::FinishOutcome>> {
-        todo!()
+        unimplemented!("redis backend")
     }
     async fn extend(
         &self,
@@ -48,10 +48,10 @@ impl crate::store::Store for RedisStore {
         _: &[(String, u64)],
         _: u64,
     ) -> crate::Result<Vec<crate::store::LeaseStatus>> {
-        todo!()
+        unimplemented!("redis backend")
     }
     async fn cancel(&self, _: &str, _: &str) -> crate::Result<crate::store::CancelOutcome> {
-        todo!()
+        unimplemented!("redis backend")
     }
     async fn reschedule(
         &self,
@@ -59,13 +59,13 @@ impl crate::store::Store for RedisStore {
         _: &str,
         _: crate::store::Due,
     ) -> crate::Result<crate::store::RescheduleOutcome> {
-        todo!()
+        unimplemented!("redis backend")
     }
     async fn job(&self, _: &str, _: &str) -> crate::Result<Option<crate::store::StoredJob>> {
-        todo!()
+        unimplemented!("redis backend")
     }
     async fn counts(&self, _: &str) -> crate::Result<crate::store::TopicCounts> {
-        todo!()
+        unimplemented!("redis backend")
     }
     async fn dead_list(
         &self,
@@ -73,16 +73,16 @@ impl crate::store::Store for RedisStore {
         _: usize,
         _: usize,
     ) -> crate::Result<Vec<crate::store::DeadEntry>> {
-        todo!()
+        unimplemented!("redis backend")
     }
     async fn dead_requeue(&self, _: &str, _: &str, _: Vec<u8>) -> crate::Result<bool> {
-        todo!()
+        unimplemented!("redis backend")
     }
     async fn dead_purge(&self, _: &str, _: Option<&str>) -> crate::Result<u64> {
-        todo!()
+        unimplemented!("redis backend")
     }
     async fn dead_trim(&self, _: &str, _: i64, _: u64, _: usize) -> crate::Result<u64> {
-        todo!()
+        unimplemented!("redis backend")
     }
     async fn dead_claim(
         &self,
@@ -90,15 +90,15 @@ impl crate::store::Store for RedisStore {
         _: usize,
         _: u64,
     ) -> crate::Result<Vec<crate::store::DeadEntry>> {
-        todo!()
+        unimplemented!("redis backend")
     }
     async fn dead_ack(&self, _: &str, _: &[String]) -> crate::Result<()> {
-        todo!()
+        unimplemented!("redis backend")
     }
     async fn dead_retry(&self, _: &str, _: &str, _: u64) -> crate::Result<()> {
-        todo!()
+        unimplemented!("redis backend")
     }
     fn hints(&self) -> tokio::sync::broadcast::Receiver<crate::store::Hint> {
-        todo!()
+        unimplemented!("redis backend")
     }
 }
