@@ -137,19 +137,31 @@ fn cut(s: &str) -> String {
 
 impl Error {
     pub(crate) fn invalid_topic(topic: &str, reason: &'static str) -> Self {
-        Error::InvalidTopic { topic: cut(topic), reason }
+        Error::InvalidTopic {
+            topic: cut(topic),
+            reason,
+        }
     }
 
     pub(crate) fn invalid_namespace(namespace: &str, reason: &'static str) -> Self {
-        Error::InvalidNamespace { namespace: cut(namespace), reason }
+        Error::InvalidNamespace {
+            namespace: cut(namespace),
+            reason,
+        }
     }
 
     pub(crate) fn invalid_id(id: &str, reason: &'static str) -> Self {
-        Error::InvalidId { id: cut(id), reason }
+        Error::InvalidId {
+            id: cut(id),
+            reason,
+        }
     }
 
     pub(crate) fn backend(context: &'static str, source: impl Into<BoxError>) -> Self {
-        Error::Backend { context, source: source.into() }
+        Error::Backend {
+            context,
+            source: source.into(),
+        }
     }
 
     /// True for failures of the connection to the backend (worth retrying later), false for bad input.
@@ -162,7 +174,10 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::InvalidTopic { topic, reason } => {
-                write!(f, "invalid topic name {topic:?}: {reason} (use 1 to 128 of A-Z a-z 0-9 _ . -)")
+                write!(
+                    f,
+                    "invalid topic name {topic:?}: {reason} (use 1 to 128 of A-Z a-z 0-9 _ . -)"
+                )
             }
             Error::InvalidNamespace { namespace, reason } => write!(
                 f,
@@ -178,14 +193,20 @@ impl fmt::Display for Error {
             Error::InvalidConfig { reason } => write!(f, "invalid configuration: {reason}"),
             Error::Encode { topic, .. } => write!(f, "could not encode job for topic {topic:?}"),
             Error::Decode { topic, id, source } => {
-                write!(f, "could not decode job {id:?} of topic {topic:?}: {source}")
+                write!(
+                    f,
+                    "could not decode job {id:?} of topic {topic:?}: {source}"
+                )
             }
             Error::JobNotFound { topic, id } => write!(
                 f,
                 "no job {id:?} in topic {topic:?} (it finished, was cancelled, or never existed)"
             ),
             Error::JobRunning { topic, id } => {
-                write!(f, "job {id:?} of topic {topic:?} is running; try again after it finishes")
+                write!(
+                    f,
+                    "job {id:?} of topic {topic:?} is running; try again after it finishes"
+                )
             }
             Error::JobExists { topic, id } => {
                 write!(f, "a live job {id:?} already exists in topic {topic:?}")

@@ -43,7 +43,11 @@ impl AttemptError {
             message.truncate(cut);
             message.push('…');
         }
-        AttemptError { attempt, at_ms, message }
+        AttemptError {
+            attempt,
+            at_ms,
+            message,
+        }
     }
 }
 
@@ -61,7 +65,13 @@ pub(crate) struct Record {
 
 impl Record {
     pub(crate) fn new(enqueued_at_ms: i64, payload: Vec<u8>) -> Self {
-        Record { attempt: 1, enqueued_at_ms, schedule: None, errors: Vec::new(), payload }
+        Record {
+            attempt: 1,
+            enqueued_at_ms,
+            schedule: None,
+            errors: Vec::new(),
+            payload,
+        }
     }
 
     /// Appends an error, keeping the newest [`MAX_ERRORS`].
@@ -130,11 +140,21 @@ impl Record {
                 let at_ms = i64::try_from(r.varint()?)?;
                 let len = r.len()?;
                 let message = String::from_utf8(r.take(len)?.to_vec())?;
-                errors.push(AttemptError { attempt, at_ms, message });
+                errors.push(AttemptError {
+                    attempt,
+                    at_ms,
+                    message,
+                });
             }
         }
         let payload = bytes[r.pos..].to_vec();
-        Ok(Record { attempt, enqueued_at_ms, schedule, errors, payload })
+        Ok(Record {
+            attempt,
+            enqueued_at_ms,
+            schedule,
+            errors,
+            payload,
+        })
     }
 }
 
@@ -184,7 +204,11 @@ impl Reader<'_> {
     }
 
     fn take(&mut self, n: usize) -> Result<&[u8], BoxError> {
-        let end = self.pos.checked_add(n).filter(|e| *e <= self.bytes.len()).ok_or("record is truncated")?;
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|e| *e <= self.bytes.len())
+            .ok_or("record is truncated")?;
         let s = &self.bytes[self.pos..end];
         self.pos = end;
         Ok(s)

@@ -55,7 +55,10 @@ impl RetrySchedule {
         }
         if slots.len() > MAX_SLOTS {
             return Err(Error::InvalidSchedule {
-                reason: format!("it has {} slots; at most {MAX_SLOTS} are allowed", slots.len()),
+                reason: format!(
+                    "it has {} slots; at most {MAX_SLOTS} are allowed",
+                    slots.len()
+                ),
             });
         }
         if let Some((i, d)) = slots.iter().enumerate().find(|(_, d)| **d > MAX_DELAY) {
@@ -63,7 +66,10 @@ impl RetrySchedule {
                 reason: format!("slot {i} is {d:?}, longer than a year"),
             });
         }
-        Ok(RetrySchedule { slots, jitter_permille: 0 })
+        Ok(RetrySchedule {
+            slots,
+            jitter_permille: 0,
+        })
     }
 
     /// A schedule from delays in milliseconds (handy for tests and demos).
@@ -129,7 +135,10 @@ impl Default for RetrySchedule {
         const M: u64 = 60;
         const H: u64 = 3600;
         let secs = [0, 0, 2 * M, 10 * M, 10 * M, H, 2 * H, 6 * H, 15 * H];
-        RetrySchedule { slots: secs.iter().map(|s| Duration::from_secs(*s)).collect(), jitter_permille: 0 }
+        RetrySchedule {
+            slots: secs.iter().map(|s| Duration::from_secs(*s)).collect(),
+            jitter_permille: 0,
+        }
     }
 }
 
@@ -210,7 +219,11 @@ mod tests {
         for (failed, next) in table {
             assert_eq!(s.retry_delay(failed), next, "after attempt {failed} failed");
         }
-        assert_eq!(s.retry_delay(8), None, "attempt 8 failing exhausts the schedule");
+        assert_eq!(
+            s.retry_delay(8),
+            None,
+            "attempt 8 failing exhausts the schedule"
+        );
         assert_eq!(s.delay_before(0), None, "slot 0 is never read");
         assert_eq!(s.to_string(), "[0, 0, 2m, 10m, 10m, 1h, 2h, 6h, 15h]");
     }
@@ -226,11 +239,17 @@ mod tests {
 
     #[test]
     fn jitter_stays_in_bounds() {
-        let s = RetrySchedule::from_millis(&[0, 0, 1000]).unwrap().with_jitter(0.1);
+        let s = RetrySchedule::from_millis(&[0, 0, 1000])
+            .unwrap()
+            .with_jitter(0.1);
         for _ in 0..1000 {
             let d = s.retry_delay(1).unwrap();
             assert!((900..=1100).contains(&d.as_millis()), "{d:?}");
         }
-        assert_eq!(RetrySchedule::default().retry_delay(2), Some(Duration::from_secs(600)), "no jitter by default");
+        assert_eq!(
+            RetrySchedule::default().retry_delay(2),
+            Some(Duration::from_secs(600)),
+            "no jitter by default"
+        );
     }
 }

@@ -21,10 +21,16 @@ pub fn validate_topic(topic: &str) -> Result<()> {
         return Err(Error::invalid_topic(topic, "it is empty"));
     }
     if topic.len() > 128 {
-        return Err(Error::invalid_topic(topic, "it is longer than 128 characters"));
+        return Err(Error::invalid_topic(
+            topic,
+            "it is longer than 128 characters",
+        ));
     }
     if !name_chars_ok(topic) {
-        return Err(Error::invalid_topic(topic, "it holds a character outside the allowed set"));
+        return Err(Error::invalid_topic(
+            topic,
+            "it holds a character outside the allowed set",
+        ));
     }
     Ok(())
 }
@@ -35,7 +41,10 @@ pub fn validate_namespace(namespace: &str) -> Result<()> {
         return Err(Error::invalid_namespace(namespace, "it is empty"));
     }
     if namespace.len() > 64 {
-        return Err(Error::invalid_namespace(namespace, "it is longer than 64 characters"));
+        return Err(Error::invalid_namespace(
+            namespace,
+            "it is longer than 64 characters",
+        ));
     }
     if !name_chars_ok(namespace) {
         return Err(Error::invalid_namespace(

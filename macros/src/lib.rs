@@ -1,8 +1,39 @@
-//! `#[derive(Job)]` for postpone (to be written).
-use proc_macro::TokenStream;
+//! `#[derive(Job)]` for [postpone](https://docs.rs/postpone): binds a serde type to a topic, and
+//! optionally to a retry schedule, a lease and a timeout, all checked at compile time.
+//!
+//! Use it through `postpone::Job` (the `macros` feature, on by default); the generated code names only
+//! `::postpone` paths. This crate is a thin shim: the expansion lives in plain functions over
+//! `proc_macro2` tokens so that it can be unit-tested.
 
-/// Derives `postpone::Job`.
+use proc_macro::TokenStream;
+use syn::parse_macro_input;
+
+mod attr;
+mod duration;
+mod errors;
+mod job;
+mod topic;
+
+/// Derives `postpone::Job` from a `#[job(...)]` attribute.
+///
+/// ```text
+/// #[derive(Serialize, Deserialize, postpone::Job)]
+/// #[job(topic = "orders.close", retry = ["0", "0", "2m", "10m"], lease = "30s", timeout = "5m")]
+/// struct CloseOrder { order_id: u64 }
+/// ```
+///
+/// - `topic` (required): a string matching `[A-Za-z0-9_.-]{1,128}`.
+/// - `retry`: the retry schedule, delays indexed by attempt number (slot 0 is never read): 2 to 1001
+///   durations, each at most a year.
+/// - `lease`: how long a worker holds a claimed job unless renewed; more than 0, at most a day.
+/// - `timeout`: how long one attempt may run; more than 0.
+///
+/// Durations are strings: `"0"`, `"500ms"`, `"30s"`, `"5m"`, `"2h"`, `"1d"` (`0` may also be written
+/// bare in `retry`). The type must not be generic: a job type is bound to one topic.
 #[proc_macro_derive(Job, attributes(job))]
-pub fn derive_job(_input: TokenStream) -> TokenStream {
-    TokenStream::new()
+pub fn derive_job(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as syn::DeriveInput);
+    job::expand(&input)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
 }

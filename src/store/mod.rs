@@ -58,7 +58,12 @@ pub struct NewJob {
 impl NewJob {
     /// A job to enqueue.
     pub fn new(id: String, record: Vec<u8>, due: Due, replace: bool) -> Self {
-        NewJob { id, record, due, replace }
+        NewJob {
+            id,
+            record,
+            due,
+            replace,
+        }
     }
 }
 
@@ -102,7 +107,12 @@ pub struct ClaimRequest {
 impl ClaimRequest {
     /// A claim request.
     pub fn new(max: usize, lease_ms: u64, sweep_limit: usize, stall_limit: u32) -> Self {
-        ClaimRequest { max, lease_ms, sweep_limit, stall_limit }
+        ClaimRequest {
+            max,
+            lease_ms,
+            sweep_limit,
+            stall_limit,
+        }
     }
 }
 
@@ -367,7 +377,12 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
 
     /// Renews leases to now + `lease_ms`, each only if its token matches. A lease past its deadline that no
     /// sweep has taken yet still matches (and so does a finish with its token).
-    async fn extend(&self, topic: &str, leases: &[(String, u64)], lease_ms: u64) -> Result<Vec<LeaseStatus>>;
+    async fn extend(
+        &self,
+        topic: &str,
+        leases: &[(String, u64)],
+        lease_ms: u64,
+    ) -> Result<Vec<LeaseStatus>>;
 
     /// Cancels a live job by id.
     async fn cancel(&self, topic: &str, id: &str) -> Result<CancelOutcome>;
@@ -399,7 +414,13 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// A dead job is trimmed when either holds: it died before `older_than_ms`, or it is not among the
     /// newest `keep` of all dead jobs (pending ones count towards `keep`, and are never trimmed). So
     /// `keep = u64::MAX` trims by age only and `older_than_ms = i64::MIN` by count only.
-    async fn dead_trim(&self, topic: &str, older_than_ms: i64, keep: u64, limit: usize) -> Result<u64>;
+    async fn dead_trim(
+        &self,
+        topic: &str,
+        older_than_ms: i64,
+        keep: u64,
+        limit: usize,
+    ) -> Result<u64>;
 
     /// Takes up to `max` dead jobs whose hook is due (pending time <= now), earliest first, and pushes
     /// their pending time to now + `lease_ms`, so that a crashed hook caller's jobs come back.

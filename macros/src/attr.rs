@@ -1,0 +1,335 @@
+//! The `#[job(...)]` attribute: parsing and compile-time checks.
+//!
+//! Every error spans the attribute, key or literal at fault and says what to write instead.
+
+use syn::ext::IdentExt;
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::{Attribute, Expr, Ident, Lit, LitInt, LitStr, Meta, Token};
+
+use crate::duration::{format_millis, lit_millis, parse_millis, DAY_MS, FORMS, YEAR_MS};
+use crate::errors::Errors;
+use crate::topic::topic_problem;
+
+/// Most slots a retry schedule may hold (`postpone::schedule::MAX_SLOTS`).
+const MAX_SLOTS: usize = 1001;
+
+/// The checked contents of `#[job(...)]`; durations in milliseconds.
+pub(crate) struct JobAttr {
+    /// The topic, a valid topic name.
+    pub(crate) topic: LitStr,
+    /// The retry schedule's slots: 2 to 1001 of them, each at most a year.
+    pub(crate) retry: Option<Vec<u64>>,
+    /// The lease: more than 0, at most a day.
+    pub(crate) lease: Option<u64>,
+    /// The timeout: more than 0.
+    pub(crate) timeout: Option<u64>,
+}
+
+/// A key `#[job(...)]` knows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Topic,
+    Retry,
+    Lease,
+    Timeout,
+}
+
+impl Key {
+    fn from_ident(ident: &Ident) -> Option<Self> {
+        Some(match ident.unraw().to_string().as_str() {
+            "topic" => Key::Topic,
+            "retry" => Key::Retry,
+            "lease" => Key::Lease,
+            "timeout" => Key::Timeout,
+            _ => return None,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Key::Topic => "topic",
+            Key::Retry => "retry",
+            Key::Lease => "lease",
+            Key::Timeout => "timeout",
+        }
+    }
+
+    /// How to write this key, for error messages.
+    fn example(self) -> &'static str {
+        match self {
+            Key::Topic => r#"`topic = "orders.close"`"#,
+            Key::Retry => r#"`retry = ["0", "0", "2m", "10m"]`"#,
+            Key::Lease => r#"`lease = "30s"`"#,
+            Key::Timeout => r#"`timeout = "5m"`"#,
+        }
+    }
+}
+
+const KNOWN_KEYS: &str = "`topic`, `retry`, `lease` or `timeout`";
+
+/// One `key = value` inside `#[job(...)]`.
+struct Setting {
+    ident: Ident,
+    key: Key,
+    value: Expr,
+}
+
+impl Parse for Setting {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let ident = input
+            .call(Ident::parse_any)
+            .map_err(|err| syn::Error::new(err.span(), format!("expected a key: {KNOWN_KEYS}")))?;
+        let Some(key) = Key::from_ident(&ident) else {
+            return Err(syn::Error::new(
+                ident.span(),
+                format!("unknown key `{ident}` in #[job]: expected {KNOWN_KEYS}"),
+            ));
+        };
+        if !input.peek(Token![=]) {
+            return Err(syn::Error::new(
+                ident.span(),
+                format!("expected `=` after `{ident}`: write {}", key.example()),
+            ));
+        }
+        input.parse::<Token![=]>()?;
+        let value = input.parse()?;
+        Ok(Setting { ident, key, value })
+    }
+}
+
+/// Reads the one `#[job(...)]` among `attrs`, the attributes of the type `ident`.
+pub(crate) fn parse_job_attrs(attrs: &[Attribute], ident: &Ident) -> syn::Result<JobAttr> {
+    let mut job_attrs = attrs.iter().filter(|attr| attr.path().is_ident("job"));
+    let Some(first) = job_attrs.next() else {
+        return Err(syn::Error::new(
+            ident.span(),
+            format!("`{ident}` has no topic: add `#[job(topic = \"...\")]` under `#[derive(Job)]`"),
+        ));
+    };
+    let mut errors = Errors::default();
+    let parsed = errors.keep(parse_job_attr(first));
+    for extra in job_attrs {
+        errors.push(syn::Error::new_spanned(
+            extra,
+            "more than one #[job] attribute: put topic, retry, lease and timeout in one #[job(...)]",
+        ));
+    }
+    errors.check()?;
+    parsed.ok_or_else(|| missing_topic(first))
+}
+
+fn missing_topic(attr: &Attribute) -> syn::Error {
+    syn::Error::new_spanned(
+        attr,
+        format!("#[job] needs a topic: add {}", Key::Topic.example()),
+    )
+}
+
+fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
+    let Meta::List(list) = &attr.meta else {
+        return Err(syn::Error::new_spanned(
+            attr,
+            "expected a list of settings: write `#[job(topic = \"orders.close\")]`",
+        ));
+    };
+    let settings = list.parse_args_with(Punctuated::<Setting, Token![,]>::parse_terminated)?;
+
+    let mut errors = Errors::default();
+    let mut seen = Vec::new();
+    let (mut topic, mut retry, mut lease, mut timeout) = (None, None, None, None);
+    for Setting { ident, key, value } in &settings {
+        if seen.contains(key) {
+            errors.push(syn::Error::new(
+                ident.span(),
+                format!("duplicate key `{ident}` in #[job]: give it once"),
+            ));
+            continue;
+        }
+        seen.push(*key);
+        match key {
+            Key::Topic => topic = errors.keep(topic_value(value)),
+            Key::Retry => retry = errors.keep(retry_value(value)),
+            Key::Lease => lease = errors.keep(lease_value(value)),
+            Key::Timeout => timeout = errors.keep(timeout_value(value)),
+        }
+    }
+    if !seen.contains(&Key::Topic) {
+        errors.push(missing_topic(attr));
+    }
+    errors.check()?;
+    let topic = topic.ok_or_else(|| missing_topic(attr))?;
+    Ok(JobAttr {
+        topic,
+        retry,
+        lease,
+        timeout,
+    })
+}
+
+/// Looks through the invisible groups `macro_rules!` puts around `$value:expr`.
+fn unwrap_group(mut expr: &Expr) -> &Expr {
+    while let Expr::Group(group) = expr {
+        expr = &group.expr;
+    }
+    expr
+}
+
+fn topic_value(value: &Expr) -> syn::Result<LitStr> {
+    let Expr::Lit(syn::ExprLit {
+        lit: Lit::Str(lit), ..
+    }) = unwrap_group(value)
+    else {
+        return Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "topic must be a string literal: write {}",
+                Key::Topic.example()
+            ),
+        ));
+    };
+    let topic = lit.value();
+    match topic_problem(&topic) {
+        None => Ok(lit.clone()),
+        Some(problem) => {
+            let shown = if topic.len() <= 64 {
+                format!(" {topic:?}")
+            } else {
+                String::new()
+            };
+            Err(syn::Error::new(
+                lit.span(),
+                format!(
+                    "invalid topic{shown}: {problem}; write e.g. {}",
+                    Key::Topic.example()
+                ),
+            ))
+        }
+    }
+}
+
+fn retry_value(value: &Expr) -> syn::Result<Vec<u64>> {
+    let Expr::Array(array) = unwrap_group(value) else {
+        return Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "retry must be an array of durations: write {}",
+                Key::Retry.example()
+            ),
+        ));
+    };
+    let mut errors = Errors::default();
+    let mut slots = Vec::with_capacity(array.elems.len());
+    for (i, slot) in array.elems.iter().enumerate() {
+        match errors.keep(duration_value(slot, Key::Retry)) {
+            Some(ms) if ms > YEAR_MS => errors.push(syn::Error::new_spanned(
+                slot,
+                format!(
+                    "retry slot {i} is {:?}, longer than a year: the longest delay is \"365d\"",
+                    format_millis(ms)
+                ),
+            )),
+            Some(ms) => slots.push(ms),
+            None => {}
+        }
+    }
+    let len = array.elems.len();
+    if len < 2 {
+        errors.push(syn::Error::new_spanned(
+            array,
+            format!(
+                "retry has {len} slot(s) and needs at least 2: slot 0 is never read and slot 1 is the \
+                 delay before the first attempt; write e.g. `retry = [\"0\", \"0\", \"1m\"]` for two attempts"
+            ),
+        ));
+    } else if len > MAX_SLOTS {
+        errors.push(syn::Error::new_spanned(
+            array,
+            format!(
+                "retry has {len} slots; at most {MAX_SLOTS} are allowed ({} attempts)",
+                MAX_SLOTS - 1
+            ),
+        ));
+    }
+    errors.check()?;
+    Ok(slots)
+}
+
+fn lease_value(value: &Expr) -> syn::Result<u64> {
+    let ms = duration_value(value, Key::Lease)?;
+    if ms == 0 {
+        return Err(syn::Error::new_spanned(
+            value,
+            "lease must be longer than 0: a worker holds the job that long (renewed by heartbeat); \
+             write e.g. `lease = \"30s\"`",
+        ));
+    }
+    if ms > DAY_MS {
+        return Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "lease {:?} is longer than a day: heartbeats renew the lease while the handler runs, so keep \
+                 it short, e.g. `lease = \"30s\"`",
+                format_millis(ms)
+            ),
+        ));
+    }
+    Ok(ms)
+}
+
+fn timeout_value(value: &Expr) -> syn::Result<u64> {
+    let ms = duration_value(value, Key::Timeout)?;
+    if ms == 0 {
+        return Err(syn::Error::new_spanned(
+            value,
+            "timeout must be longer than 0: leave `timeout` out for no limit, or write e.g. `timeout = \"5m\"`",
+        ));
+    }
+    Ok(ms)
+}
+
+/// A duration: a string literal such as `"30s"`, or the integer literal `0`.
+fn duration_value(value: &Expr, key: Key) -> syn::Result<u64> {
+    match unwrap_group(value) {
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Str(lit), ..
+        }) => lit_millis(lit, key.name()),
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Int(lit), ..
+        }) => int_millis(lit, key),
+        _ => Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "expected a duration string in {}, such as \"30s\": {FORMS}",
+                key.name()
+            ),
+        )),
+    }
+}
+
+/// `0` is a duration; `30s` (an integer with a suffix) is a duration missing its quotes.
+fn int_millis(lit: &LitInt, key: Key) -> syn::Result<u64> {
+    let (digits, suffix) = (lit.base10_digits(), lit.suffix());
+    let err = |msg: String| Err(syn::Error::new(lit.span(), msg));
+    if suffix.is_empty() {
+        return match digits.parse::<u64>() {
+            Ok(0) => Ok(0),
+            _ => err(format!(
+                "duration {digits} in {} has no unit: write \"{digits}ms\", \"{digits}s\", \"{digits}m\", \
+                 \"{digits}h\" or \"{digits}d\" (only 0 goes without one)",
+                key.name()
+            )),
+        };
+    }
+    let text = format!("{digits}{suffix}");
+    if parse_millis(&text).is_ok() {
+        return err(format!("durations are strings: write \"{text}\" in quotes"));
+    }
+    err(format!(
+        "unparsable duration {text} in {}: use a number and a unit: {FORMS}",
+        key.name()
+    ))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,230 @@
+//! Unit tests of `#[job(...)]` parsing: accepted values, and the message for each mistake.
+
+use super::*;
+use syn::{parse_quote, DeriveInput};
+
+fn parse(input: DeriveInput) -> syn::Result<JobAttr> {
+    parse_job_attrs(&input.attrs, &input.ident)
+}
+
+/// The first error `#[job(...)]` gives for `input`.
+fn first_error(input: DeriveInput) -> String {
+    match parse(input) {
+        Ok(_) => panic!("expected an error"),
+        Err(err) => err.to_string(),
+    }
+}
+
+#[test]
+fn reads_every_key() {
+    let attr = parse(parse_quote! {
+        #[serde(rename_all = "snake_case")]
+        #[job(topic = "t", retry = [0, "0", "10ms", "365d"], lease = "1d", timeout = "90s")]
+        struct A;
+    })
+    .unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(attr.topic.value(), "t");
+    assert_eq!(attr.retry, Some(vec![0, 0, 10, YEAR_MS]));
+    assert_eq!(attr.lease, Some(DAY_MS));
+    assert_eq!(attr.timeout, Some(90_000));
+}
+
+#[test]
+fn structural_errors() {
+    let cases: Vec<(DeriveInput, &str)> = vec![
+        (
+            parse_quote!(
+                struct A;
+            ),
+            "`A` has no topic: add `#[job(topic = \"...\")]` under `#[derive(Job)]`",
+        ),
+        (
+            parse_quote!(
+                #[job]
+                struct A;
+            ),
+            "expected a list of settings: write `#[job(topic = \"orders.close\")]`",
+        ),
+        (
+            parse_quote!(
+                #[job = "a"]
+                struct A;
+            ),
+            "expected a list of settings: write `#[job(topic = \"orders.close\")]`",
+        ),
+        (
+            parse_quote!(
+                #[job()]
+                struct A;
+            ),
+            "#[job] needs a topic: add `topic = \"orders.close\"`",
+        ),
+        (
+            parse_quote!(
+                #[job(lease = "1s")]
+                struct A;
+            ),
+            "#[job] needs a topic: add `topic = \"orders.close\"`",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", retries = ["0", "0"])]
+                struct A;
+            ),
+            "unknown key `retries` in #[job]: expected `topic`, `retry`, `lease` or `timeout`",
+        ),
+        (
+            parse_quote!(
+                #[job(topic)]
+                struct A;
+            ),
+            "expected `=` after `topic`: write `topic = \"orders.close\"`",
+        ),
+        (
+            parse_quote!(
+                #[job("a")]
+                struct A;
+            ),
+            "expected a key: `topic`, `retry`, `lease` or `timeout`",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", topic = "b")]
+                struct A;
+            ),
+            "duplicate key `topic` in #[job]: give it once",
+        ),
+    ];
+    for (input, want) in cases {
+        assert_eq!(first_error(input), want);
+    }
+}
+
+#[test]
+fn value_errors() {
+    let cases: Vec<(DeriveInput, &str)> = vec![
+        (
+            parse_quote!(
+                #[job(topic = TOPIC)]
+                struct A;
+            ),
+            "topic must be a string literal",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = 42)]
+                struct A;
+            ),
+            "topic must be a string literal",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "")]
+                struct A;
+            ),
+            "invalid topic \"\": it is empty",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a{b}")]
+                struct A;
+            ),
+            "invalid topic \"a{b}\": it holds '{'",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", retry = "0")]
+                struct A;
+            ),
+            "retry must be an array of durations",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", retry = ["0"])]
+                struct A;
+            ),
+            "retry has 1 slot(s) and needs at least 2",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", retry = [])]
+                struct A;
+            ),
+            "retry has 0 slot(s) and needs at least 2",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", retry = ["0", 2m])]
+                struct A;
+            ),
+            "durations are strings: write \"2m\"",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", retry = ["0", 5])]
+                struct A;
+            ),
+            "duration 5 in retry has no unit",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", retry = ["0", -1])]
+                struct A;
+            ),
+            "expected a duration string in retry",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", lease = "25h")]
+                struct A;
+            ),
+            "lease \"25h\" is longer than a day",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", lease = 0)]
+                struct A;
+            ),
+            "lease must be longer than 0",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", timeout = "0s")]
+                struct A;
+            ),
+            "timeout must be longer than 0",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", timeout = "5 m")]
+                struct A;
+            ),
+            "unparsable duration \"5 m\" in timeout",
+        ),
+    ];
+    for (input, want) in cases {
+        let got = first_error(input);
+        assert!(got.starts_with(want), "{got:?} should start with {want:?}");
+    }
+}
+
+#[test]
+fn slot_count_bounds() {
+    let slots = |n: usize| -> DeriveInput {
+        let zeros = std::iter::repeat_n(0u8, n).map(proc_macro2::Literal::u8_unsuffixed);
+        parse_quote!(
+            #[job(topic = "a", retry = [#(#zeros),*])]
+            struct A;
+        )
+    };
+    assert_eq!(
+        parse(slots(MAX_SLOTS))
+            .map(|a| a.retry.map(|r| r.len()))
+            .ok(),
+        Some(Some(MAX_SLOTS))
+    );
+    assert_eq!(
+        first_error(slots(MAX_SLOTS + 1)),
+        "retry has 1002 slots; at most 1001 are allowed (1000 attempts)"
+    );
+}

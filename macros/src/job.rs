@@ -1,0 +1,184 @@
+//! The expansion of `#[derive(Job)]`: an `impl ::postpone::Job` from the checked `#[job(...)]`.
+
+use proc_macro2::{Literal, TokenStream as TokenStream2};
+use quote::quote;
+use syn::{Data, DeriveInput};
+
+use crate::attr::{parse_job_attrs, JobAttr};
+use crate::errors::Errors;
+
+/// Expands `#[derive(Job)]` on `input`, or explains what is wrong with it.
+///
+/// Generated code names only `::postpone::...` paths, so users need no other dependency.
+pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
+    let mut errors = Errors::default();
+    if let Data::Union(data) = &input.data {
+        errors.push(syn::Error::new(
+            data.union_token.span,
+            "`#[derive(Job)]` works on structs and enums, not unions",
+        ));
+    }
+    if !input.generics.params.is_empty() {
+        let ident = &input.ident;
+        errors.push(syn::Error::new_spanned(
+            &input.generics,
+            format!(
+                "`#[derive(Job)]` does not work on generic types: a job type is bound to one topic, which \
+                 every `{ident}<...>` would share; declare a concrete type for each topic"
+            ),
+        ));
+    }
+    let attr = parse_job_attrs(&input.attrs, &input.ident);
+    match (errors.check(), attr) {
+        (Ok(()), Ok(attr)) => Ok(impl_job(input, &attr)),
+        (Err(mut err), Err(attr_err)) => {
+            err.combine(attr_err);
+            Err(err)
+        }
+        (Err(err), Ok(_)) | (Ok(()), Err(err)) => Err(err),
+    }
+}
+
+fn impl_job(input: &DeriveInput, attr: &JobAttr) -> TokenStream2 {
+    let ident = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let topic = &attr.topic;
+    let retry = attr.retry.as_ref().map(|slots| {
+        let slots = slots.iter().map(|ms| Literal::u64_unsuffixed(*ms));
+        quote! {
+            fn retry_schedule() -> ::postpone::__private::RetrySchedule {
+                ::postpone::__private::schedule_from_millis(&[#(#slots),*])
+            }
+        }
+    });
+    let lease = attr.lease.map(|ms| optional_duration(quote!(lease), ms));
+    let timeout = attr
+        .timeout
+        .map(|ms| optional_duration(quote!(timeout), ms));
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics ::postpone::Job for #ident #ty_generics #where_clause {
+            const TOPIC: &'static str = #topic;
+            #retry
+            #lease
+            #timeout
+        }
+    }
+}
+
+/// `fn name() -> Option<Duration>` returning `Some(ms)`.
+fn optional_duration(name: TokenStream2, ms: u64) -> TokenStream2 {
+    let ms = Literal::u64_unsuffixed(ms);
+    quote! {
+        fn #name() -> ::postpone::__private::Option<::postpone::__private::Duration> {
+            ::postpone::__private::Option::Some(::postpone::__private::Duration::from_millis(#ms))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::parse_quote;
+
+    fn expand_ok(input: DeriveInput) -> String {
+        expand(&input)
+            .unwrap_or_else(|err| panic!("{err}"))
+            .to_string()
+    }
+
+    fn expand_err(input: DeriveInput) -> Vec<String> {
+        let err = expand(&input).expect_err("expected a compile error");
+        err.into_iter().map(|e| e.to_string()).collect()
+    }
+
+    #[test]
+    fn minimal() {
+        let got = expand_ok(parse_quote! {
+            #[derive(Serialize, Deserialize, Job)]
+            #[job(topic = "orders.close")]
+            struct CloseOrder { order_id: u64 }
+        });
+        let want = quote! {
+            #[automatically_derived]
+            impl ::postpone::Job for CloseOrder {
+                const TOPIC: &'static str = "orders.close";
+            }
+        };
+        assert_eq!(got, want.to_string());
+    }
+
+    #[test]
+    fn full() {
+        let got = expand_ok(parse_quote! {
+            #[job(topic = "orders.close", retry = ["0", 0, "2m", "1500ms"], lease = "30s", timeout = "1d")]
+            enum Notify { Email(String), Sms }
+        });
+        let want = quote! {
+            #[automatically_derived]
+            impl ::postpone::Job for Notify {
+                const TOPIC: &'static str = "orders.close";
+                fn retry_schedule() -> ::postpone::__private::RetrySchedule {
+                    ::postpone::__private::schedule_from_millis(&[0, 0, 120000, 1500])
+                }
+                fn lease() -> ::postpone::__private::Option<::postpone::__private::Duration> {
+                    ::postpone::__private::Option::Some(::postpone::__private::Duration::from_millis(30000))
+                }
+                fn timeout() -> ::postpone::__private::Option<::postpone::__private::Duration> {
+                    ::postpone::__private::Option::Some(::postpone::__private::Duration::from_millis(86400000))
+                }
+            }
+        };
+        assert_eq!(got, want.to_string());
+    }
+
+    #[test]
+    fn order_of_keys_and_trailing_comma_do_not_matter() {
+        let got = expand_ok(parse_quote! {
+            #[job(lease = "1m", topic = r"a-b_c.9",)]
+            struct A;
+        });
+        assert!(got.contains("from_millis (60000)"), "{got}");
+        assert!(got.contains(r#"r"a-b_c.9""#), "{got}");
+    }
+
+    #[test]
+    fn rejects_generics_and_unions() {
+        let errs = expand_err(parse_quote! {
+            #[job(topic = "a")]
+            struct Wrap<T> { inner: T }
+        });
+        assert_eq!(errs.len(), 1);
+        assert!(
+            errs[0].starts_with("`#[derive(Job)]` does not work on generic types"),
+            "{errs:?}"
+        );
+        assert!(errs[0].contains("`Wrap<...>`"), "{errs:?}");
+
+        let errs = expand_err(parse_quote! {
+            #[job(topic = "a")]
+            union U { a: u8 }
+        });
+        assert_eq!(
+            errs,
+            ["`#[derive(Job)]` works on structs and enums, not unions"]
+        );
+    }
+
+    #[test]
+    fn reports_every_error_at_once() {
+        let errs = expand_err(parse_quote! {
+            #[job(topic = "a b", retry = ["2x", "400d"], lease = "0", lease = "1s")]
+            #[job(topic = "again")]
+            struct Many<'a>(&'a str);
+        });
+        assert_eq!(errs.len(), 7, "{errs:#?}");
+        assert!(errs[0].contains("generic types"));
+        assert!(errs[1].starts_with(r#"invalid topic "a b": it holds ' '"#));
+        assert!(errs[2].starts_with(r#"unparsable duration "2x" in retry"#));
+        assert!(errs[3].starts_with(r#"retry slot 1 is "400d", longer than a year"#));
+        assert!(errs[4].starts_with("lease must be longer than 0"));
+        assert!(errs[5].starts_with("duplicate key `lease`"));
+        assert!(errs[6].starts_with("more than one #[job] attribute"));
+    }
+}

@@ -1,0 +1,355 @@
+//! Enqueueing: one job with a builder, or many at once.
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::{ms_to_time, Client};
+use crate::error::{Error, Result};
+use crate::job::Job;
+use crate::record::Record;
+use crate::schedule::RetrySchedule;
+use crate::store::{Due, EnqueueOutcome, NewJob};
+use crate::validate::validate_id;
+
+/// When a job should run.
+///
+/// Converts from a [`Duration`] (after that long) and a [`DateTime<Utc>`] (at that time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum When {
+    /// As soon as a worker is free.
+    #[default]
+    Now,
+    /// After this delay, by the store's clock.
+    After(Duration),
+    /// At this time, by the store's clock (a time in the past means now).
+    At(DateTime<Utc>),
+}
+
+impl From<Duration> for When {
+    fn from(d: Duration) -> Self {
+        When::After(d)
+    }
+}
+
+impl From<DateTime<Utc>> for When {
+    fn from(t: DateTime<Utc>) -> Self {
+        When::At(t)
+    }
+}
+
+impl When {
+    /// The store's form, with `extra` (the schedule's slot 1) added.
+    pub(crate) fn to_due(self, extra: Duration) -> Due {
+        let extra_ms = extra.as_millis() as u64;
+        match self {
+            When::Now => Due::In(extra_ms),
+            When::After(d) => Due::In((d.as_millis() as u64).saturating_add(extra_ms)),
+            When::At(t) => Due::At(t.timestamp_millis().saturating_add(extra_ms as i64)),
+        }
+    }
+}
+
+/// What an enqueue did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EnqueueStatus {
+    /// A new job was stored.
+    Created,
+    /// An existing scheduled job with this id had its payload and due time replaced.
+    Replaced,
+    /// A job with this id was already scheduled; nothing changed.
+    AlreadyScheduled,
+    /// A job with this id is running; nothing changed.
+    AlreadyRunning,
+}
+
+/// The result of an enqueue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Enqueued {
+    /// The job's id (the one given, or a generated one).
+    pub id: String,
+    /// What happened.
+    pub status: EnqueueStatus,
+    /// When the job is due (for `AlreadyScheduled`, the existing job's time; `None` when running).
+    pub due_at: Option<DateTime<Utc>>,
+}
+
+/// One job of a bulk enqueue, with its own id and time.
+///
+/// ```
+/// # use postpone::{EnqueueItem, Job};
+/// # use serde::{Deserialize, Serialize};
+/// # #[derive(Serialize, Deserialize, Job)]
+/// # #[job(topic = "t")]
+/// # struct Ping;
+/// use std::time::Duration;
+/// let item = EnqueueItem::new(Ping).id("ping:1").after(Duration::from_secs(5));
+/// ```
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct EnqueueItem<J> {
+    job: J,
+    id: Option<String>,
+    when: When,
+    replace: bool,
+    schedule: Option<RetrySchedule>,
+}
+
+impl<J: Job> EnqueueItem<J> {
+    /// A job due now, with a generated id.
+    pub fn new(job: J) -> Self {
+        EnqueueItem {
+            job,
+            id: None,
+            when: When::Now,
+            replace: false,
+            schedule: None,
+        }
+    }
+
+    /// Uses this id (a business key such as `order:42`). Enqueueing an id that is scheduled or running
+    /// changes nothing and reports it, unless [`replace`](Self::replace) is set.
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Runs after `delay`.
+    pub fn after(mut self, delay: Duration) -> Self {
+        self.when = When::After(delay);
+        self
+    }
+
+    /// Runs at `time`.
+    pub fn at(mut self, time: DateTime<Utc>) -> Self {
+        self.when = When::At(time);
+        self
+    }
+
+    /// Runs at `when`.
+    pub fn when(mut self, when: impl Into<When>) -> Self {
+        self.when = when.into();
+        self
+    }
+
+    /// Replaces the payload and due time of a scheduled job with the same id.
+    pub fn replace(mut self) -> Self {
+        self.replace = true;
+        self
+    }
+
+    /// Uses this retry schedule instead of the job type's.
+    pub fn retry(mut self, schedule: RetrySchedule) -> Self {
+        self.schedule = Some(schedule);
+        self
+    }
+}
+
+impl<J: Job> From<J> for EnqueueItem<J> {
+    fn from(job: J) -> Self {
+        EnqueueItem::new(job)
+    }
+}
+
+/// A job on its way to the store: set options, then `.await` it.
+///
+/// ```
+/// # use postpone::{Client, Job};
+/// # use serde::{Deserialize, Serialize};
+/// #[derive(Serialize, Deserialize, Job)]
+/// #[job(topic = "orders.close")]
+/// struct CloseOrder { order_id: u64 }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> postpone::Result<()> {
+/// use std::time::Duration;
+/// let client = Client::memory();
+/// let enqueued = client
+///     .enqueue(CloseOrder { order_id: 42 })
+///     .id("order:42")
+///     .after(Duration::from_secs(30 * 60))
+///     .await?;
+/// assert_eq!(enqueued.id, "order:42");
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "an enqueue does nothing until it is awaited"]
+pub struct Enqueue<'a, J> {
+    client: &'a Client,
+    item: EnqueueItem<J>,
+}
+
+impl<'a, J: Job> Enqueue<'a, J> {
+    pub(crate) fn new(client: &'a Client, job: J) -> Self {
+        Enqueue {
+            client,
+            item: EnqueueItem::new(job),
+        }
+    }
+
+    /// Uses this id (a business key such as `order:42`). Enqueueing an id that is scheduled or running
+    /// changes nothing and reports it, unless [`replace`](Self::replace) is set.
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.item = self.item.id(id);
+        self
+    }
+
+    /// Runs after `delay`.
+    pub fn after(mut self, delay: Duration) -> Self {
+        self.item = self.item.after(delay);
+        self
+    }
+
+    /// Runs at `time`.
+    pub fn at(mut self, time: DateTime<Utc>) -> Self {
+        self.item = self.item.at(time);
+        self
+    }
+
+    /// Replaces the payload and due time of a scheduled job with the same id; fails with
+    /// [`Error::JobRunning`] when that job is running.
+    pub fn replace(mut self) -> Self {
+        self.item = self.item.replace();
+        self
+    }
+
+    /// Uses this retry schedule instead of the job type's.
+    pub fn retry(mut self, schedule: RetrySchedule) -> Self {
+        self.item = self.item.retry(schedule);
+        self
+    }
+}
+
+impl<'a, J: Job> IntoFuture for Enqueue<'a, J> {
+    type Output = Result<Enqueued>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<Enqueued>> + Send + 'a>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let replace = self.item.replace;
+            let mut done = self.client.enqueue_items(vec![self.item]).await?;
+            let enqueued = done.pop().expect("one outcome per job");
+            if replace && enqueued.status == EnqueueStatus::AlreadyRunning {
+                return Err(Error::JobRunning {
+                    topic: J::TOPIC.to_owned(),
+                    id: enqueued.id,
+                });
+            }
+            Ok(enqueued)
+        })
+    }
+}
+
+/// Jobs sent to the store in one call.
+const CHUNK: usize = 1000;
+
+impl Client {
+    /// Encodes and validates one item.
+    fn prepare<J: Job>(
+        &self,
+        item: EnqueueItem<J>,
+        now_ms: i64,
+        default_first_delay: Option<Duration>,
+    ) -> Result<(NewJob, bool)> {
+        let generated = item.id.is_none();
+        let id = match item.id {
+            Some(id) => {
+                validate_id(&id)?;
+                id
+            }
+            None => crate::id::generate(),
+        };
+        let payload = serde_json::to_vec(&item.job).map_err(|e| Error::Encode {
+            topic: J::TOPIC.to_owned(),
+            source: e.into(),
+        })?;
+        let mut record = Record::new(now_ms, payload);
+        let first_delay = match &item.schedule {
+            Some(schedule) => {
+                record.schedule = Some((schedule.to_millis(), schedule.jitter_permille()));
+                schedule.delay_before(1)
+            }
+            None => default_first_delay,
+        };
+        let bytes = record.encode();
+        if bytes.len() > self.inner.max_payload {
+            return Err(Error::PayloadTooLarge {
+                topic: J::TOPIC.to_owned(),
+                size: bytes.len(),
+                limit: self.inner.max_payload,
+            });
+        }
+        let due = item.when.to_due(first_delay.unwrap_or_default());
+        Ok((NewJob::new(id, bytes, due, item.replace), generated))
+    }
+
+    pub(crate) async fn enqueue_items<J: Job>(
+        &self,
+        items: Vec<EnqueueItem<J>>,
+    ) -> Result<Vec<Enqueued>> {
+        self.check_topic::<J>()?;
+        let now_ms = Utc::now().timestamp_millis();
+        let default_first_delay = J::retry_schedule().delay_before(1);
+        let mut out = Vec::with_capacity(items.len());
+        let mut items = items.into_iter().peekable();
+        while items.peek().is_some() {
+            let mut jobs = Vec::with_capacity(CHUNK.min(items.len()));
+            let mut generated = Vec::with_capacity(jobs.capacity());
+            for item in items.by_ref().take(CHUNK) {
+                let (job, gen) = self.prepare(item, now_ms, default_first_delay)?;
+                jobs.push(job);
+                generated.push(gen);
+            }
+            let outcomes = self.inner.store.enqueue(J::TOPIC, jobs.clone()).await?;
+            for ((job, gen), outcome) in jobs.into_iter().zip(generated).zip(outcomes) {
+                let enqueued = match (outcome, gen) {
+                    // A generated id that collided with a live job: draw a random one, never drop the job.
+                    (EnqueueOutcome::Exists { .. } | EnqueueOutcome::Running, true) => {
+                        self.enqueue_with_fresh_id(J::TOPIC, job).await?
+                    }
+                    (outcome, _) => to_enqueued(job.id, outcome),
+                };
+                out.push(enqueued);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn enqueue_with_fresh_id(&self, topic: &str, mut job: NewJob) -> Result<Enqueued> {
+        for _ in 0..8 {
+            job.id = crate::id::generate_random();
+            let outcome = self.inner.store.enqueue(topic, vec![job.clone()]).await?;
+            if let Some(EnqueueOutcome::Created { due_at_ms }) = outcome.first() {
+                return Ok(to_enqueued(
+                    job.id,
+                    EnqueueOutcome::Created {
+                        due_at_ms: *due_at_ms,
+                    },
+                ));
+            }
+        }
+        Err(Error::backend(
+            "enqueue",
+            "could not find a free generated id after 8 tries",
+        ))
+    }
+}
+
+fn to_enqueued(id: String, outcome: EnqueueOutcome) -> Enqueued {
+    let (status, due_at) = match outcome {
+        EnqueueOutcome::Created { due_at_ms } => (EnqueueStatus::Created, Some(due_at_ms)),
+        EnqueueOutcome::Replaced { due_at_ms } => (EnqueueStatus::Replaced, Some(due_at_ms)),
+        EnqueueOutcome::Exists { due_at_ms } => (EnqueueStatus::AlreadyScheduled, Some(due_at_ms)),
+        EnqueueOutcome::Running => (EnqueueStatus::AlreadyRunning, None),
+    };
+    Enqueued {
+        id,
+        status,
+        due_at: due_at.map(ms_to_time),
+    }
+}

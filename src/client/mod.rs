@@ -1,0 +1,195 @@
+//! The client: enqueue jobs, cancel and reschedule them by id, inspect topics.
+
+mod enqueue;
+mod topic;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+pub use enqueue::{Enqueue, EnqueueItem, EnqueueStatus, Enqueued, When};
+pub use topic::{CancelStatus, JobInfo, JobState, Topic};
+
+use crate::error::Result;
+use crate::job::Job;
+use crate::store::memory::MemoryStore;
+use crate::store::redis::RedisStore;
+use crate::store::Store;
+use crate::validate::{validate_namespace, validate_topic};
+
+/// Default limit on an encoded job: 512 KiB.
+pub const DEFAULT_MAX_PAYLOAD: usize = 512 * 1024;
+/// Default namespace, so that several applications can share one Redis with their own namespaces.
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+pub(crate) fn ms_to_time(ms: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(ms).unwrap_or_default()
+}
+
+/// A handle to a job store: enqueue, cancel, reschedule, inspect. Cheap to clone; share one per process.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> postpone::Result<()> {
+/// // In memory (tests, demos):
+/// let client = postpone::Client::memory();
+/// assert_eq!(client.backend_name(), "memory");
+/// // On Redis, with a namespace of its own:
+/// // let client = postpone::Client::builder().namespace("shop").redis("redis://127.0.0.1:6379").await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) max_payload: usize,
+}
+
+impl Client {
+    /// A client on a fresh in-memory store (jobs live as long as this process).
+    pub fn memory() -> Self {
+        Self::builder().store(MemoryStore::new())
+    }
+
+    /// A client on Redis at `url` (`redis://`, `redis://user:pass@host:port/db`, `rediss://`), in the
+    /// default namespace.
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::builder().redis(url).await
+    }
+
+    /// Redis when the `REDIS_URL` environment variable is set, else in memory. The namespace comes from
+    /// `POSTPONE_NAMESPACE` when set.
+    pub async fn from_env() -> Result<Self> {
+        let mut builder = Self::builder();
+        if let Ok(ns) = std::env::var("POSTPONE_NAMESPACE") {
+            builder = builder.namespace(ns);
+        }
+        match std::env::var("REDIS_URL") {
+            Ok(url) if !url.is_empty() => builder.redis(&url).await,
+            _ => Ok(builder.store(MemoryStore::new())),
+        }
+    }
+
+    /// Options for a client.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder {
+            namespace: DEFAULT_NAMESPACE.to_owned(),
+            max_payload: DEFAULT_MAX_PAYLOAD,
+        }
+    }
+
+    /// "redis" or "memory".
+    pub fn backend_name(&self) -> &'static str {
+        self.inner.store.backend_name()
+    }
+
+    /// The store behind this client.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    /// Enqueues a job: set options on the returned builder, then `.await` it.
+    pub fn enqueue<J: Job>(&self, job: J) -> Enqueue<'_, J> {
+        Enqueue::new(self, job)
+    }
+
+    /// Enqueues many jobs of one type in few round trips. Each item is a job (due now, generated id) or
+    /// an [`EnqueueItem`] with its own id and time. Returns one result per job, in order. A `replace` of
+    /// a running job reports [`EnqueueStatus::AlreadyRunning`] instead of failing the batch.
+    pub async fn enqueue_many<J, I>(&self, items: I) -> Result<Vec<Enqueued>>
+    where
+        J: Job,
+        I: IntoIterator,
+        I::Item: Into<EnqueueItem<J>>,
+    {
+        self.enqueue_items(items.into_iter().map(Into::into).collect())
+            .await
+    }
+
+    /// Cancels a job by id: a scheduled job is removed; a running job is marked so that it is not
+    /// retried and its handler sees [`StopReason::Cancelled`](crate::StopReason). Unknown ids give
+    /// [`Error::JobNotFound`].
+    pub async fn cancel<J: Job>(&self, id: &str) -> Result<CancelStatus> {
+        self.topic::<J>().cancel(id).await
+    }
+
+    /// Moves a scheduled job to a new time; returns the new due time. A running job gives
+    /// [`Error::JobRunning`]; an unknown id [`Error::JobNotFound`].
+    pub async fn reschedule<J: Job>(
+        &self,
+        id: &str,
+        when: impl Into<When>,
+    ) -> Result<DateTime<Utc>> {
+        self.topic::<J>().reschedule(id, when).await
+    }
+
+    /// The topic of a job type, for inspection and dead letters.
+    pub fn topic<J: Job>(&self) -> Topic {
+        Topic::new(self.clone(), J::TOPIC.into())
+    }
+
+    /// A topic by name (for tools that do not know the job types). Fails on an invalid name.
+    pub fn topic_named(&self, name: &str) -> Result<Topic> {
+        validate_topic(name)?;
+        Ok(Topic::new(self.clone(), name.to_owned().into()))
+    }
+
+    pub(crate) fn check_topic<J: Job>(&self) -> Result<()> {
+        validate_topic(J::TOPIC)
+    }
+}
+
+/// Options for a [`Client`]; finish with [`redis`](Self::redis) or [`store`](Self::store).
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct ClientBuilder {
+    namespace: String,
+    max_payload: usize,
+}
+
+impl ClientBuilder {
+    /// The namespace (`[A-Za-z0-9_.-]{1,64}`, default `"default"`): applications with different
+    /// namespaces share a Redis without seeing each other's jobs.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// The largest encoded job accepted, in bytes (default 512 KiB).
+    pub fn max_payload(mut self, bytes: usize) -> Self {
+        self.max_payload = bytes;
+        self
+    }
+
+    /// Connects to Redis.
+    pub async fn redis(self, url: &str) -> Result<Client> {
+        validate_namespace(&self.namespace)?;
+        let store = RedisStore::connect(url, &self.namespace).await?;
+        Ok(self.store(store))
+    }
+
+    /// Uses a store you built (for example a [`MemoryStore`] with a manual clock).
+    pub fn store(self, store: impl Store) -> Client {
+        self.store_arc(Arc::new(store))
+    }
+
+    /// Uses a shared store.
+    pub fn store_arc(self, store: Arc<dyn Store>) -> Client {
+        Client {
+            inner: Arc::new(Inner {
+                store,
+                max_payload: self.max_payload.max(64),
+            }),
+        }
+    }
+}
+
+/// Converts a duration to whole ms for the store, saturating.
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,226 @@
+//! One topic's jobs by id, counts and dead letters.
+
+use std::borrow::Cow;
+
+use chrono::{DateTime, Utc};
+
+use super::{ms_to_time, Client, When};
+use crate::dead_letter::DeadLetter;
+use crate::error::{Error, Result};
+use crate::job::Job;
+use crate::record::{AttemptError, Record};
+use crate::store::{CancelOutcome, RescheduleOutcome, StoredState, TopicCounts};
+use crate::validate::validate_id;
+
+/// What a cancel did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CancelStatus {
+    /// The job was scheduled and is gone.
+    Removed,
+    /// The job is running: it will not be retried, and its handler is told to stop.
+    WillNotRetry,
+}
+
+/// Where a job is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JobState {
+    /// Waiting for its due time (which may have passed, if no worker has claimed it yet).
+    Scheduled {
+        /// When it is due.
+        due_at: DateTime<Utc>,
+    },
+    /// Running on a worker that holds its lease until this time (renewed while it runs).
+    Running {
+        /// Lease deadline.
+        lease_until: DateTime<Utc>,
+    },
+    /// In the dead letters.
+    Dead {
+        /// When it died.
+        died_at: DateTime<Utc>,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A job found by id.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct JobInfo {
+    /// Its id.
+    pub id: String,
+    /// Where it is.
+    pub state: JobState,
+    /// The attempt it is on (or, when dead, the attempts it ran).
+    pub attempt: u32,
+    /// When it was first enqueued.
+    pub enqueued_at: DateTime<Utc>,
+    /// The errors of its failed attempts, oldest first.
+    pub errors: Vec<AttemptError>,
+    /// The payload as JSON.
+    pub payload: String,
+}
+
+impl JobInfo {
+    /// Decodes the payload into its job type.
+    pub fn job<J: Job>(&self) -> Result<J> {
+        serde_json::from_str(&self.payload).map_err(|e| Error::Decode {
+            topic: J::TOPIC.to_owned(),
+            id: self.id.clone(),
+            source: e.into(),
+        })
+    }
+}
+
+/// One topic: its jobs by id, its counts, its dead letters. Get one from [`Client::topic`] or
+/// [`Client::topic_named`].
+#[derive(Debug, Clone)]
+pub struct Topic {
+    client: Client,
+    name: Cow<'static, str>,
+}
+
+impl Topic {
+    pub(crate) fn new(client: Client, name: Cow<'static, str>) -> Self {
+        Topic { client, name }
+    }
+
+    /// The topic's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn store(&self) -> &dyn crate::store::Store {
+        self.client.inner.store.as_ref()
+    }
+
+    fn not_found(&self, id: &str) -> Error {
+        Error::JobNotFound {
+            topic: self.name.to_string(),
+            id: id.to_owned(),
+        }
+    }
+
+    /// Cancels a job by id (see [`Client::cancel`]).
+    pub async fn cancel(&self, id: &str) -> Result<CancelStatus> {
+        validate_id(id)?;
+        match self.store().cancel(&self.name, id).await? {
+            CancelOutcome::Removed => Ok(CancelStatus::Removed),
+            CancelOutcome::Marked => Ok(CancelStatus::WillNotRetry),
+            CancelOutcome::NotFound => Err(self.not_found(id)),
+        }
+    }
+
+    /// Moves a scheduled job to a new time (see [`Client::reschedule`]).
+    pub async fn reschedule(&self, id: &str, when: impl Into<When>) -> Result<DateTime<Utc>> {
+        validate_id(id)?;
+        let due = when.into().to_due(std::time::Duration::ZERO);
+        match self.store().reschedule(&self.name, id, due).await? {
+            RescheduleOutcome::Rescheduled { due_at_ms } => Ok(ms_to_time(due_at_ms)),
+            RescheduleOutcome::Running => Err(Error::JobRunning {
+                topic: self.name.to_string(),
+                id: id.to_owned(),
+            }),
+            RescheduleOutcome::NotFound => Err(self.not_found(id)),
+        }
+    }
+
+    /// Finds a scheduled, running or dead job by id. `None` when it finished, was cancelled, or never
+    /// existed.
+    pub async fn job(&self, id: &str) -> Result<Option<JobInfo>> {
+        validate_id(id)?;
+        let Some(stored) = self.store().job(&self.name, id).await? else {
+            return Ok(None);
+        };
+        let record = self.decode(id, &stored.record)?;
+        let state = match stored.state {
+            StoredState::Due { due_at_ms } => JobState::Scheduled {
+                due_at: ms_to_time(due_at_ms),
+            },
+            StoredState::Active { lease_deadline_ms } => JobState::Running {
+                lease_until: ms_to_time(lease_deadline_ms),
+            },
+            StoredState::Dead {
+                died_at_ms, reason, ..
+            } => JobState::Dead {
+                died_at: ms_to_time(died_at_ms),
+                reason,
+            },
+        };
+        Ok(Some(JobInfo {
+            id: id.to_owned(),
+            state,
+            attempt: record.attempt,
+            enqueued_at: ms_to_time(record.enqueued_at_ms),
+            errors: record.errors,
+            payload: String::from_utf8_lossy(&record.payload).into_owned(),
+        }))
+    }
+
+    /// Counts by state (scheduled, ready, active, dead) and the topic's counters.
+    pub async fn counts(&self) -> Result<TopicCounts> {
+        self.store().counts(&self.name).await
+    }
+
+    /// Dead jobs, newest first.
+    pub async fn dead_letters(&self, offset: usize, limit: usize) -> Result<Vec<DeadLetter>> {
+        let entries = self
+            .store()
+            .dead_list(&self.name, offset, limit.min(10_000))
+            .await?;
+        Ok(entries
+            .into_iter()
+            .map(|e| DeadLetter::from_entry(&self.name, e))
+            .collect())
+    }
+
+    /// Puts a dead job back, due now, with its attempts reset (its error history is kept). Fails with
+    /// [`Error::JobNotFound`] when no dead job has this id and [`Error::JobExists`] when a live one does.
+    pub async fn requeue_dead(&self, id: &str) -> Result<()> {
+        validate_id(id)?;
+        let Some(stored) = self.store().job(&self.name, id).await? else {
+            return Err(self.not_found(id));
+        };
+        if !matches!(stored.state, StoredState::Dead { .. }) {
+            return Err(Error::JobExists {
+                topic: self.name.to_string(),
+                id: id.to_owned(),
+            });
+        }
+        let mut record = self.decode(id, &stored.record)?;
+        record.attempt = 1;
+        if self
+            .store()
+            .dead_requeue(&self.name, id, record.encode())
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(self.not_found(id))
+        }
+    }
+
+    /// Deletes one dead job. Fails with [`Error::JobNotFound`] when there is none with this id.
+    pub async fn purge_dead(&self, id: &str) -> Result<()> {
+        validate_id(id)?;
+        match self.store().dead_purge(&self.name, Some(id)).await? {
+            0 => Err(self.not_found(id)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Deletes every dead job of the topic; returns how many.
+    pub async fn purge_all_dead(&self) -> Result<u64> {
+        self.store().dead_purge(&self.name, None).await
+    }
+
+    fn decode(&self, id: &str, bytes: &[u8]) -> Result<Record> {
+        Record::decode(bytes).map_err(|source| Error::Decode {
+            topic: self.name.to_string(),
+            id: id.to_owned(),
+            source,
+        })
+    }
+}

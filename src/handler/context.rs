@@ -1,0 +1,196 @@
+//! What a handler knows about the job it runs.
+
+use std::fmt;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::watch;
+
+use crate::record::AttemptError;
+
+/// Why a running job was asked to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StopReason {
+    /// The job was cancelled by id: it will not be retried.
+    Cancelled,
+    /// The worker lost the job's lease (it was paused or cut off from the store for too long): another
+    /// worker may be running it now, and this run's result will be ignored.
+    LeaseLost,
+}
+
+/// The context of one attempt: the job's id, attempt number, times, and a stop signal.
+///
+/// Cheap to clone; clones share the stop signal.
+#[derive(Clone)]
+pub struct JobContext {
+    inner: Arc<Inner>,
+    stop: watch::Receiver<Option<StopReason>>,
+}
+
+struct Inner {
+    topic: &'static str,
+    id: String,
+    attempt: u32,
+    attempts_allowed: u32,
+    enqueued_at: DateTime<Utc>,
+    due_at: DateTime<Utc>,
+    errors: Vec<AttemptError>,
+}
+
+/// The worker's side of a context: it raises the stop signal.
+#[derive(Debug)]
+pub(crate) struct StopSender(watch::Sender<Option<StopReason>>);
+
+impl StopSender {
+    pub(crate) fn stop(&self, reason: StopReason) {
+        self.0.send_if_modified(|r| {
+            if r.is_none() {
+                *r = Some(reason);
+                true
+            } else {
+                false
+            }
+        });
+    }
+}
+
+impl JobContext {
+    pub(crate) fn new(
+        topic: &'static str,
+        id: String,
+        attempt: u32,
+        attempts_allowed: u32,
+        enqueued_at: DateTime<Utc>,
+        due_at: DateTime<Utc>,
+        errors: Vec<AttemptError>,
+    ) -> (Self, StopSender) {
+        let (tx, rx) = watch::channel(None);
+        let inner = Inner {
+            topic,
+            id,
+            attempt,
+            attempts_allowed,
+            enqueued_at,
+            due_at,
+            errors,
+        };
+        (
+            JobContext {
+                inner: Arc::new(inner),
+                stop: rx,
+            },
+            StopSender(tx),
+        )
+    }
+
+    /// A context for calling a handler directly in a test: attempt 1 of `attempts_allowed`, enqueued and
+    /// due now, never stopped.
+    ///
+    /// ```
+    /// let ctx = postpone::JobContext::for_test("emails", "welcome:7");
+    /// assert_eq!(ctx.attempt(), 1);
+    /// assert!(!ctx.is_stopped());
+    /// ```
+    pub fn for_test(topic: &'static str, id: impl Into<String>) -> Self {
+        let now = Utc::now();
+        let (ctx, stop) = Self::new(topic, id.into(), 1, 8, now, now, Vec::new());
+        // Keep the sender alive so `stopped()` waits forever instead of returning at once.
+        std::mem::forget(stop);
+        ctx
+    }
+
+    /// The job's topic.
+    pub fn topic(&self) -> &'static str {
+        self.inner.topic
+    }
+
+    /// The job's id.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// This attempt's number, from 1.
+    pub fn attempt(&self) -> u32 {
+        self.inner.attempt
+    }
+
+    /// How many attempts the job's schedule allows in all.
+    pub fn attempts_allowed(&self) -> u32 {
+        self.inner.attempts_allowed
+    }
+
+    /// Whether a failure now sends the job to the dead letters.
+    pub fn is_last_attempt(&self) -> bool {
+        self.inner.attempt >= self.inner.attempts_allowed
+    }
+
+    /// When the job was first enqueued.
+    pub fn enqueued_at(&self) -> DateTime<Utc> {
+        self.inner.enqueued_at
+    }
+
+    /// When this attempt became due (by the store's clock).
+    pub fn due_at(&self) -> DateTime<Utc> {
+        self.inner.due_at
+    }
+
+    /// The errors of earlier attempts, oldest first (at most the newest 20).
+    pub fn previous_errors(&self) -> &[AttemptError] {
+        &self.inner.errors
+    }
+
+    /// Why the job was asked to stop, if it was.
+    pub fn stop_reason(&self) -> Option<StopReason> {
+        *self.stop.borrow()
+    }
+
+    /// Whether the job was asked to stop (cancelled, or its lease was lost). Long handlers should check
+    /// this, or select on [`stopped`](Self::stopped), and return early.
+    pub fn is_stopped(&self) -> bool {
+        self.stop_reason().is_some()
+    }
+
+    /// Completes when the job is asked to stop.
+    pub async fn stopped(&self) -> StopReason {
+        let mut rx = self.stop.clone();
+        loop {
+            if let Some(r) = *rx.borrow_and_update() {
+                return r;
+            }
+            if rx.changed().await.is_err() {
+                // The worker is gone without a stop: never completes.
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+}
+
+impl fmt::Debug for JobContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobContext")
+            .field("topic", &self.inner.topic)
+            .field("id", &self.inner.id)
+            .field("attempt", &self.inner.attempt)
+            .field("stop", &self.stop_reason())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn stop_is_seen_by_clones() {
+        let now = Utc::now();
+        let (ctx, stop) = JobContext::new("t", "1".into(), 2, 8, now, now, vec![]);
+        let clone = ctx.clone();
+        let waiter = tokio::spawn(async move { clone.stopped().await });
+        stop.stop(StopReason::Cancelled);
+        stop.stop(StopReason::LeaseLost); // the first reason stays
+        assert_eq!(waiter.await.unwrap(), StopReason::Cancelled);
+        assert!(ctx.is_stopped());
+        assert!(!ctx.is_last_attempt());
+    }
+}

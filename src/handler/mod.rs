@@ -1,0 +1,129 @@
+//! Typed handlers: async fns or trait impls that run jobs.
+
+mod context;
+mod error;
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+pub(crate) use context::StopSender;
+pub use context::{JobContext, StopReason};
+pub use error::{JobError, Outcome};
+
+use crate::job::Job;
+
+/// A boxed future of a handler's result.
+pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<(), JobError>> + Send + 'static>>;
+
+/// A handler written as a trait impl, for handlers that hold their own fields.
+///
+/// ```
+/// use postpone::{Job, JobContext, JobError, JobHandler};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Job)]
+/// #[job(topic = "emails.welcome")]
+/// struct Welcome { user_id: u64 }
+///
+/// struct SendWelcome { sender: String }
+///
+/// #[async_trait::async_trait]
+/// impl JobHandler for SendWelcome {
+///     type Job = Welcome;
+///     async fn handle(&self, job: Welcome, ctx: JobContext, _state: &()) -> Result<(), JobError> {
+///         println!("{} welcomes user {} (attempt {})", self.sender, job.user_id, ctx.attempt());
+///         Ok(())
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait JobHandler<S = ()>: Send + Sync + 'static {
+    /// The job type it handles.
+    type Job: Job;
+
+    /// Runs one attempt.
+    async fn handle(&self, job: Self::Job, ctx: JobContext, state: &S) -> Result<(), JobError>;
+}
+
+/// Something a worker can run for a job type: an async fn `(job, ctx)` or `(job, ctx, state)` returning
+/// `Result<(), JobError>`. `M` tells the forms apart; you never name it.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a postpone handler for this worker",
+    label = "not a handler",
+    note = "a handler is an async fn taking `(job: J, ctx: JobContext)` or `(job: J, ctx: JobContext, state: S)`, \
+            where `J` derives `postpone::Job` and `S` is the worker's state, and returning `Result<(), JobError>`",
+    note = "for a type implementing `JobHandler`, register it with `.handler(..)`"
+)]
+pub trait Handler<M, S>: Clone + Send + Sync + 'static {
+    /// The job type it handles.
+    type Job: Job;
+
+    /// Runs one attempt.
+    fn call(&self, job: Self::Job, ctx: JobContext, state: &Arc<S>) -> HandlerFuture;
+}
+
+/// Marker for `async fn(job, ctx)` handlers.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct WithoutState<J>(PhantomData<fn(J)>);
+
+/// Marker for `async fn(job, ctx, state)` handlers.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct WithState<J>(PhantomData<fn(J)>);
+
+impl<F, Fut, J, S> Handler<WithoutState<J>, S> for F
+where
+    F: Fn(J, JobContext) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), JobError>> + Send + 'static,
+    J: Job,
+{
+    type Job = J;
+
+    fn call(&self, job: J, ctx: JobContext, _state: &Arc<S>) -> HandlerFuture {
+        Box::pin((self)(job, ctx))
+    }
+}
+
+impl<F, Fut, J, S> Handler<WithState<J>, S> for F
+where
+    F: Fn(J, JobContext, S) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), JobError>> + Send + 'static,
+    J: Job,
+    S: Clone + Send + Sync + 'static,
+{
+    type Job = J;
+
+    fn call(&self, job: J, ctx: JobContext, state: &Arc<S>) -> HandlerFuture {
+        Box::pin((self)(job, ctx, S::clone(state)))
+    }
+}
+
+/// Adapts a [`JobHandler`] impl to [`Handler`].
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct ViaTrait<H>(pub(crate) Arc<H>);
+
+impl<H> Clone for ViaTrait<H> {
+    fn clone(&self) -> Self {
+        ViaTrait(self.0.clone())
+    }
+}
+
+impl<H, S> Handler<ViaTrait<H>, S> for ViaTrait<H>
+where
+    H: JobHandler<S>,
+    S: Send + Sync + 'static,
+{
+    type Job = H::Job;
+
+    fn call(&self, job: H::Job, ctx: JobContext, state: &Arc<S>) -> HandlerFuture {
+        let handler = self.0.clone();
+        let state = state.clone();
+        Box::pin(async move { handler.handle(job, ctx, &state).await })
+    }
+}

@@ -1,0 +1,102 @@
+//! Records outcomes in batches: one store call for all the jobs that finished meanwhile.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+
+use super::runtime::{Shared, TopicRt};
+use crate::store::{Finish, FinishItem, FinishOutcome};
+
+/// Most outcomes recorded in one store call.
+const BATCH: usize = 512;
+
+/// Takes finished jobs from `rx` and records them, retrying with backoff while the store is unreachable.
+/// After `give_up` is raised (the worker is stopping and its last wait is over) a failing batch is
+/// dropped with an error log: those jobs run again once their leases expire, without using an attempt.
+pub(crate) async fn acker<S: Send + Sync + 'static>(
+    shared: Arc<Shared<S>>,
+    topic: Arc<TopicRt<S>>,
+    mut rx: mpsc::UnboundedReceiver<FinishItem>,
+    give_up: watch::Receiver<bool>,
+) {
+    let mut batch = Vec::with_capacity(BATCH);
+    while rx.recv_many(&mut batch, BATCH).await > 0 {
+        let mut backoff = Duration::from_millis(20);
+        loop {
+            match shared.store.finish(topic.name, batch.clone()).await {
+                Ok(outcomes) => {
+                    wake_for_retries_and_dead(&topic, &batch, &outcomes);
+                    for (item, outcome) in batch.iter().zip(outcomes) {
+                        topic.inflight.remove(&item.id, item.token);
+                        match outcome {
+                            FinishOutcome::Applied => {}
+                            FinishOutcome::Cancelled => {
+                                tracing::info!(topic = topic.name, job_id = %item.id, "job was cancelled; not retried")
+                            }
+                            FinishOutcome::Stale => tracing::warn!(
+                                topic = topic.name,
+                                job_id = %item.id,
+                                "result ignored: the lease had expired and the job was taken back"
+                            ),
+                        }
+                    }
+                    break;
+                }
+                Err(e) if *give_up.borrow() => {
+                    tracing::error!(
+                        topic = topic.name,
+                        jobs = batch.len(),
+                        error = %e,
+                        "could not record results before stopping; these jobs will run again after their leases"
+                    );
+                    break;
+                }
+                Err(e) => {
+                    tracing::warn!(topic = topic.name, jobs = batch.len(), error = %e, "could not record results; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                }
+            }
+        }
+        batch.clear();
+    }
+}
+
+/// Wakes the dead-letter pump when a job died here, and the claim loop when the earliest retry comes
+/// due: the loop sleeps until the next due time it knew of, which a retry may precede. Other workers
+/// find retries by their own due times or poll.
+fn wake_for_retries_and_dead<S: Send + Sync + 'static>(
+    topic: &Arc<TopicRt<S>>,
+    batch: &[FinishItem],
+    outcomes: &[FinishOutcome],
+) {
+    let earliest = batch
+        .iter()
+        .zip(outcomes)
+        .filter_map(|(item, outcome)| match (&item.finish, outcome) {
+            (Finish::Retry { delay_ms, .. }, FinishOutcome::Applied) => Some(*delay_ms),
+            _ => None,
+        })
+        .min();
+    let dead = batch.iter().zip(outcomes).any(|(item, outcome)| {
+        matches!(
+            (&item.finish, outcome),
+            (Finish::Dead { .. }, FinishOutcome::Applied)
+        )
+    });
+    if dead {
+        topic.dead_wake.notify_one();
+    }
+    match earliest {
+        None => {}
+        Some(0) => topic.wake.notify_one(),
+        Some(ms) => {
+            let topic = topic.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                topic.wake.notify_one();
+            });
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! Runs one claimed job and turns what happened into a [`Finish`].
+
+use std::any::Any;
+use std::sync::Arc;
+
+use tracing::Instrument;
+
+use super::runtime::{Shared, Slot, TopicRt, TrackGuard};
+use crate::client::{millis, ms_to_time};
+use crate::handler::{JobContext, JobError, Outcome};
+use crate::record::{AttemptError, Record};
+use crate::schedule::RetrySchedule;
+use crate::store::{ClaimedJob, Finish, FinishItem};
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+fn panic_message(panic: Box<dyn Any + Send>) -> String {
+    match panic.downcast::<String>() {
+        Ok(s) => *s,
+        Err(p) => p
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .unwrap_or_else(|| "non-string panic".into()),
+    }
+}
+
+/// Runs `job` on this worker. The slot and the tracker guard are released when it returns.
+pub(crate) async fn run_job<S: Send + Sync + 'static>(
+    shared: Arc<Shared<S>>,
+    topic: Arc<TopicRt<S>>,
+    job: ClaimedJob,
+    _slot: Slot,
+    _guard: TrackGuard,
+) {
+    let ClaimedJob {
+        id,
+        token,
+        due_at_ms,
+        record: bytes,
+        ..
+    } = job;
+    let finish = match Record::decode(&bytes) {
+        Ok(record) => execute(&shared, &topic, &id, token, due_at_ms, record, &bytes).await,
+        Err(e) => {
+            tracing::error!(topic = topic.name, job_id = %id, error = %e, "damaged job record: dead-lettered");
+            Finish::Dead {
+                record: bytes,
+                reason: format!("damaged record: {e}"),
+            }
+        }
+    };
+    topic.send_finish(FinishItem::new(id, token, finish));
+}
+
+async fn execute<S: Send + Sync + 'static>(
+    shared: &Shared<S>,
+    topic: &TopicRt<S>,
+    id: &str,
+    token: u64,
+    due_at_ms: i64,
+    mut record: Record,
+    original: &[u8],
+) -> Finish {
+    let handler = &topic.handler;
+    let schedule = match &record.schedule {
+        Some((slots, jitter)) => {
+            RetrySchedule::from_parts(slots, *jitter).unwrap_or_else(|_| handler.schedule().clone())
+        }
+        None => handler.schedule().clone(),
+    };
+    let attempt = record.attempt;
+    let span = tracing::info_span!("job", topic = topic.name, job_id = %id, attempt);
+    let (ctx, stop) = JobContext::new(
+        topic.name,
+        id.to_owned(),
+        attempt,
+        schedule.attempts(),
+        ms_to_time(record.enqueued_at_ms),
+        ms_to_time(due_at_ms),
+        record.errors.clone(),
+    );
+    let future = match handler.start(&record.payload, ctx, &shared.state) {
+        Ok(f) => f,
+        Err(e) => {
+            let message = format!("payload does not decode into {}: {e}", handler.job_type());
+            span.in_scope(|| tracing::error!(error = %message, "dead-lettered: the payload cannot succeed on retry"));
+            record.push_error(AttemptError::new(attempt, now_ms(), message.clone()));
+            return Finish::Dead {
+                record: record.encode(),
+                reason: message,
+            };
+        }
+    };
+    let timeout = handler.timeout();
+    let task = tokio::spawn(
+        async move {
+            match timeout {
+                Some(t) => tokio::time::timeout(t, future)
+                    .await
+                    .unwrap_or_else(|_| Err(JobError::msg(format!("timed out after {t:?}")))),
+                None => future.await,
+            }
+        }
+        .instrument(span.clone()),
+    );
+    topic
+        .inflight
+        .insert(id.to_owned(), token, stop, task.abort_handle());
+    let error = match task.await {
+        Ok(Ok(())) => {
+            span.in_scope(|| tracing::debug!("job done"));
+            return Finish::Done;
+        }
+        Ok(Err(e)) => e,
+        Err(join) if join.is_panic() => JobError::msg(format!(
+            "handler panicked: {}",
+            panic_message(join.into_panic())
+        )),
+        Err(_) => {
+            // Aborted at the end of the shutdown grace period: hand the job back, no attempt used.
+            span.in_scope(|| tracing::info!("shutdown: job handed back"));
+            return Finish::Retry {
+                record: original.to_vec(),
+                delay_ms: 0,
+                counted: false,
+            };
+        }
+    };
+    let _enter = span.enter();
+    failure(record, &schedule, error, original)
+}
+
+/// What a failed attempt leads to.
+fn failure(
+    mut record: Record,
+    schedule: &RetrySchedule,
+    error: JobError,
+    original: &[u8],
+) -> Finish {
+    let attempt = record.attempt;
+    let message = error.to_string();
+    let delay = match error.outcome() {
+        Outcome::Snooze(d) => {
+            tracing::debug!(snooze = ?d, "job snoozed");
+            return Finish::Retry {
+                record: original.to_vec(),
+                delay_ms: millis(d),
+                counted: false,
+            };
+        }
+        Outcome::Fail => None,
+        Outcome::Retry => schedule.retry_delay(attempt),
+        Outcome::RetryAfter(d) => schedule.retry_delay(attempt).map(|_| d),
+    };
+    record.push_error(AttemptError::new(attempt, now_ms(), message.clone()));
+    match delay {
+        Some(delay) => {
+            tracing::warn!(error = %message, retry_in = ?delay, "job failed; will retry");
+            record.attempt += 1;
+            Finish::Retry {
+                record: record.encode(),
+                delay_ms: millis(delay),
+                counted: true,
+            }
+        }
+        None => {
+            let reason = if error.outcome() == Outcome::Fail {
+                format!("failed: {message}")
+            } else {
+                format!(
+                    "exhausted {} attempts; last error: {message}",
+                    schedule.attempts()
+                )
+            };
+            tracing::error!(error = %message, "job dead-lettered: {reason}");
+            Finish::Dead {
+                record: record.encode(),
+                reason,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn record(attempt: u32) -> Record {
+        let mut r = Record::new(0, b"{}".to_vec());
+        r.attempt = attempt;
+        r
+    }
+
+    #[test]
+    fn failures_follow_the_schedule() {
+        let s = RetrySchedule::from_millis(&[0, 0, 10, 20]).unwrap();
+        match failure(record(1), &s, JobError::msg("x"), b"") {
+            Finish::Retry {
+                record,
+                delay_ms: 10,
+                counted: true,
+            } => {
+                let r = Record::decode(&record).unwrap();
+                assert_eq!(r.attempt, 2);
+                assert_eq!(r.errors[0].message, "x");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            failure(record(3), &s, JobError::msg("x"), b""),
+            Finish::Dead { .. }
+        ));
+        assert!(matches!(
+            failure(
+                record(1),
+                &s,
+                JobError::retry_after(Duration::from_secs(7), "x"),
+                b""
+            ),
+            Finish::Retry { delay_ms: 7000, .. }
+        ));
+        assert!(matches!(
+            failure(
+                record(3),
+                &s,
+                JobError::retry_after(Duration::from_secs(7), "x"),
+                b""
+            ),
+            Finish::Dead { .. }
+        ));
+        assert!(
+            matches!(failure(record(1), &s, JobError::fail("no"), b""), Finish::Dead { reason, .. } if reason == "failed: no")
+        );
+        assert!(matches!(
+            failure(record(3), &s, JobError::snooze(Duration::from_millis(5)), b"orig"),
+            Finish::Retry { delay_ms: 5, counted: false, record } if record == b"orig"
+        ));
+    }
+}

@@ -1,0 +1,302 @@
+//! The worker: claims due jobs, runs their handlers, records the outcomes.
+
+mod ack;
+mod dead;
+mod execute;
+mod lease;
+mod registry;
+mod runtime;
+mod topic;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::client::Client;
+use crate::dead_letter::{DeadLetterSink, LogSink};
+use crate::error::{Error, Result};
+use crate::handler::{Handler, JobHandler, ViaTrait};
+use crate::job::Job;
+use registry::{ErasedHandler, Registered};
+
+/// Worker settings (see the [`WorkerBuilder`] methods for what each means).
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) concurrency: usize,
+    pub(crate) claim_batch: usize,
+    pub(crate) lease: Duration,
+    pub(crate) poll_interval: Duration,
+    pub(crate) stall_limit: u32,
+    pub(crate) shutdown_grace: Duration,
+    pub(crate) dead_max_age: Duration,
+    pub(crate) dead_keep: u64,
+    pub(crate) sweep_limit: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            concurrency: 10,
+            claim_batch: 100,
+            lease: Duration::from_secs(30),
+            poll_interval: Duration::from_secs(2),
+            stall_limit: 3,
+            shutdown_grace: Duration::from_secs(20),
+            dead_max_age: Duration::from_secs(30 * 24 * 3600),
+            dead_keep: 10_000,
+            sweep_limit: 100,
+        }
+    }
+}
+
+/// Builds a [`Worker`]: register handlers, set limits, then [`build`](Self::build).
+///
+/// ```
+/// use postpone::{Client, Job, JobContext, JobError, Worker};
+/// use serde::{Deserialize, Serialize};
+/// use std::time::Duration;
+///
+/// #[derive(Serialize, Deserialize, Job)]
+/// #[job(topic = "orders.close")]
+/// struct CloseOrder { order_id: u64 }
+///
+/// async fn close_order(job: CloseOrder, ctx: JobContext) -> Result<(), JobError> {
+///     println!("closing order {} (attempt {})", job.order_id, ctx.attempt());
+///     Ok(())
+/// }
+///
+/// # fn main() -> postpone::Result<()> {
+/// let client = Client::memory();
+/// let worker = Worker::builder(&client)
+///     .handle(close_order)
+///     .concurrency(20)
+///     .shutdown_grace(Duration::from_secs(10))
+///     .build()?;
+/// # drop(worker);
+/// # Ok(()) }
+/// ```
+#[must_use]
+pub struct WorkerBuilder<S = ()> {
+    client: Client,
+    state: S,
+    handlers: Vec<Arc<dyn ErasedHandler<S>>>,
+    topic_limits: HashMap<String, usize>,
+    sink: Arc<dyn DeadLetterSink>,
+    config: Config,
+    errors: Vec<Error>,
+}
+
+impl<S: 'static> fmt::Debug for WorkerBuilder<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let topics: Vec<_> = self.handlers.iter().map(|h| h.topic()).collect();
+        f.debug_struct("WorkerBuilder")
+            .field("topics", &topics)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+/// A running set of handlers over one store. See [`WorkerBuilder`].
+pub struct Worker<S = ()> {
+    builder: WorkerBuilder<S>,
+    shutdown: Arc<watch::Sender<bool>>,
+}
+
+impl<S: 'static> fmt::Debug for Worker<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Worker")
+            .field("builder", &self.builder)
+            .finish()
+    }
+}
+
+/// Asks a running worker to shut down gracefully. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ShutdownHandle(Arc<watch::Sender<bool>>);
+
+impl ShutdownHandle {
+    /// Stops claiming, lets running handlers finish within the grace period, hands the rest back, and
+    /// makes [`Worker::run`] return.
+    pub fn shutdown(&self) {
+        self.0.send_replace(true);
+    }
+}
+
+impl Worker<()> {
+    /// A worker with no shared state: handlers take `(job, ctx)`.
+    pub fn builder(client: &Client) -> WorkerBuilder<()> {
+        Worker::with_state(client, ())
+    }
+}
+
+impl<S: Send + Sync + 'static> Worker<S> {
+    /// A worker whose handlers may also take `state: S` (cloned per job: wrap big state in an `Arc`).
+    pub fn with_state(client: &Client, state: S) -> WorkerBuilder<S> {
+        WorkerBuilder {
+            client: client.clone(),
+            state,
+            handlers: Vec::new(),
+            topic_limits: HashMap::new(),
+            sink: Arc::new(LogSink),
+            config: Config::default(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// A handle that shuts this worker down from elsewhere.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle(self.shutdown.clone())
+    }
+
+    /// Runs until [`ShutdownHandle::shutdown`] is called, then shuts down gracefully. Returns an error
+    /// only when the worker cannot start.
+    pub async fn run(self) -> Result<()> {
+        runtime::run(self.builder, self.shutdown).await
+    }
+
+    /// Runs until `signal` completes (e.g. `tokio::signal::ctrl_c()`), then shuts down gracefully.
+    pub async fn run_until(self, signal: impl Future + Send) -> Result<()> {
+        let handle = self.shutdown_handle();
+        let run = self.run();
+        tokio::pin!(run);
+        tokio::select! {
+            result = &mut run => return result,
+            _ = signal => handle.shutdown(),
+        }
+        run.await
+    }
+}
+
+impl<S: Send + Sync + 'static> WorkerBuilder<S> {
+    fn register(mut self, handler: Arc<dyn ErasedHandler<S>>) -> Self {
+        let topic = handler.topic();
+        if let Err(e) = crate::validate::validate_topic(topic) {
+            self.errors.push(e);
+        } else if self.handlers.iter().any(|h| h.topic() == topic) {
+            self.errors.push(Error::InvalidConfig {
+                reason: format!(
+                    "two handlers for topic {topic:?}: register one handler per job type"
+                ),
+            });
+        }
+        self.handlers.push(handler);
+        self
+    }
+
+    /// Registers an async fn handler: `async fn(job: J, ctx: JobContext) -> Result<(), JobError>`, or
+    /// with the worker's state as a third argument.
+    pub fn handle<M: 'static, H: Handler<M, S>>(self, handler: H) -> Self {
+        self.register(Arc::new(Registered::new::<S>(handler)))
+    }
+
+    /// Registers a [`JobHandler`] impl.
+    pub fn handler<H: JobHandler<S>>(self, handler: H) -> Self {
+        self.register(Arc::new(Registered::new::<S>(ViaTrait(Arc::new(handler)))))
+    }
+
+    /// Most jobs running at once across all topics (default 10).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.config.concurrency = n;
+        self
+    }
+
+    /// Most jobs of one type running at once (default: only the global limit).
+    pub fn topic_concurrency<J: Job>(mut self, n: usize) -> Self {
+        self.topic_limits.insert(J::TOPIC.to_owned(), n);
+        self
+    }
+
+    /// Most jobs taken in one claim (default 100; never more than free slots).
+    pub fn claim_batch(mut self, n: usize) -> Self {
+        self.config.claim_batch = n;
+        self
+    }
+
+    /// How long a claimed job stays leased to this worker without a heartbeat (default 30 s; a job type
+    /// can set its own). The heartbeat renews leases every third of it.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.config.lease = lease;
+        self
+    }
+
+    /// The longest an idle worker waits before looking at a topic again, should a wake-up hint be lost
+    /// (default 2 s). Hints and known due times wake it sooner.
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.config.poll_interval = interval;
+        self
+    }
+
+    /// How often a job's lease may expire (its worker crashed or hung) before the job is dead-lettered as
+    /// stalled instead of run again (default 3).
+    pub fn stall_limit(mut self, n: u32) -> Self {
+        self.config.stall_limit = n;
+        self
+    }
+
+    /// How long running handlers may take to finish at shutdown before they are stopped and their jobs
+    /// handed back (default 20 s).
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.config.shutdown_grace = grace;
+        self
+    }
+
+    /// Where dead jobs go (default: [`LogSink`]).
+    pub fn dead_letter_sink(mut self, sink: impl DeadLetterSink) -> Self {
+        self.sink = Arc::new(sink);
+        self
+    }
+
+    /// How long dead jobs are kept, and how many at most per topic, once their sink has taken them
+    /// (default 30 days, 10,000).
+    pub fn dead_letter_retention(mut self, max_age: Duration, keep: u64) -> Self {
+        self.config.dead_max_age = max_age;
+        self.config.dead_keep = keep;
+        self
+    }
+
+    /// Checks the configuration and returns the worker.
+    pub fn build(mut self) -> Result<Worker<S>> {
+        if let Some(e) = self.errors.drain(..).next() {
+            return Err(e);
+        }
+        let c = &self.config;
+        let bad = |reason: String| Err(Error::InvalidConfig { reason });
+        if self.handlers.is_empty() {
+            return bad(
+                "a worker needs at least one handler: call .handle(..) before .build()".into(),
+            );
+        }
+        if c.concurrency == 0 || c.claim_batch == 0 {
+            return bad("concurrency and claim_batch must be at least 1".into());
+        }
+        for h in &self.handlers {
+            let lease = h.lease().unwrap_or(c.lease);
+            if lease < Duration::from_millis(10) {
+                return bad(format!("the lease of topic {:?} is under 10 ms", h.topic()));
+            }
+        }
+        if c.poll_interval < Duration::from_millis(1) {
+            return bad("poll_interval must be at least 1 ms".into());
+        }
+        for (topic, n) in &self.topic_limits {
+            if !self.handlers.iter().any(|h| h.topic() == topic) {
+                return Err(Error::UnknownTopic {
+                    topic: topic.clone(),
+                });
+            }
+            if *n == 0 {
+                return bad(format!(
+                    "topic_concurrency for {topic:?} must be at least 1"
+                ));
+            }
+        }
+        Ok(Worker {
+            builder: self,
+            shutdown: Arc::new(watch::channel(false).0),
+        })
+    }
+}

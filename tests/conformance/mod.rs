@@ -1,0 +1,166 @@
+//! The product conformance suite: client + worker behaviour against any backend.
+//!
+//! Each test takes a [`Backend`] (a client and whatever keeps its store alive) and asserts one promise of
+//! DESIGN.md. `conformance_tests!(factory)` expands to one `#[tokio::test]` per test, so the memory and
+//! Redis backends run the same source. Handlers report events on channels and tests await them: no test
+//! sleeps and hopes.
+#![allow(dead_code, unreachable_pub)]
+
+pub mod jobs;
+pub mod lifecycle;
+pub mod retry;
+pub mod worker;
+
+use std::any::Any;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use postpone::{Client, ShutdownHandle, Worker};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// A client on a fresh store, and what keeps that store alive (a redis-server process, say).
+pub struct Backend {
+    pub client: Client,
+    pub _keep: Box<dyn Any + Send>,
+}
+
+/// How long any awaited event may take before the test fails.
+pub const PATIENCE: Duration = Duration::from_secs(10);
+
+/// Receives the next event, failing the test after [`PATIENCE`].
+pub async fn next<T>(rx: &mut mpsc::UnboundedReceiver<T>) -> T {
+    tokio::time::timeout(PATIENCE, rx.recv())
+        .await
+        .expect("timed out waiting for an event")
+        .expect("event channel closed")
+}
+
+/// Asserts that no event arrives within `quiet`.
+pub async fn none_within<T: std::fmt::Debug>(rx: &mut mpsc::UnboundedReceiver<T>, quiet: Duration) {
+    if let Ok(Some(e)) = tokio::time::timeout(quiet, rx.recv()).await {
+        panic!("unexpected event: {e:?}");
+    }
+}
+
+/// Polls `check` until it returns `Some`, failing after [`PATIENCE`].
+pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A worker running in the background.
+pub struct Running {
+    pub handle: ShutdownHandle,
+    pub task: JoinHandle<postpone::Result<()>>,
+}
+
+impl Running {
+    pub async fn stop(self) {
+        self.handle.shutdown();
+        tokio::time::timeout(PATIENCE * 3, self.task)
+            .await
+            .expect("worker did not stop")
+            .expect("worker panicked")
+            .expect("worker failed");
+    }
+}
+
+pub fn spawn<S: Send + Sync + 'static>(worker: Worker<S>) -> Running {
+    let handle = worker.shutdown_handle();
+    Running {
+        handle,
+        task: tokio::spawn(worker.run()),
+    }
+}
+
+/// The store's clock, in ms.
+pub async fn store_now(client: &Client) -> i64 {
+    client.store().now_ms().await.unwrap()
+}
+
+pub type Events<T> = (mpsc::UnboundedSender<T>, mpsc::UnboundedReceiver<T>);
+
+pub fn events<T>() -> Events<T> {
+    mpsc::unbounded_channel()
+}
+
+/// A shared sink that reports every dead letter on a channel.
+pub fn channel_sink(
+    tx: mpsc::UnboundedSender<postpone::DeadLetter>,
+) -> impl postpone::DeadLetterSink {
+    let tx = Arc::new(tx);
+    postpone::sink_fn(move |dead| {
+        let tx = tx.clone();
+        async move {
+            let _ = tx.send(dead);
+            Ok(())
+        }
+    })
+}
+
+/// Expands to one test per conformance check, each on a fresh backend from `$factory` (an async fn
+/// returning [`Backend`]).
+macro_rules! conformance_tests {
+    ($factory:path) => {
+        conformance_tests!(@each $factory,
+            jobs::enqueue_then_run_deletes_the_job,
+            jobs::delayed_job_never_runs_before_its_due_time,
+            jobs::enqueue_at_absolute_time,
+            jobs::duplicate_id_is_idempotent,
+            jobs::replace_updates_payload_and_time,
+            jobs::replace_of_running_job_is_an_error,
+            jobs::generated_ids_are_unique,
+            jobs::bulk_enqueue_runs_every_job_once,
+            jobs::bad_input_gets_clear_errors,
+            jobs::hostile_ids_are_distinct_jobs,
+            jobs::job_lookup_reports_state,
+            lifecycle::cancel_scheduled_job_never_runs,
+            lifecycle::cancel_running_job_stops_it_and_prevents_retry,
+            lifecycle::reschedule_moves_a_job,
+            lifecycle::counts_by_state,
+            lifecycle::dead_letters_list_requeue_purge,
+            retry::retry_table_with_millisecond_schedule,
+            retry::retry_after_uses_given_delay,
+            retry::fail_now_goes_straight_to_dead_letter,
+            retry::snooze_does_not_use_an_attempt,
+            retry::per_enqueue_schedule_override,
+            retry::undecodable_payload_is_dead_lettered_and_worker_continues,
+            retry::panicking_handler_is_a_failed_attempt,
+            retry::handler_timeout_is_a_failed_attempt,
+            retry::failing_sink_is_retried_until_it_succeeds,
+            worker::expired_lease_runs_again_without_using_an_attempt,
+            worker::stale_token_ack_changes_nothing,
+            worker::stalled_job_is_dead_lettered_after_the_bound,
+            worker::shutdown_waits_for_running_handlers,
+            worker::shutdown_hands_back_unfinished_jobs,
+            worker::concurrency_limits_hold,
+            worker::one_worker_serves_many_topics,
+            worker::state_and_trait_handlers,
+            worker::two_workers_never_run_a_job_twice,
+        );
+    };
+    (@each $factory:path, $($module:ident :: $name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let backend = $factory().await;
+                conformance::$module::$name(backend).await;
+            }
+        )*
+    };
+}

@@ -1,0 +1,9 @@
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize, postpone::Job)]
+#[job(topic = "")]
+struct CloseOrder {
+    id: u64,
+}
+
+fn main() {}

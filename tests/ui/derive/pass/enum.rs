@@ -1,0 +1,16 @@
+use postpone::Job;
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize, Job)]
+#[serde(tag = "kind")]
+#[job(topic = "notify", retry = ["0", "0", "1m"])]
+enum Notify {
+    Email { to: String },
+    Sms { number: String },
+    Push,
+}
+
+fn main() {
+    assert_eq!(Notify::TOPIC, "notify");
+    assert_eq!(Notify::retry_schedule().attempts(), 2);
+}

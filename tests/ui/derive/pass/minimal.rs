@@ -1,0 +1,11 @@
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize, postpone::Job)]
+#[job(topic = "orders.close")]
+struct CloseOrder {
+    order_id: u64,
+}
+
+fn main() {
+    assert_eq!(<CloseOrder as postpone::Job>::TOPIC, "orders.close");
+}
