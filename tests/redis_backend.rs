@@ -511,3 +511,166 @@ async fn big_batches_are_fine() {
     assert!(done.iter().all(|o| *o == FinishOutcome::Applied));
     assert_eq!(s.counts(T).await.unwrap().processed, 5000);
 }
+
+/// A tracing writer that keeps what was logged.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[tokio::test]
+async fn worker_start_warns_loudly_about_an_evicting_redis() {
+    let log = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(log.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let lru = RedisServer::builder()
+        .arg("--maxmemory-policy")
+        .arg("allkeys-lru")
+        .start();
+    store(&lru, "shop")
+        .await
+        .check_worker_start()
+        .await
+        .unwrap();
+    let text = log.text();
+    assert!(
+        text.contains("WARN") && text.contains("allkeys-lru") && text.contains("noeviction"),
+        "{text}"
+    );
+    let fine = RedisServer::start();
+    let before = log.text().len();
+    store(&fine, "shop")
+        .await
+        .check_worker_start()
+        .await
+        .unwrap();
+    assert!(!log.text()[before..].contains("WARN"), "{}", log.text());
+    // CONFIG disabled: the policy still comes from INFO memory.
+    let hidden = RedisServer::builder()
+        .arg("--rename-command")
+        .arg("CONFIG")
+        .arg("")
+        .arg("--maxmemory-policy")
+        .arg("volatile-lru")
+        .start();
+    store(&hidden, "shop")
+        .await
+        .check_worker_start()
+        .await
+        .unwrap();
+    assert!(log.text().contains("volatile-lru"), "{}", log.text());
+}
+
+#[tokio::test]
+async fn the_hint_listener_stops_when_the_store_is_dropped() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    let mut hints = s.hints();
+    assert_eq!(next(&mut hints).await, Hint::All);
+    let pubsub_clients = || {
+        let list: String = redis::FromRedisValue::from_redis_value(
+            server.cli(&["CLIENT", "LIST", "TYPE", "pubsub"]).unwrap(),
+        )
+        .unwrap();
+        list.lines().count()
+    };
+    assert_eq!(pubsub_clients(), 1);
+    drop(s);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pubsub_clients() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the hint listener outlived its store"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Its receivers see the channel close.
+    assert!(matches!(
+        hints.recv().await,
+        Err(tokio::sync::broadcast::error::RecvError::Closed)
+    ));
+}
+
+#[tokio::test]
+async fn tls_urls_are_understood() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let err = RedisStore::connect(&format!("rediss://:hunter2@127.0.0.1:{port}"), "shop")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Connect { .. }), "{err:?}");
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+    let err = RedisStore::connect(&format!("rediss://127.0.0.1:{port}/#nope"), "shop")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidUrl { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn huge_offsets_and_limits_are_fine() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    s.enqueue(T, vec![job("a", Due::In(0))]).await.unwrap();
+    let j = s.claim(T, claim(1)).await.unwrap().jobs.remove(0);
+    let dead = Finish::Dead {
+        record: b"r".to_vec(),
+        reason: "x".into(),
+    };
+    s.finish(T, vec![FinishItem::new(j.id, j.token, dead)])
+        .await
+        .unwrap();
+    assert!(s
+        .dead_list(T, usize::MAX, usize::MAX)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(s.dead_list(T, 0, usize::MAX).await.unwrap().len(), 1);
+    assert_eq!(
+        s.dead_claim(T, usize::MAX, u64::MAX).await.unwrap().len(),
+        1
+    );
+    s.enqueue(
+        T,
+        vec![job("b", Due::In(u64::MAX)), job("c", Due::At(i64::MAX))],
+    )
+    .await
+    .unwrap();
+    let c = s
+        .claim(
+            T,
+            ClaimRequest::new(usize::MAX, u64::MAX, usize::MAX, u32::MAX),
+        )
+        .await
+        .unwrap();
+    assert!(c.jobs.is_empty());
+    assert_eq!(s.dead_trim(T, i64::MAX, 0, usize::MAX).await.unwrap(), 0);
+}

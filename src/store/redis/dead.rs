@@ -13,6 +13,9 @@ const LIST_CHUNK: usize = 1000;
 const TRIM_CHUNK: usize = 1000;
 /// Ids per acknowledgement command.
 const ACK_CHUNK: usize = 2000;
+/// Largest list offset passed to Redis (Lua formats bigger numbers with an exponent, which Redis refuses
+/// as an index; no sorted set comes near it).
+const MAX_OFFSET: usize = 1 << 50;
 
 /// Reads `id, died at, record, reason` quadruples.
 fn entries(reply: redis::Value, context: &'static str) -> Result<Vec<DeadEntry>> {
@@ -45,7 +48,7 @@ impl RedisStore {
         let mut out = Vec::new();
         while out.len() < limit {
             let want = (limit - out.len()).min(LIST_CHUNK);
-            let from = offset.saturating_add(out.len());
+            let from = offset.saturating_add(out.len()).min(MAX_OFFSET);
             let reply = self
                 .eval(CONTEXT, &SCRIPTS.dead_list, &keys, |inv| {
                     inv.arg(from).arg(want);
