@@ -674,3 +674,38 @@ async fn huge_offsets_and_limits_are_fine() {
     assert!(c.jobs.is_empty());
     assert_eq!(s.dead_trim(T, i64::MAX, 0, usize::MAX).await.unwrap(), 0);
 }
+
+/// Every call in INFO commandstats (scripts' inner calls included), but the test's own.
+fn commands(server: &RedisServer) -> u64 {
+    let info: String =
+        redis::FromRedisValue::from_redis_value(server.cli(&["INFO", "commandstats"]).unwrap())
+            .unwrap();
+    info.lines()
+        .filter(|l| !l.starts_with("cmdstat_info:") && !l.starts_with("cmdstat_config"))
+        .filter_map(|l| {
+            l.split_once("calls=")?
+                .1
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+#[tokio::test]
+async fn an_idle_claim_costs_five_commands() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    s.enqueue(T, vec![job("later", Due::In(3_600_000))])
+        .await
+        .unwrap();
+    s.claim(T, claim(50)).await.unwrap(); // loads the script
+    server.cli(&["CONFIG", "RESETSTAT"]).unwrap();
+    for _ in 0..10 {
+        let b = s.claim(T, claim(50)).await.unwrap();
+        assert!(b.jobs.is_empty() && b.next_due_ms.is_some());
+    }
+    // EVALSHA + TIME + 3 ZRANGE (earliest lease, earliest due, dead pending).
+    assert_eq!(commands(&server), 10 * 5);
+}

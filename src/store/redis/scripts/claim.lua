@@ -2,9 +2,10 @@
 -- ARGV: max, lease ms, sweep limit, stall limit.
 -- Returns: now, swept, swept_dead, next due|nil, next lease deadline|nil, dead pending (0|1), token,
 -- then three fields per claimed job: id, due time, record.
--- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (due), HINCRBY (token), ZREMRANGEBYRANK,
--- ZADD (active), HSET (leases), HMGET (records), ZRANGE (next due), ZRANGE (dead pending) = 10; an idle
--- call makes 5. Each expired lease adds a few calls (rare: a worker died or stalled).
+-- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (earliest due), ZRANGE (due <= now),
+-- HINCRBY (token), ZREMRANGEBYRANK, ZADD (active), HSET (leases), HMGET (records), ZRANGE (next due),
+-- ZRANGE (dead pending) = 11, whatever the batch size; a call that finds nothing due makes 4. A sweep
+-- that finds expired leases adds 4 calls, plus 1 to 4 per expired lease (rare: a worker died or stalled).
 local max, lease = tonumber(ARGV[1]), tonumber(ARGV[2])
 local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms()
@@ -56,7 +57,8 @@ end
 
 local token = 0
 local out = {}
-if max > 0 then
+local next_due = earliest(K_DUE)
+if max > 0 and next_due and next_due <= now then
   local got = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, max, 'WITHSCORES')
   local k = #got / 2
   if k > 0 then
@@ -90,10 +92,10 @@ if max > 0 then
     if next_lease == nil or deadline < next_lease then
       next_lease = deadline
     end
+    next_due = earliest(K_DUE)
   end
 end
 
-local next_due = earliest(K_DUE)
 local pending = redis.call('ZRANGE', K_DEAD_PENDING, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1)
 local reply = { now, swept, swept_dead, next_due or false, next_lease or false, #pending, token }
 for i = 1, #out do
