@@ -1,0 +1,146 @@
+//! Connecting: URLs, credentials in errors, the version check and the worker-start checks.
+
+mod support;
+
+use postpone::store::redis::RedisStore;
+use postpone::store::{Due, Store};
+use postpone::Error;
+use support::redis_server::RedisServer;
+use support::store::*;
+
+#[tokio::test]
+async fn invalid_urls_are_reported_without_the_password() {
+    for url in [
+        "not a url",
+        "http://user:hunter2@localhost:6379",
+        "redis://user:hunter2@localhost:6379/notadb",
+    ] {
+        let err = RedisStore::connect(url, "shop").await.unwrap_err();
+        assert!(matches!(err, Error::InvalidUrl { .. }), "{url}: {err:?}");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        assert!(!format!("{err:?}").contains("hunter2"), "{err:?}");
+    }
+    let err = RedisStore::connect("redis://127.0.0.1:6379", "bad ns")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidNamespace { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn unreachable_redis_is_a_connect_error_naming_host_and_port_only() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("redis://admin:hunter2@127.0.0.1:{port}/0");
+    let err = RedisStore::connect(&url, "shop").await.unwrap_err();
+    match &err {
+        Error::Connect { addr, .. } => assert_eq!(addr, &format!("127.0.0.1:{port}")),
+        other => panic!("expected Connect, got {other:?}"),
+    }
+    assert!(err.is_transient());
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+    assert!(!format!("{err:?}").contains("hunter2"), "{err:?}");
+}
+
+#[tokio::test]
+async fn wrong_password_is_a_connect_error_without_the_password() {
+    let server = RedisServer::builder()
+        .arg("--requirepass")
+        .arg("right-pass")
+        .start();
+    let url = format!("redis://:wrong-pass@127.0.0.1:{}", server.port());
+    let err = RedisStore::connect(&url, "shop").await.unwrap_err();
+    assert!(matches!(err, Error::Connect { .. }), "{err:?}");
+    assert!(!err.to_string().contains("wrong-pass"), "{err}");
+    let ok = format!("redis://:right-pass@127.0.0.1:{}/3", server.port());
+    let s = RedisStore::connect(&ok, "shop").await.unwrap();
+    s.enqueue(T, vec![job("a", Due::In(0))]).await.unwrap();
+    assert!(!format!("{s:?}").contains("right-pass"));
+}
+
+#[tokio::test]
+async fn version_check_passes_and_worker_start_tolerates_disabled_config() {
+    let server = RedisServer::builder()
+        .arg("--rename-command")
+        .arg("CONFIG")
+        .arg("")
+        .start();
+    let s = store(&server, "shop").await;
+    assert_eq!(s.backend_name(), "redis");
+    s.check_worker_start().await.unwrap();
+    let server = RedisServer::builder()
+        .arg("--maxmemory-policy")
+        .arg("allkeys-lru")
+        .start();
+    store(&server, "shop")
+        .await
+        .check_worker_start()
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn tls_urls_are_understood() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let err = RedisStore::connect(&format!("rediss://:hunter2@127.0.0.1:{port}"), "shop")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Connect { .. }), "{err:?}");
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+    let err = RedisStore::connect(&format!("rediss://127.0.0.1:{port}/#nope"), "shop")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidUrl { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn worker_start_warns_loudly_about_an_evicting_redis() {
+    let log = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(log.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let lru = RedisServer::builder()
+        .arg("--maxmemory-policy")
+        .arg("allkeys-lru")
+        .start();
+    store(&lru, "shop")
+        .await
+        .check_worker_start()
+        .await
+        .unwrap();
+    let text = log.text();
+    assert!(
+        text.contains("WARN") && text.contains("allkeys-lru") && text.contains("noeviction"),
+        "{text}"
+    );
+    let fine = RedisServer::start();
+    let before = log.text().len();
+    store(&fine, "shop")
+        .await
+        .check_worker_start()
+        .await
+        .unwrap();
+    assert!(!log.text()[before..].contains("WARN"), "{}", log.text());
+    // CONFIG disabled: the policy still comes from INFO memory.
+    let hidden = RedisServer::builder()
+        .arg("--rename-command")
+        .arg("CONFIG")
+        .arg("")
+        .arg("--maxmemory-policy")
+        .arg("volatile-lru")
+        .start();
+    store(&hidden, "shop")
+        .await
+        .check_worker_start()
+        .await
+        .unwrap();
+    assert!(log.text().contains("volatile-lru"), "{}", log.text());
+}

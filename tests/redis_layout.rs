@@ -1,0 +1,149 @@
+//! The key layout: one hash tag per topic, nothing left per finished job, hostile ids, namespaces.
+
+mod support;
+
+use postpone::store::{
+    CancelOutcome, Due, EnqueueOutcome, Finish, FinishItem, FinishOutcome, Store,
+};
+use support::redis_server::RedisServer;
+use support::store::*;
+
+#[tokio::test]
+async fn keys_stay_in_the_topic_slot_and_finished_jobs_leave_nothing() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    let jobs: Vec<_> = (0..50)
+        .map(|i| job(&format!("order:{i}"), Due::In(0)))
+        .collect();
+    s.enqueue(T, jobs).await.unwrap();
+    s.enqueue(T, vec![job("later", Due::In(3_600_000))])
+        .await
+        .unwrap();
+    let batch = s.claim(T, claim(20)).await.unwrap();
+    assert_eq!(batch.jobs.len(), 20);
+    // Marked while running; its Done still counts as processed.
+    assert_eq!(
+        s.cancel(T, &batch.jobs[0].id).await.unwrap(),
+        CancelOutcome::Marked
+    );
+    let prefix = "postpone:{shop:orders.close}:";
+    for key in server.keys() {
+        assert!(
+            key.starts_with(prefix),
+            "{key} is outside the topic's hash tag"
+        );
+    }
+    // Finish everything: done, retried then done, dead then purged, cancelled.
+    let mut items: Vec<_> = batch
+        .jobs
+        .iter()
+        .map(|j| FinishItem::new(j.id.clone(), j.token, Finish::Done))
+        .collect();
+    items[1] = FinishItem::new(
+        batch.jobs[1].id.clone(),
+        batch.jobs[1].token,
+        Finish::Retry {
+            record: b"again".to_vec(),
+            delay_ms: 0,
+            counted: true,
+        },
+    );
+    items[2] = FinishItem::new(
+        batch.jobs[2].id.clone(),
+        batch.jobs[2].token,
+        Finish::Dead {
+            record: b"dead".to_vec(),
+            reason: "boom".into(),
+        },
+    );
+    s.finish(T, items).await.unwrap();
+    loop {
+        let batch = s.claim(T, claim(100)).await.unwrap();
+        if batch.jobs.is_empty() {
+            break;
+        }
+        let items = batch
+            .jobs
+            .iter()
+            .map(|j| FinishItem::new(j.id.clone(), j.token, Finish::Done))
+            .collect();
+        s.finish(T, items).await.unwrap();
+    }
+    assert_eq!(s.cancel(T, "later").await.unwrap(), CancelOutcome::Removed);
+    s.dead_purge(T, None).await.unwrap();
+    assert_eq!(server.keys(), vec![format!("{prefix}stats")]);
+    let c = s.counts(T).await.unwrap();
+    assert_eq!(
+        (c.processed, c.retried, c.dead_total, c.failed, c.cancelled),
+        (49, 1, 1, 1, 1)
+    );
+}
+
+#[tokio::test]
+async fn hostile_ids_are_stored_and_found() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    let ids = [
+        "{}",
+        "{shop:other}",
+        ":",
+        "a:b:c",
+        "*",
+        "?[a]",
+        "with spaces",
+        "zoé 🦀 注文",
+        "\\",
+        "'\"",
+        &"x".repeat(512),
+    ];
+    let jobs = ids.iter().map(|id| job(id, Due::In(0))).collect();
+    let out = s.enqueue(T, jobs).await.unwrap();
+    assert!(
+        out.iter()
+            .all(|o| matches!(o, EnqueueOutcome::Created { .. })),
+        "{out:?}"
+    );
+    for id in ids {
+        let found = s
+            .job(T, id)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("{id} not found"));
+        assert_eq!(found.record, format!("record of {id}").into_bytes());
+    }
+    let batch = s.claim(T, claim(100)).await.unwrap();
+    let mut got: Vec<_> = batch.jobs.iter().map(|j| j.id.as_str()).collect();
+    let mut want = ids.to_vec();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want);
+    for key in server.keys() {
+        assert!(key.starts_with("postpone:{shop:orders.close}:"), "{key}");
+    }
+    let items = batch
+        .jobs
+        .iter()
+        .map(|j| FinishItem::new(j.id.clone(), j.token, Finish::Done))
+        .collect();
+    assert!(s
+        .finish(T, items)
+        .await
+        .unwrap()
+        .iter()
+        .all(|o| *o == FinishOutcome::Applied));
+}
+
+#[tokio::test]
+async fn namespaces_do_not_see_each_other() {
+    let server = RedisServer::start();
+    let a = store(&server, "a").await;
+    let b = store(&server, "b").await;
+    a.enqueue(T, vec![job("same", Due::In(0))]).await.unwrap();
+    assert!(b.job(T, "same").await.unwrap().is_none());
+    assert!(b.claim(T, claim(10)).await.unwrap().jobs.is_empty());
+    let out = b.enqueue(T, vec![job("same", Due::In(0))]).await.unwrap();
+    assert!(matches!(out[0], EnqueueOutcome::Created { .. }));
+    assert_eq!(a.counts(T).await.unwrap().ready, 1);
+    assert_eq!(a.claim(T, claim(10)).await.unwrap().jobs.len(), 1);
+    assert_eq!(b.counts(T).await.unwrap().ready, 1);
+}

@@ -1,0 +1,102 @@
+//! Helpers for tests of the Redis store.
+
+use std::time::{Duration, Instant};
+
+use postpone::store::redis::RedisStore;
+use postpone::store::{ClaimRequest, Due, Hint, NewJob};
+
+use super::redis_server::RedisServer;
+
+pub const T: &str = "orders.close";
+
+pub async fn store(server: &RedisServer, ns: &str) -> RedisStore {
+    RedisStore::connect(&server.url(), ns)
+        .await
+        .expect("connect")
+}
+
+pub fn job(id: &str, due: Due) -> NewJob {
+    NewJob::new(
+        id.into(),
+        format!("record of {id}").into_bytes(),
+        due,
+        false,
+    )
+}
+
+pub fn claim(max: usize) -> ClaimRequest {
+    ClaimRequest::new(max, 30_000, 100, 3)
+}
+
+/// Retries `f` until it succeeds (the store recovers by itself), for at most 20 s.
+pub async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = postpone::Result<T>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match f().await {
+            Ok(v) => return v,
+            Err(e) if Instant::now() < deadline => {
+                assert!(e.is_transient(), "{what}: not a transient error: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("{what}: still failing after 20 s: {e}"),
+        }
+    }
+}
+
+pub async fn next(rx: &mut tokio::sync::broadcast::Receiver<Hint>) -> Hint {
+    tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .expect("a hint within 20 s")
+        .unwrap()
+}
+
+/// A tracing writer that keeps what was logged.
+#[derive(Clone, Default)]
+pub struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
+impl Captured {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+/// Every call in INFO commandstats (scripts' inner calls included), but the test's own.
+pub fn commands(server: &RedisServer) -> u64 {
+    let info: String =
+        redis::FromRedisValue::from_redis_value(server.cli(&["INFO", "commandstats"]).unwrap())
+            .unwrap();
+    info.lines()
+        .filter(|l| !l.starts_with("cmdstat_info:") && !l.starts_with("cmdstat_config"))
+        .filter_map(|l| {
+            l.split_once("calls=")?
+                .1
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
