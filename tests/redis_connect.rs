@@ -54,6 +54,11 @@ async fn wrong_password_is_a_connect_error_without_the_password() {
     let err = RedisStore::connect(&url, "shop").await.unwrap_err();
     assert!(matches!(err, Error::Connect { .. }), "{err:?}");
     assert!(!err.to_string().contains("wrong-pass"), "{err}");
+    // No password at all: refused at connect too, not at the first job.
+    let err = RedisStore::connect(&server.url(), "shop")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Connect { .. }), "{err:?}");
     let ok = format!("redis://:right-pass@127.0.0.1:{}/3", server.port());
     let s = RedisStore::connect(&ok, "shop").await.unwrap();
     s.enqueue(T, vec![job("a", Due::In(0))]).await.unwrap();

@@ -217,22 +217,25 @@ impl bb8::ErrorSink<RedisError> for LogErrors {
     }
 }
 
-/// The server's version from `INFO server`, checked to be 6.2 or later.
-pub(super) async fn check_version(conn: &mut MultiplexedConnection) -> Result<String> {
-    let info: String = redis::cmd("INFO")
-        .arg("server")
-        .query_async(conn)
-        .await
-        .map_err(|e| Error::backend("reading the Redis version (INFO server)", e))?;
-    let version = info_field(&info, "redis_version")
+/// The server's version, from `INFO server`.
+pub(super) async fn server_version(conn: &mut MultiplexedConnection) -> Result<String, RedisError> {
+    let info: String = redis::cmd("INFO").arg("server").query_async(conn).await?;
+    Ok(info_field(&info, "redis_version")
         .unwrap_or("unknown")
-        .to_owned();
+        .to_owned())
+}
+
+/// Fails with [`Error::UnsupportedRedis`] before Redis 6.2 (the scripts use `ZMSCORE`, `SMISMEMBER`
+/// and `ZRANGE ... BYSCORE`).
+pub(super) fn require_6_2(version: &str) -> Result<()> {
     let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
     let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     if (major, minor) < (6, 2) {
-        return Err(Error::UnsupportedRedis { version });
+        return Err(Error::UnsupportedRedis {
+            version: version.to_owned(),
+        });
     }
-    Ok(version)
+    Ok(())
 }
 
 /// A `field:value` line of an INFO reply.
@@ -271,4 +274,42 @@ pub(super) fn connect_error(addr: String, e: RedisError, url: &str) -> Error {
         redact(&text, url).into()
     };
     Error::Connect { addr, source }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions() {
+        for ok in ["6.2.0", "6.2.14", "7.0.15", "7.2.4", "8.0.0", "10.0"] {
+            assert!(require_6_2(ok).is_ok(), "{ok}");
+        }
+        for old in ["6.0.16", "5.0.7", "2.8", "unknown", ""] {
+            assert!(
+                matches!(require_6_2(old), Err(Error::UnsupportedRedis { .. })),
+                "{old}"
+            );
+        }
+    }
+
+    #[test]
+    fn redaction() {
+        let url = "redis://admin:hunter2@example.com:6379/0";
+        assert_eq!(
+            redact("bad hunter2 and admin:hunter2", url),
+            "bad *** and ***"
+        );
+        assert_eq!(redact("nothing here", "redis://localhost"), "nothing here");
+    }
+
+    #[test]
+    fn addresses() {
+        let info = parse_url("redis://u:secret@example.com:7000/2").unwrap();
+        assert_eq!(addr_of(&info), "example.com:7000");
+        let info = parse_url("redis://example.com").unwrap();
+        assert_eq!(addr_of(&info), "example.com:6379");
+        let err = parse_url("redis://u:secret@example.com:7000/x").unwrap_err();
+        assert!(!err.to_string().contains("secret"), "{err}");
+    }
 }

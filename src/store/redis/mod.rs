@@ -161,7 +161,10 @@ impl RedisStore {
             .connect_one(&client)
             .await
             .map_err(|e| conn::connect_error(addr.clone(), e, url))?;
-        let version = conn::check_version(&mut first).await?;
+        let version = conn::server_version(&mut first)
+            .await
+            .map_err(|e| conn::connect_error(addr.clone(), e, url))?;
+        conn::require_6_2(&version)?;
         tracing::debug!(%addr, %version, namespace = %options.namespace, "postpone: connected to Redis");
         let channel = keys::wake_channel(&options.namespace);
         let hints = Hints::new(
@@ -339,7 +342,10 @@ impl Store for RedisStore {
             .pool
             .get("checking Redis at worker start")
             .await?;
-        conn::check_version(&mut conn.inner).await?;
+        let version = conn::server_version(&mut conn.inner)
+            .await
+            .map_err(|e| Error::backend("reading the Redis version (INFO server)", e))?;
+        conn::require_6_2(&version)?;
         match conn::eviction_policy(&mut conn.inner).await {
             Some(policy) if policy == "noeviction" => {}
             Some(policy) => tracing::warn!(
