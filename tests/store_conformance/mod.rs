@@ -1,0 +1,339 @@
+//! The store conformance suite: what every [`Store`] backend must do, asserted through the trait only.
+//!
+//! Each test is an `async fn(Arc<dyn Store>)`. A backend's test file instantiates all of them with
+//! [`store_conformance!`], giving an async factory expression that evaluates to a [`Fixture`]: an
+//! `Arc<dyn Store>`, or `(Arc<dyn Store>, guard)` where the guard (say, a redis-server process) lives
+//! until the test ends:
+//!
+//! ```ignore
+//! #[macro_use]
+//! mod store_conformance;
+//!
+//! store_conformance!(async { Arc::new(MemoryStore::new()) as Arc<dyn Store> });
+//! ```
+//!
+//! The suite assumes nothing about the backend: time comes from `store.now_ms()`, leases and delays are
+//! tens of ms, whatever must happen later is awaited with [`eventually`] (never a bare sleep), every test
+//! uses its own topic, and hints are filtered by topic (so a backend may share one server between
+//! tests).
+
+mod cancel;
+mod claim;
+mod dead;
+mod enqueue;
+mod hints;
+mod inspect;
+mod lease;
+mod sweep;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use postpone::store::{
+    ClaimBatch, ClaimRequest, ClaimedJob, Due, EnqueueOutcome, Finish, FinishItem, FinishOutcome,
+    Hint, NewJob, Store, StoredState,
+};
+use tokio::sync::broadcast;
+
+pub(crate) use self::cancel::*;
+pub(crate) use self::claim::*;
+pub(crate) use self::dead::*;
+pub(crate) use self::enqueue::*;
+pub(crate) use self::hints::*;
+pub(crate) use self::inspect::*;
+pub(crate) use self::lease::*;
+pub(crate) use self::sweep::*;
+
+/// Expands to one `#[tokio::test]` per conformance test, each with a store from `$factory` (an async
+/// expression evaluating to a [`Fixture`], run afresh for every test).
+macro_rules! store_conformance {
+    ($factory:expr) => {
+        store_conformance!(@each $factory;
+            // enqueue
+            enqueue_new_job_is_created_and_stored,
+            enqueue_existing_due_id_is_exists_and_changes_nothing,
+            enqueue_with_replace_replaces_record_and_due_time,
+            enqueue_of_an_active_id_is_running_and_changes_nothing,
+            enqueue_beside_a_dead_job_of_the_same_id_is_created,
+            due_in_counts_from_the_backends_now,
+            due_at_in_the_past_means_now,
+            due_at_in_the_future_is_not_claimable_before_its_time,
+            due_times_are_capped_at_max_due_ms,
+            bulk_enqueue_reports_one_outcome_per_job_in_order,
+            // claim
+            claim_takes_the_earliest_due_first_up_to_max,
+            claim_reports_next_due_next_lease_deadline_and_now,
+            claim_on_an_empty_topic_reports_nothing,
+            claim_with_max_zero_claims_nothing,
+            claim_gives_one_token_per_claim_and_a_new_token_each_claim,
+            // finish, extend, sweep
+            finish_done_deletes_the_job_and_counts_processed,
+            finish_retry_delays_the_job_with_its_new_record_and_counts_retried,
+            finish_retry_not_counted_is_not_counted,
+            finish_dead_moves_the_job_to_the_dead_letters_and_counts_failed,
+            stale_token_finish_and_extend_change_nothing,
+            finish_and_extend_of_unknown_jobs_are_stale_and_lost,
+            extend_moves_the_lease_deadline_and_reports_held,
+            extend_and_finish_still_hold_an_expired_lease_not_yet_swept,
+            sweep_returns_an_expired_lease_to_due_without_using_an_attempt,
+            sweep_dead_letters_a_job_that_stalls_more_than_stall_limit,
+            sweep_stall_count_survives_retries,
+            sweep_is_bounded_by_sweep_limit,
+            // cancel, reschedule
+            cancel_due_job_removes_it_and_counts_cancelled,
+            cancel_running_job_marks_it_and_a_retry_ends_it_cancelled,
+            cancel_running_job_then_done_is_applied_and_processed,
+            cancel_running_job_then_dead_is_dead_lettered,
+            cancel_running_job_whose_lease_expires_ends_cancelled,
+            cancel_unknown_or_dead_job_is_not_found,
+            reschedule_due_job_moves_its_due_time,
+            reschedule_running_job_reports_running,
+            reschedule_unknown_or_dead_job_is_not_found,
+            // inspect
+            job_lookup_reports_due_active_dead_and_none,
+            counts_separate_scheduled_ready_active_and_dead,
+            ids_with_special_characters_are_distinct_and_round_trip,
+            topics_never_see_each_others_jobs,
+            // dead letters
+            dead_list_is_newest_first_with_offset_and_limit,
+            dead_requeue_moves_a_dead_job_back_to_due,
+            dead_requeue_of_a_missing_job_is_false,
+            dead_requeue_beside_a_live_job_of_the_same_id_is_job_exists,
+            dead_purge_deletes_one_or_all,
+            dead_trim_only_removes_delivered_jobs_and_counts_them,
+            dead_trim_keeps_the_newest_keep,
+            dead_trim_removes_only_jobs_older_than_the_cutoff,
+            dead_trim_removes_at_most_limit_per_call,
+            dead_claim_takes_due_hooks_earliest_first_and_leases_them,
+            dead_claimed_entries_come_back_after_the_lease,
+            dead_ack_marks_the_hook_delivered,
+            dead_retry_makes_the_hook_due_after_the_delay,
+            // hints
+            hint_on_enqueue_earlier_than_the_topics_earliest_and_not_on_a_later_one,
+            hint_on_reschedule_earlier_than_the_topics_earliest,
+            hint_on_retry_earlier_than_the_topics_earliest,
+        );
+    };
+    (@each $factory:expr; $($name:ident),* $(,)?) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            let fixture = $factory.await;
+            let store = $crate::store_conformance::Fixture::store(&fixture);
+            $crate::store_conformance::$name(store).await;
+            drop(fixture);
+        }
+    )*};
+}
+
+/// What a factory gives: a store, and whatever must live as long as the test.
+pub(crate) trait Fixture: Send {
+    /// The store under test.
+    fn store(&self) -> Arc<dyn Store>;
+}
+
+impl Fixture for Arc<dyn Store> {
+    fn store(&self) -> Arc<dyn Store> {
+        self.clone()
+    }
+}
+
+impl<G: Send> Fixture for (Arc<dyn Store>, G) {
+    fn store(&self) -> Arc<dyn Store> {
+        self.0.clone()
+    }
+}
+
+/// How long [`eventually`] waits by default: generous, since a loaded machine is slow, and the wait
+/// ends as soon as the condition holds.
+pub(crate) const WAIT: Duration = Duration::from_secs(10);
+/// A lease that will not expire during a test.
+pub(crate) const LONG: u64 = 600_000;
+/// A lease or delay that will have passed within a few polls.
+pub(crate) const SHORT: u64 = 30;
+/// A record that is not UTF-8: backends store bytes.
+pub(crate) const REC: &[u8] = b"rec\x00\xff\x01";
+
+/// A topic name of its own for each test (and each run, should a server be shared).
+pub(crate) fn topic(name: &str) -> String {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+    let mut t = format!("{name}.{}.{nanos}.{seq}", std::process::id());
+    t.truncate(128);
+    t
+}
+
+/// Polls `check` every few ms until it gives `Some`, and returns that; panics after `timeout`.
+pub(crate) async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The backend's now.
+pub(crate) async fn now(s: &dyn Store) -> i64 {
+    s.now_ms().await.unwrap()
+}
+
+/// Waits until the backend's clock is past `t`.
+pub(crate) async fn wait_past(s: &dyn Store, t: i64) -> i64 {
+    eventually(WAIT, "the backend's clock to move on", || async move {
+        let now = now(s).await;
+        (now > t).then_some(now)
+    })
+    .await
+}
+
+pub(crate) fn new_job(id: &str, record: &[u8], due: Due) -> NewJob {
+    NewJob::new(id.to_owned(), record.to_vec(), due, false)
+}
+
+pub(crate) fn replacing(id: &str, record: &[u8], due: Due) -> NewJob {
+    NewJob::new(id.to_owned(), record.to_vec(), due, true)
+}
+
+/// Enqueues one job (not replacing) and returns its outcome.
+pub(crate) async fn enqueue(
+    s: &dyn Store,
+    topic: &str,
+    id: &str,
+    record: &[u8],
+    due: Due,
+) -> EnqueueOutcome {
+    let out = s
+        .enqueue(topic, vec![new_job(id, record, due)])
+        .await
+        .unwrap();
+    assert_eq!(out.len(), 1);
+    out[0]
+}
+
+/// Enqueues a new job and returns its due time.
+pub(crate) async fn create(s: &dyn Store, topic: &str, id: &str, record: &[u8], due: Due) -> i64 {
+    match enqueue(s, topic, id, record, due).await {
+        EnqueueOutcome::Created { due_at_ms } => due_at_ms,
+        other => panic!("enqueue of {id:?} gave {other:?}, not Created"),
+    }
+}
+
+/// A claim that sweeps up to 100 expired leases and tolerates 10 stalls.
+pub(crate) async fn claim(s: &dyn Store, topic: &str, max: usize, lease_ms: u64) -> ClaimBatch {
+    s.claim(topic, ClaimRequest::new(max, lease_ms, 100, 10))
+        .await
+        .unwrap()
+}
+
+/// Claims exactly one job, which must be `id`.
+pub(crate) async fn claim_id(s: &dyn Store, topic: &str, id: &str, lease_ms: u64) -> ClaimedJob {
+    let mut batch = claim(s, topic, 1, lease_ms).await;
+    assert_eq!(batch.jobs.len(), 1, "expected to claim {id:?}: {batch:?}");
+    let job = batch.jobs.remove(0);
+    assert_eq!(job.id, id);
+    job
+}
+
+pub(crate) async fn finish(
+    s: &dyn Store,
+    topic: &str,
+    job: &ClaimedJob,
+    finish: Finish,
+) -> FinishOutcome {
+    let out = s
+        .finish(
+            topic,
+            vec![FinishItem::new(job.id.clone(), job.token, finish)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.len(), 1);
+    out[0]
+}
+
+pub(crate) fn retry(record: &[u8], delay_ms: u64, counted: bool) -> Finish {
+    Finish::Retry {
+        record: record.to_vec(),
+        delay_ms,
+        counted,
+    }
+}
+
+pub(crate) fn dead(record: &[u8], reason: &str) -> Finish {
+    Finish::Dead {
+        record: record.to_vec(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// Where a job is, if anywhere.
+pub(crate) async fn state(s: &dyn Store, topic: &str, id: &str) -> Option<StoredState> {
+    s.job(topic, id).await.unwrap().map(|job| job.state)
+}
+
+/// Kills each job in turn (enqueue, claim, finish `Dead` with reason `"boom <id>"` and record
+/// `"final <id>"`), each in a later ms than the one before, and returns the times they died. The topic
+/// must have nothing else due.
+pub(crate) async fn make_dead(s: &dyn Store, topic: &str, ids: &[&str]) -> Vec<i64> {
+    let mut died = Vec::new();
+    for id in ids {
+        if let Some(last) = died.last() {
+            wait_past(s, *last).await;
+        }
+        create(s, topic, id, REC, Due::In(0)).await;
+        let job = claim_id(s, topic, id, LONG).await;
+        let finish_as = dead(format!("final {id}").as_bytes(), &format!("boom {id}"));
+        assert_eq!(
+            finish(s, topic, &job, finish_as).await,
+            FinishOutcome::Applied
+        );
+        match state(s, topic, id).await {
+            Some(StoredState::Dead { died_at_ms, .. }) => died.push(died_at_ms),
+            other => panic!("{id:?} should be dead, is {other:?}"),
+        }
+    }
+    died
+}
+
+/// The due times of the hints for `topic` that arrive before a barrier: a hint for a job enqueued in a
+/// fresh topic after everything the test did (hints are ordered, so any hint for `topic` comes first).
+/// Called once before the test's actions, it also waits until the receiver is live.
+pub(crate) async fn hints_for(
+    s: &dyn Store,
+    rx: &mut broadcast::Receiver<Hint>,
+    topic: &str,
+) -> Vec<i64> {
+    let mut seen = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < WAIT {
+        let barrier = self::topic("barrier");
+        create(s, &barrier, "barrier", REC, Due::In(0)).await;
+        let attempt = Instant::now();
+        while attempt.elapsed() < Duration::from_millis(500) {
+            match tokio::time::timeout(Duration::from_millis(50), rx.recv()).await {
+                Ok(Ok(Hint::Topic { topic: t, .. })) if t == barrier => return seen,
+                Ok(Ok(Hint::Topic {
+                    topic: t,
+                    due_at_ms,
+                })) if t == topic => seen.push(due_at_ms),
+                Ok(Ok(_)) | Ok(Err(broadcast::error::RecvError::Lagged(_))) | Err(_) => {}
+                Ok(Err(broadcast::error::RecvError::Closed)) => panic!("the hint channel closed"),
+            }
+        }
+    }
+    panic!("no hint arrived for a job enqueued in a fresh topic within {WAIT:?}");
+}
