@@ -1,6 +1,61 @@
 //! # postpone
 //!
-//! Typed, reliable background jobs on Redis.
+//! Typed, reliable background jobs on Redis: declare a job type per topic, enqueue it now, after a delay
+//! or at a time, cancel or reschedule it by id, and run workers that claim due jobs atomically and call
+//! typed async handlers. Failed jobs are retried by a schedule of delays; exhausted ones go to the dead
+//! letters through a hook.
+//!
+//! ```
+//! use std::time::Duration;
+//! use postpone::{Client, Job, JobContext, JobError, Worker};
+//! use serde::{Deserialize, Serialize};
+//!
+//! // A job type: a serde struct bound to a topic, with its retry schedule (delays by attempt).
+//! #[derive(Serialize, Deserialize, Job)]
+//! #[job(topic = "orders.close", retry = ["0", "0", "10ms", "20ms"])]
+//! struct CloseOrder {
+//!     order_id: u64,
+//! }
+//!
+//! // A typed handler. It may run more than once for one job (at-least-once): keep it idempotent.
+//! async fn close_order(job: CloseOrder, ctx: JobContext) -> Result<(), JobError> {
+//!     println!("closing order {} (attempt {})", job.order_id, ctx.attempt());
+//!     Ok(())
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> postpone::Result<()> {
+//! // In memory here; `Client::connect("redis://...")` in production.
+//! let client = Client::memory();
+//!
+//! // Close order 42 in 50 ms unless it is cancelled first; the id makes the enqueue idempotent.
+//! client.enqueue(CloseOrder { order_id: 42 }).id("order:42").after(Duration::from_millis(50)).await?;
+//! // Order 43 was paid: its timer is cancelled before it fires.
+//! client.enqueue(CloseOrder { order_id: 43 }).id("order:43").after(Duration::from_secs(60)).await?;
+//! client.cancel::<CloseOrder>("order:43").await?;
+//!
+//! let worker = Worker::builder(&client).handle(close_order).build()?;
+//! let shutdown = worker.shutdown_handle();
+//! let running = tokio::spawn(worker.run());
+//! let topic = client.topic::<CloseOrder>();
+//! while topic.counts().await?.processed < 1 {
+//!     tokio::time::sleep(Duration::from_millis(10)).await;
+//! }
+//! shutdown.shutdown(); // graceful: running handlers finish, the rest is handed back
+//! running.await.unwrap()?;
+//! assert_eq!(topic.counts().await?.cancelled, 1);
+//! # Ok(()) }
+//! ```
+//!
+//! ## Where things are
+//! - [`Job`] and `#[derive(Job)]`: declaring job types; [`RetrySchedule`]: the retry schedule.
+//! - [`Client`]: enqueue ([`Client::enqueue`], [`Client::enqueue_many`]), [`Client::cancel`],
+//!   [`Client::reschedule`], and per-topic inspection and dead letters through [`Topic`].
+//! - [`Worker`]: handlers ([`Handler`], [`JobHandler`]), [`JobContext`], [`JobError`], limits, leases,
+//!   shutdown; [`DeadLetterSink`]: where dead jobs go.
+//! - [`store`]: the backend seam, with the [`store::redis`] and [`store::memory`] backends.
+//!
+//! The README covers the concepts, the default schedule's table and the delivery guarantee.
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 
 mod client;
@@ -44,3 +99,8 @@ pub mod __private {
         RetrySchedule::from_millis(slots).expect("postpone-macros checked this schedule")
     }
 }
+
+/// The README's code, compiled and run as doctests so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

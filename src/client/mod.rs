@@ -113,13 +113,13 @@ impl Client {
 
     /// Cancels a job by id: a scheduled job is removed; a running job is marked so that it is not
     /// retried and its handler sees [`StopReason::Cancelled`](crate::StopReason). Unknown ids give
-    /// [`Error::JobNotFound`].
+    /// [`Error::JobNotFound`](crate::Error::JobNotFound).
     pub async fn cancel<J: Job>(&self, id: &str) -> Result<CancelStatus> {
         self.topic::<J>().cancel(id).await
     }
 
     /// Moves a scheduled job to a new time; returns the new due time. A running job gives
-    /// [`Error::JobRunning`]; an unknown id [`Error::JobNotFound`].
+    /// [`Error::JobRunning`](crate::Error::JobRunning); an unknown id [`Error::JobNotFound`](crate::Error::JobNotFound).
     pub async fn reschedule<J: Job>(
         &self,
         id: &str,

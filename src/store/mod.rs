@@ -30,7 +30,12 @@ use tokio::sync::broadcast;
 
 use crate::error::Result;
 
-/// When a job becomes due.
+/// The latest due time a backend stores: 9999-12-31T23:59:59.999Z, in ms since the Unix epoch. Later due
+/// times (from `Due` or a retry delay) are capped to it, so that every due time is exact in a Redis score
+/// (a double) and fits a `chrono::DateTime`.
+pub const MAX_DUE_MS: i64 = 253_402_300_799_999;
+
+/// When a job becomes due (capped at [`MAX_DUE_MS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Due {
     /// This many ms after the backend's now (0 = now).
@@ -372,7 +377,8 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// Sweeps expired leases, then claims due jobs: see [`ClaimBatch`].
     async fn claim(&self, topic: &str, request: ClaimRequest) -> Result<ClaimBatch>;
 
-    /// Finishes claimed jobs, each only if its token matches its current lease.
+    /// Finishes claimed jobs, each only if its token matches its current lease. A `Retry` that makes a
+    /// job due earlier than the topic's earliest sends a [`Hint::Topic`], like [`Store::enqueue`].
     async fn finish(&self, topic: &str, items: Vec<FinishItem>) -> Result<Vec<FinishOutcome>>;
 
     /// Renews leases to now + `lease_ms`, each only if its token matches. A lease past its deadline that no

@@ -26,7 +26,7 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
         loop {
             match shared.store.finish(topic.name, batch.clone()).await {
                 Ok(outcomes) => {
-                    wake_for_retries_and_dead(&topic, &batch, &outcomes);
+                    wake_for_dead(&topic, &batch, &outcomes);
                     for (item, outcome) in batch.iter().zip(outcomes) {
                         topic.inflight.remove(&item.id, item.token);
                         match outcome {
@@ -63,22 +63,13 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
     }
 }
 
-/// Wakes the dead-letter pump when a job died here, and the claim loop when the earliest retry comes
-/// due: the loop sleeps until the next due time it knew of, which a retry may precede. Other workers
-/// find retries by their own due times or poll.
-fn wake_for_retries_and_dead<S: Send + Sync + 'static>(
-    topic: &Arc<TopicRt<S>>,
+/// Wakes the dead-letter pump when a job died here, so the sink runs at once. (A retry needs nothing:
+/// the store hints every worker when it becomes the topic's earliest job.)
+fn wake_for_dead<S: Send + Sync + 'static>(
+    topic: &TopicRt<S>,
     batch: &[FinishItem],
     outcomes: &[FinishOutcome],
 ) {
-    let earliest = batch
-        .iter()
-        .zip(outcomes)
-        .filter_map(|(item, outcome)| match (&item.finish, outcome) {
-            (Finish::Retry { delay_ms, .. }, FinishOutcome::Applied) => Some(*delay_ms),
-            _ => None,
-        })
-        .min();
     let dead = batch.iter().zip(outcomes).any(|(item, outcome)| {
         matches!(
             (&item.finish, outcome),
@@ -87,16 +78,5 @@ fn wake_for_retries_and_dead<S: Send + Sync + 'static>(
     });
     if dead {
         topic.dead_wake.notify_one();
-    }
-    match earliest {
-        None => {}
-        Some(0) => topic.wake.notify_one(),
-        Some(ms) => {
-            let topic = topic.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_millis(ms)).await;
-                topic.wake.notify_one();
-            });
-        }
     }
 }

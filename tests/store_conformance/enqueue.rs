@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use postpone::store::{Due, EnqueueOutcome, FinishOutcome, Store, StoredState};
+use postpone::store::{
+    Due, EnqueueOutcome, FinishOutcome, RescheduleOutcome, Store, StoredState, MAX_DUE_MS,
+};
 
 use super::*;
 
@@ -231,4 +233,31 @@ pub(crate) async fn bulk_enqueue_reports_one_outcome_per_job_in_order(store: Arc
     assert_eq!(counts.scheduled, 143);
     assert_eq!(counts.ready, 999 - 143);
     assert_eq!(s.job(t, "job-500").await.unwrap().unwrap().record, b"r500");
+}
+
+pub(crate) async fn due_times_are_capped_at_max_due_ms(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("due_capped"));
+    assert_eq!(create(s, t, "in", REC, Due::In(u64::MAX)).await, MAX_DUE_MS);
+    assert_eq!(create(s, t, "at", REC, Due::At(i64::MAX)).await, MAX_DUE_MS);
+    let moved = s
+        .reschedule(t, "in", Due::At(MAX_DUE_MS + 1))
+        .await
+        .unwrap();
+    assert_eq!(
+        moved,
+        RescheduleOutcome::Rescheduled {
+            due_at_ms: MAX_DUE_MS
+        }
+    );
+
+    create(s, t, "retried", REC, Due::In(0)).await;
+    let job = claim_id(s, t, "retried", LONG).await;
+    assert_eq!(
+        finish(s, t, &job, retry(REC, u64::MAX, true)).await,
+        FinishOutcome::Applied
+    );
+    let capped = StoredState::Due {
+        due_at_ms: MAX_DUE_MS,
+    };
+    assert_eq!(state(s, t, "retried").await, Some(capped));
 }

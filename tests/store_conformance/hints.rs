@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use postpone::store::{Due, RescheduleOutcome, Store};
+use postpone::store::{Due, FinishOutcome, RescheduleOutcome, Store, StoredState};
 
 use super::*;
 
@@ -61,6 +61,40 @@ pub(crate) async fn hint_on_reschedule_earlier_than_the_topics_earliest(store: A
         s.reschedule(t, "b", Due::In(10_000)).await.unwrap()
     else {
         panic!("b should be due");
+    };
+    assert_eq!(
+        hints_for(s, &mut rx, t).await,
+        [due_at_ms],
+        "now the earliest"
+    );
+}
+
+pub(crate) async fn hint_on_retry_earlier_than_the_topics_earliest(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("hint_retry"));
+    let mut rx = s.hints();
+    create(s, t, "later", REC, Due::In(60_000)).await;
+    create(s, t, "a", REC, Due::In(0)).await;
+    create(s, t, "b", REC, Due::In(0)).await;
+    hints_for(s, &mut rx, t).await;
+    let batch = claim(s, t, 2, LONG).await;
+    assert_eq!(batch.jobs.len(), 2);
+
+    let (a, b) = (&batch.jobs[0], &batch.jobs[1]);
+    assert_eq!(
+        finish(s, t, a, retry(REC, 120_000, true)).await,
+        FinishOutcome::Applied
+    );
+    assert_eq!(
+        hints_for(s, &mut rx, t).await,
+        NO_HINTS,
+        "later than the earliest"
+    );
+    assert_eq!(
+        finish(s, t, b, retry(REC, 30_000, true)).await,
+        FinishOutcome::Applied
+    );
+    let Some(StoredState::Due { due_at_ms }) = state(s, t, &b.id).await else {
+        panic!("retried job should be due");
     };
     assert_eq!(
         hints_for(s, &mut rx, t).await,

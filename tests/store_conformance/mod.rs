@@ -60,6 +60,7 @@ macro_rules! store_conformance {
             due_in_counts_from_the_backends_now,
             due_at_in_the_past_means_now,
             due_at_in_the_future_is_not_claimable_before_its_time,
+            due_times_are_capped_at_max_due_ms,
             bulk_enqueue_reports_one_outcome_per_job_in_order,
             // claim
             claim_takes_the_earliest_due_first_up_to_max,
@@ -112,6 +113,7 @@ macro_rules! store_conformance {
             // hints
             hint_on_enqueue_earlier_than_the_topics_earliest_and_not_on_a_later_one,
             hint_on_reschedule_earlier_than_the_topics_earliest,
+            hint_on_retry_earlier_than_the_topics_earliest,
         );
     };
     (@each $factory:expr; $($name:ident),* $(,)?) => {$(

@@ -155,12 +155,20 @@ impl Store for MemoryStore {
     }
 
     async fn finish(&self, topic: &str, items: Vec<FinishItem>) -> Result<Vec<FinishOutcome>> {
-        Ok(self.with_topic(topic, |state, now| {
-            items
+        let (outcomes, hint) = self.with_topic(topic, |state, now| {
+            let mut hint: Option<i64> = None;
+            let outcomes = items
                 .into_iter()
-                .map(|item| state.finish(item, now))
-                .collect()
-        }))
+                .map(|item| {
+                    let (outcome, earlier) = state.finish(item, now);
+                    hint = earlier.or(hint);
+                    outcome
+                })
+                .collect();
+            (outcomes, hint)
+        });
+        self.hint(topic, hint);
+        Ok(outcomes)
     }
 
     async fn extend(

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::store::{
     CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, DeadEntry, Due, EnqueueOutcome, Finish,
     FinishItem, FinishOutcome, LeaseStatus, NewJob, RescheduleOutcome, StoredJob, StoredState,
-    TopicCounts,
+    TopicCounts, MAX_DUE_MS,
 };
 
 /// A dead job's record and reason (its time is its score in `dead`).
@@ -52,12 +52,14 @@ fn after(now: i64, ms: u64) -> i64 {
     now.saturating_add(i64::try_from(ms).unwrap_or(i64::MAX))
 }
 
-/// The due time asked for: a delay from now, or an absolute time (a past time means now).
+/// The due time asked for: a delay from now, or an absolute time (a past time means now), capped at
+/// [`MAX_DUE_MS`].
 pub(super) fn resolve(due: Due, now: i64) -> i64 {
-    match due {
+    let at = match due {
         Due::In(ms) => after(now, ms),
         Due::At(at) => at.max(now),
-    }
+    };
+    at.min(MAX_DUE_MS)
 }
 
 impl Topic {
@@ -177,41 +179,44 @@ impl Topic {
         batch
     }
 
-    /// Finishes one claimed job if its token matches its current lease.
-    pub(super) fn finish(&mut self, item: FinishItem, now: i64) -> FinishOutcome {
+    /// Finishes one claimed job if its token matches its current lease; returns the outcome and, for a
+    /// retry, the due time to hint about, if any.
+    pub(super) fn finish(&mut self, item: FinishItem, now: i64) -> (FinishOutcome, Option<i64>) {
         let id = item.id.as_str();
         if self.leases.get(id) != Some(&item.token) {
-            return FinishOutcome::Stale;
+            return (FinishOutcome::Stale, None);
         }
         match item.finish {
             Finish::Done => {
                 self.forget(id);
                 self.counters.processed += 1;
-                FinishOutcome::Applied
+                (FinishOutcome::Applied, None)
             }
             Finish::Retry { .. } if self.cancels.contains(id) => {
                 self.forget(id);
                 self.counters.cancelled += 1;
-                FinishOutcome::Cancelled
+                (FinishOutcome::Cancelled, None)
             }
             Finish::Retry {
                 record,
                 delay_ms,
                 counted,
             } => {
+                let due_at_ms = resolve(Due::In(delay_ms), now);
+                let hint = self.is_earliest(due_at_ms).then_some(due_at_ms);
                 self.active.remove(id);
                 self.leases.remove(id);
-                self.due.insert(id, after(now, delay_ms));
+                self.due.insert(id, due_at_ms);
                 self.jobs.insert(item.id, record);
                 if counted {
                     self.counters.retried += 1;
                 }
-                FinishOutcome::Applied
+                (FinishOutcome::Applied, hint)
             }
             Finish::Dead { record, reason } => {
                 self.bury(id, record, reason, now);
                 self.counters.failed += 1;
-                FinishOutcome::Applied
+                (FinishOutcome::Applied, None)
             }
         }
     }
