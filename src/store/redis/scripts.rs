@@ -46,3 +46,15 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     dead_claim: script(include_str!("scripts/dead_claim.lua")),
     dead_retry: script(include_str!("scripts/dead_retry.lua")),
 });
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_scripts_cap_due_times_like_the_seam() {
+        let line = format!("local MAX_MS = {}\n", crate::store::MAX_DUE_MS);
+        assert!(
+            super::PRELUDE.contains(&line),
+            "prelude.lua must say {line:?}"
+        );
+    }
+}
