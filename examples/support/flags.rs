@@ -122,6 +122,13 @@ pub(crate) fn show_duration(d: Duration) -> String {
         ms if ms < 3_600_000.0 => (ms / 60_000.0, "m"),
         ms => (ms / 3_600_000.0, "h"),
     };
-    let text = format!("{value:.2}");
-    format!("{}{unit}", text.trim_end_matches('0').trim_end_matches('.'))
+    let text = match unit {
+        "ms" => format!("{value:.0}"),
+        _ => format!("{value:.2}"),
+    };
+    let text = match text.contains('.') {
+        true => text.trim_end_matches('0').trim_end_matches('.'),
+        false => &text,
+    };
+    format!("{text}{unit}")
 }
