@@ -68,6 +68,15 @@ impl TestSchema {
     pub fn db(&self) -> &tokio_postgres::Client {
         &self.db
     }
+
+    /// Another connection to it, of the caller's own.
+    pub async fn connect(&self) -> tokio_postgres::Client {
+        let db = connect().await;
+        db.batch_execute(&format!("SET search_path TO {}", self.name))
+            .await
+            .unwrap();
+        db
+    }
 }
 
 impl Drop for TestSchema {
