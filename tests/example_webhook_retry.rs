@@ -5,7 +5,6 @@
 #[path = "../examples/webhook_retry/demo.rs"]
 mod demo;
 #[path = "../examples/support/flags.rs"]
-#[allow(dead_code)]
 mod flags;
 #[path = "../examples/webhook_retry/receiver.rs"]
 mod receiver;

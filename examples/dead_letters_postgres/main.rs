@@ -20,7 +20,6 @@
 //! checks the sink on a redis-server and a schema of its own.
 
 #[path = "../support/flags.rs"]
-#[allow(dead_code)] // shared by the examples; this one reads no duration
 mod flags;
 #[path = "../support/postgres.rs"]
 mod postgres;

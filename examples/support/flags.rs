@@ -1,6 +1,8 @@
 //! Command-line flags for the examples: `--name value` or `--name=value`, and `--help`.
 //!
-//! A real service would use clap; the examples keep to the dependencies they are about.
+//! A real service would use clap; the examples keep to the dependencies they are about. Each example
+//! uses part of this file.
+#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::fmt::Display;

@@ -20,7 +20,6 @@
 //! redis-server of its own and checks the attempts, their spacing and the dead letters.
 
 #[path = "../support/flags.rs"]
-#[allow(dead_code)] // shared by the examples; this one reads no duration
 mod flags;
 
 mod demo;
