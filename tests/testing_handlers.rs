@@ -41,6 +41,8 @@ enum Mail {
 trait Mailer: Send + Sync {
     /// Sends `text` to `user`; `key` lets the service drop a repeat.
     fn send(&self, user: u64, text: &str, key: &str) -> Mail;
+    /// Sends `text` to `user`'s phone instead.
+    fn text_message(&self, user: u64, text: &str);
 }
 
 #[derive(Clone)]
@@ -53,6 +55,11 @@ async fn send_reminder(job: SendReminder, ctx: JobContext, app: App) -> Result<(
         Mail::Sent => Ok(()),
         // Nothing failed: come back later, without using an attempt.
         Mail::RateLimited(wait) => Err(JobError::snooze(wait)),
+        // Down on the last attempt: a text message instead, rather than no reminder at all.
+        Mail::Down if ctx.is_last_attempt() => {
+            app.mailer.text_message(job.user_id, &job.text);
+            Ok(())
+        }
         // May recover: retry by the schedule.
         Mail::Down => Err(JobError::msg("mail service down")),
         // Will not recover: to the dead letters now.
@@ -67,13 +74,14 @@ async fn send_reminder(job: SendReminder, ctx: JobContext, app: App) -> Result<(
 struct FakeMailer {
     script: Mutex<VecDeque<Mail>>,
     sent: Mutex<Vec<(u64, String, String)>>,
+    texted: Mutex<Vec<u64>>,
 }
 
 impl FakeMailer {
     fn answering(script: impl IntoIterator<Item = Mail>) -> Arc<Self> {
         Arc::new(FakeMailer {
             script: Mutex::new(script.into_iter().collect()),
-            sent: Mutex::default(),
+            ..FakeMailer::default()
         })
     }
 
@@ -97,6 +105,10 @@ impl Mailer for FakeMailer {
                 .push((user, text.to_owned(), key.to_owned()));
         }
         answer
+    }
+
+    fn text_message(&self, user: u64, _text: &str) {
+        self.texted.lock().unwrap().push(user);
     }
 }
 
@@ -204,6 +216,24 @@ async fn the_handler_called_directly_maps_each_answer_to_an_outcome() {
         mailer.sent(),
         [(7, "hello 7".to_owned(), "reminder:7".to_owned())]
     );
+}
+
+#[tokio::test]
+async fn on_its_last_attempt_the_handler_falls_back_to_a_text_message() {
+    let mailer = FakeMailer::answering([Mail::Down, Mail::Down]);
+    let app = App {
+        mailer: mailer.clone(),
+    };
+    let on_attempt = |n| JobContext::for_test_attempt(SendReminder::TOPIC, "reminder:7", n, 3);
+
+    let second = send_reminder(reminder(7), on_attempt(2), app.clone()).await;
+    assert_eq!(second.unwrap_err().outcome(), Outcome::Retry);
+    assert!(mailer.texted.lock().unwrap().is_empty());
+    send_reminder(reminder(7), on_attempt(3), app.clone())
+        .await
+        .expect("the last attempt sends a text message instead");
+    assert_eq!(*mailer.texted.lock().unwrap(), [7]);
+    assert!(mailer.sent().is_empty());
 }
 
 #[tokio::test]
