@@ -2,6 +2,8 @@
 //! own and a PostgreSQL schema of its own, with a payment window of seconds: orders are placed, paid,
 //! extended and abandoned, and the database shows what happened to each.
 
+#[path = "../examples/order_timeout/api.rs"]
+mod api;
 #[path = "../examples/order_timeout/app.rs"]
 #[allow(dead_code)]
 mod app;
@@ -9,15 +11,18 @@ mod app;
 #[allow(dead_code)]
 mod example_postgres;
 mod support;
+#[path = "../examples/order_timeout/timer.rs"]
+mod timer;
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use app::{CloseUnpaidOrder, NewOrder, Order, Settings, Status};
+use app::{NewOrder, Order, Settings, Status};
 use postpone::{Client, JobState};
 use reqwest::StatusCode;
 use support::postgres::TestSchema;
 use support::redis_server::RedisServer;
+use timer::{timer_id, CloseUnpaidOrder};
 use tokio::sync::oneshot;
 
 /// The service on a free port, stopped by [`Service::stop`].
@@ -169,7 +174,7 @@ async fn paid_orders_stay_paid_abandoned_ones_close_and_extensions_move_the_dead
         assert_eq!(order.status, Status::Pending);
         assert_eq!((order.pay_by - order.placed_at).to_std().unwrap(), window);
         // The timer is set for the deadline, under the order's id.
-        let timer = timers.job(&app::timer_id(order.id)).await.unwrap().unwrap();
+        let timer = timers.job(&timer_id(order.id)).await.unwrap().unwrap();
         assert_eq!(timer.job::<CloseUnpaidOrder>().unwrap().order_id, order.id);
         match timer.state {
             JobState::Scheduled { due_at } => {
@@ -185,7 +190,7 @@ async fn paid_orders_stay_paid_abandoned_ones_close_and_extensions_move_the_dead
         (status, order.unwrap().status),
         (StatusCode::OK, Status::Paid)
     );
-    assert!(timers.job(&app::timer_id(paid.id)).await.unwrap().is_none());
+    assert!(timers.job(&timer_id(paid.id)).await.unwrap().is_none());
     let (status, again) = service.act(paid.id, "pay").await;
     assert_eq!(
         (status, again.unwrap().status),
@@ -198,7 +203,7 @@ async fn paid_orders_stay_paid_abandoned_ones_close_and_extensions_move_the_dead
     let new_deadline = order.unwrap().pay_by;
     assert_eq!((new_deadline - extended.pay_by).to_std().unwrap(), window);
     match timers
-        .job(&app::timer_id(extended.id))
+        .job(&timer_id(extended.id))
         .await
         .unwrap()
         .unwrap()
@@ -275,12 +280,12 @@ async fn a_lost_timer_is_set_again_by_an_extension_or_at_the_next_start() {
 
     // A timer lost while its order is pending: extending the order sets a new one.
     let order = service.place("extended after its timer was lost").await;
-    jobs.cancel::<CloseUnpaidOrder>(&app::timer_id(order.id))
+    jobs.cancel::<CloseUnpaidOrder>(&timer_id(order.id))
         .await
         .unwrap();
     let (status, extended) = service.act(order.id, "extend").await;
     assert_eq!(status, StatusCode::OK);
-    let timer = timers.job(&app::timer_id(order.id)).await.unwrap().unwrap();
+    let timer = timers.job(&timer_id(order.id)).await.unwrap().unwrap();
     assert!(
         matches!(timer.state, JobState::Scheduled { due_at } if due_at.timestamp_millis() == extended.unwrap().pay_by.timestamp_millis()),
         "{timer:?}"
@@ -290,7 +295,7 @@ async fn a_lost_timer_is_set_again_by_an_extension_or_at_the_next_start() {
     // start sets it again, and that instance closes the order.
     let crashed = service.place("placed just before a crash").await;
     service.stop().await;
-    jobs.cancel::<CloseUnpaidOrder>(&app::timer_id(crashed.id))
+    jobs.cancel::<CloseUnpaidOrder>(&timer_id(crashed.id))
         .await
         .unwrap();
     let service = Service::start(&jobs, &schema, window).await;

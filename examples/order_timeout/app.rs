@@ -1,4 +1,5 @@
-//! The order service behind `main.rs`: the `orders` table, the HTTP API, and the "close if unpaid" job.
+//! The order service behind `main.rs`: its orders in PostgreSQL, and what the HTTP API (`api.rs`) and
+//! the timer (`timer.rs`) share.
 //!
 //! The database decides and the timer makes it happen on time. Every change of an order is one
 //! conditional `UPDATE` (a payment counts only while the order is pending and its deadline has not
@@ -11,29 +12,14 @@ use std::future::{Future, IntoFuture};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use postpone::{BoxError, Client, EnqueueItem, EnqueueStatus, Job, JobContext, JobError, Worker};
+use postpone::{BoxError, Client, EnqueueItem, EnqueueStatus, Worker};
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 use tokio_postgres::Row;
 
-/// Closes an order that is still unpaid at its deadline: one per order, with the id `order:<id>`, so
-/// that paying can cancel it and extending can move it.
-#[derive(Debug, Serialize, Deserialize, Job)]
-#[job(topic = "orders.close_unpaid")]
-pub(crate) struct CloseUnpaidOrder {
-    pub(crate) order_id: i64,
-}
-
-/// The job id of an order's timer.
-pub(crate) fn timer_id(order_id: i64) -> String {
-    format!("order:{order_id}")
-}
+use crate::api::{router, ApiError};
+use crate::timer::{close_unpaid, timer_id, CloseUnpaidOrder};
 
 /// What the service is told at start.
 #[derive(Debug, Clone)]
@@ -69,10 +55,11 @@ pub(crate) enum Status {
 }
 
 /// The columns of [`Order`], in its order.
-const COLUMNS: &str = "id, item, amount_cents, status, placed_at, pay_by, paid_at, closed_at";
+pub(crate) const COLUMNS: &str =
+    "id, item, amount_cents, status, placed_at, pay_by, paid_at, closed_at";
 
 impl Order {
-    fn from_row(row: &Row) -> Result<Self, tokio_postgres::Error> {
+    pub(crate) fn from_row(row: &Row) -> Result<Self, tokio_postgres::Error> {
         let status = match row.try_get::<_, &str>("status")? {
             "pending" => Status::Pending,
             "paid" => Status::Paid,
@@ -101,9 +88,10 @@ pub(crate) struct NewOrder {
 /// What the HTTP handlers and the job handler share. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct App {
-    db: Arc<tokio_postgres::Client>,
-    jobs: Client,
-    window: Duration,
+    pub(crate) db: Arc<tokio_postgres::Client>,
+    pub(crate) jobs: Client,
+    /// The payment window.
+    pub(crate) window: Duration,
 }
 
 impl App {
@@ -188,237 +176,12 @@ impl App {
         Ok(())
     }
 
-    async fn find(&self, id: i64) -> Result<Option<Order>, ApiError> {
+    /// The order `id`, if there is one.
+    pub(crate) async fn find(&self, id: i64) -> Result<Option<Order>, ApiError> {
         let sql = format!("SELECT {COLUMNS} FROM orders WHERE id = $1");
         match self.db.query_opt(&sql, &[&id]).await? {
             Some(row) => Ok(Some(Order::from_row(&row)?)),
             None => Ok(None),
         }
-    }
-}
-
-/// Why an order that a conditional UPDATE did not match cannot be changed.
-fn refusal(id: i64, order: Option<Order>) -> ApiError {
-    let Some(order) = order else {
-        return ApiError::NotFound(id);
-    };
-    ApiError::Conflict(match order.status {
-        Status::Paid => format!("order {id} is paid"),
-        Status::Closed => format!("order {id} was closed unpaid"),
-        Status::Pending => format!(
-            "order {id}'s payment window ended at {}; it is being closed",
-            order.pay_by
-        ),
-    })
-}
-
-/// The HTTP API: `POST /orders`, `GET /orders/{id}`, `POST /orders/{id}/pay`,
-/// `POST /orders/{id}/extend`.
-pub(crate) fn router(app: App) -> Router {
-    Router::new()
-        .route("/orders", post(place_order))
-        .route("/orders/{id}", get(get_order))
-        .route("/orders/{id}/pay", post(pay_order))
-        .route("/orders/{id}/extend", post(extend_payment_window))
-        .with_state(app)
-}
-
-/// Places an order and sets its timer: closed at the end of the payment window unless paid.
-async fn place_order(
-    State(app): State<App>,
-    Json(new): Json<NewOrder>,
-) -> Result<(StatusCode, Json<Order>), ApiError> {
-    if new.item.trim().is_empty() || new.amount_cents <= 0 {
-        return Err(ApiError::BadRequest(
-            "an order needs an item and a positive amount_cents".into(),
-        ));
-    }
-    let sql = format!(
-        "INSERT INTO orders (item, amount_cents, pay_by)
-         VALUES ($1, $2, now() + make_interval(secs => $3))
-         RETURNING {COLUMNS}"
-    );
-    let window = app.window.as_secs_f64();
-    let row = app
-        .db
-        .query_one(&sql, &[&new.item, &new.amount_cents, &window])
-        .await?;
-    let order = Order::from_row(&row)?;
-    let timer = app
-        .jobs
-        .enqueue(CloseUnpaidOrder { order_id: order.id })
-        .id(timer_id(order.id))
-        .at(order.pay_by)
-        .await;
-    if let Err(e) = timer {
-        // A pending order always has a timer: without one, there is no order.
-        app.db
-            .execute("DELETE FROM orders WHERE id = $1", &[&order.id])
-            .await?;
-        return Err(e.into());
-    }
-    tracing::info!(order_id = order.id, pay_by = %order.pay_by, "order placed");
-    Ok((StatusCode::CREATED, Json(order)))
-}
-
-async fn get_order(State(app): State<App>, Path(id): Path<i64>) -> Result<Json<Order>, ApiError> {
-    app.find(id).await?.map(Json).ok_or(ApiError::NotFound(id))
-}
-
-/// Pays an order that is pending and within its payment window, and cancels its timer. Paying a paid
-/// order again changes nothing.
-async fn pay_order(State(app): State<App>, Path(id): Path<i64>) -> Result<Json<Order>, ApiError> {
-    let sql = format!(
-        "UPDATE orders SET status = 'paid', paid_at = now()
-         WHERE id = $1 AND status = 'pending' AND pay_by > now()
-         RETURNING {COLUMNS}"
-    );
-    let Some(row) = app.db.query_opt(&sql, &[&id]).await? else {
-        return match app.find(id).await? {
-            Some(order) if order.status == Status::Paid => Ok(Json(order)),
-            other => Err(refusal(id, other)),
-        };
-    };
-    let order = Order::from_row(&row)?;
-    // The timer is not needed any more. Should this fail, it fires later and finds the order paid.
-    match app.jobs.cancel::<CloseUnpaidOrder>(&timer_id(id)).await {
-        Ok(_) | Err(postpone::Error::JobNotFound { .. }) => {}
-        Err(e) => {
-            tracing::warn!(order_id = id, error = %e, "could not cancel the timer of a paid order")
-        }
-    }
-    tracing::info!(order_id = id, "order paid");
-    Ok(Json(order))
-}
-
-/// Gives a pending order one more payment window, and moves its timer to the new deadline.
-async fn extend_payment_window(
-    State(app): State<App>,
-    Path(id): Path<i64>,
-) -> Result<Json<Order>, ApiError> {
-    let sql = format!(
-        "UPDATE orders SET pay_by = pay_by + make_interval(secs => $2)
-         WHERE id = $1 AND status = 'pending' AND pay_by > now()
-         RETURNING {COLUMNS}"
-    );
-    let window = app.window.as_secs_f64();
-    let Some(row) = app.db.query_opt(&sql, &[&id, &window]).await? else {
-        return Err(refusal(id, app.find(id).await?));
-    };
-    let order = Order::from_row(&row)?;
-    let timer = timer_id(id);
-    match app
-        .jobs
-        .reschedule::<CloseUnpaidOrder>(&timer, order.pay_by)
-        .await
-    {
-        Ok(_) => {}
-        // Firing right now: its handler reads the new deadline and snoozes until then.
-        Err(postpone::Error::JobRunning { .. }) => {}
-        // No timer (it was lost): set one.
-        Err(postpone::Error::JobNotFound { .. }) => {
-            app.jobs
-                .enqueue(CloseUnpaidOrder { order_id: id })
-                .id(timer)
-                .at(order.pay_by)
-                .await?;
-        }
-        // The old timer fires early, finds the deadline moved and snoozes until then.
-        Err(e) => {
-            tracing::warn!(order_id = id, error = %e, "could not move the timer of an extended order")
-        }
-    }
-    tracing::info!(order_id = id, pay_by = %order.pay_by, "payment window extended");
-    Ok(Json(order))
-}
-
-/// The job handler: closes the order if it is still pending at its deadline. It may run more than
-/// once for one timer (delivery is at least once); closing a closed or paid order changes nothing.
-pub(crate) async fn close_unpaid(
-    job: CloseUnpaidOrder,
-    ctx: JobContext,
-    app: App,
-) -> Result<(), JobError> {
-    let closed = app
-        .db
-        .execute(
-            "UPDATE orders SET status = 'closed', closed_at = now()
-             WHERE id = $1 AND status = 'pending' AND pay_by <= now()",
-            &[&job.order_id],
-        )
-        .await?;
-    if closed == 1 {
-        tracing::info!(
-            order_id = job.order_id,
-            attempt = ctx.attempt(),
-            "closed unpaid order"
-        );
-        return Ok(());
-    }
-    // Paid, closed already, deleted, or its deadline was moved after this timer was set.
-    let row = app
-        .db
-        .query_opt(
-            "SELECT status, (EXTRACT(EPOCH FROM pay_by - now()) * 1000)::bigint
-             FROM orders WHERE id = $1",
-            &[&job.order_id],
-        )
-        .await?;
-    match row {
-        Some(row) if row.get::<_, &str>(0) == "pending" => {
-            let wait_ms: i64 = row.get(1);
-            // Not due yet by the database's clock: run again then, without using an attempt.
-            Err(JobError::snooze(Duration::from_millis(
-                wait_ms.max(1) as u64
-            )))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// An API error: a status and a message, sent as `{"error": "..."}`.
-#[derive(Debug)]
-pub(crate) enum ApiError {
-    BadRequest(String),
-    NotFound(i64),
-    Conflict(String),
-    Database(tokio_postgres::Error),
-    Jobs(postpone::Error),
-}
-
-impl From<tokio_postgres::Error> for ApiError {
-    fn from(e: tokio_postgres::Error) -> Self {
-        ApiError::Database(e)
-    }
-}
-
-impl From<postpone::Error> for ApiError {
-    fn from(e: postpone::Error) -> Self {
-        ApiError::Jobs(e)
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let (status, message) = match self {
-            ApiError::BadRequest(m) => (StatusCode::BAD_REQUEST, m),
-            ApiError::NotFound(id) => (StatusCode::NOT_FOUND, format!("no order {id}")),
-            ApiError::Conflict(m) => (StatusCode::CONFLICT, m),
-            ApiError::Database(e) => {
-                tracing::error!(error = %e, "database error");
-                (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "database unavailable".into(),
-                )
-            }
-            ApiError::Jobs(e) => {
-                tracing::error!(error = %e, "job store error");
-                (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "job store unavailable".into(),
-                )
-            }
-        };
-        (status, Json(serde_json::json!({ "error": message }))).into_response()
     }
 }

@@ -4,7 +4,8 @@
 //! of its payment window (30 minutes) under the job id `order:<id>`. Paying it (`POST /orders/{id}/pay`)
 //! cancels that timer; extending the payment window (`POST /orders/{id}/extend`) moves it. At the
 //! deadline a worker closes the order if it is still unpaid. `app.rs` holds the service and explains why
-//! it stays correct when a timer call fails or races a payment.
+//! it stays correct when a timer call fails or races a payment; `timer.rs` has the job and its handler,
+//! `api.rs` the HTTP handlers.
 //!
 //! ```text
 //! cargo run --example order_timeout                               # jobs in memory, orders in PostgreSQL
@@ -33,7 +34,9 @@ mod postgres;
 #[path = "../support/shutdown.rs"]
 mod shutdown;
 
+mod api;
 mod app;
+mod timer;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
