@@ -54,13 +54,17 @@
 //! - [`Worker`]: handlers ([`Handler`], [`JobHandler`]), [`JobContext`], [`JobError`], limits, leases,
 //!   shutdown; [`DeadLetterSink`]: where dead jobs go.
 //! - [`store`]: the backend seam, with the [`store::redis`] and [`store::memory`] backends.
+//! - [`guide`]: longer guides, such as [testing your handlers](guide::testing).
 //!
-//! The README covers the concepts, the default schedule's table and the delivery guarantee.
+//! The README covers the concepts, the default schedule's table and the delivery guarantee, and lists
+//! the examples: an order timeout in an axum service, a retried webhook, dead letters kept in
+//! PostgreSQL, and graceful shutdown.
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 
 mod client;
 mod dead_letter;
 mod error;
+pub mod guide;
 mod handler;
 mod id;
 mod job;
