@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
+use super::failpoint::{self, Point};
 use super::runtime::{Shared, TopicRt};
 use crate::store::{Finish, FinishItem, FinishOutcome};
 
@@ -23,9 +24,18 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
     let mut batch = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut batch, BATCH).await > 0 {
         let mut backoff = Duration::from_millis(20);
+        failpoint::hit(Point::Finishing {
+            topic: topic.name,
+            items: &batch,
+        });
         loop {
             match shared.store.finish(topic.name, batch.clone()).await {
                 Ok(outcomes) => {
+                    failpoint::hit(Point::Finished {
+                        topic: topic.name,
+                        items: &batch,
+                        outcomes: &outcomes,
+                    });
                     wake_for_dead(&topic, &batch, &outcomes);
                     for (item, outcome) in batch.iter().zip(outcomes) {
                         topic.inflight.remove(&item.id, item.token);
