@@ -189,6 +189,9 @@ pub struct Report {
     pub dead: usize,
     pub lost: usize,
     pub stale_acks: usize,
+    /// Ids whose enqueue returned an error, and how many of them Redis had stored all the same.
+    pub uncertain: usize,
+    pub uncertain_stored: usize,
     /// Claims whose worker died before logging them (tokens no claim line shows).
     pub unseen_claims: usize,
     /// Re-runs not measured: an unseen claim may have taken the job in between.
@@ -208,10 +211,12 @@ impl fmt::Display for Report {
             .collect();
         write!(
             f,
-            "jobs={} faults={} [{}] claims={} reruns={}+{}+{} (after worker faults + Redis faults + \
+            "jobs={} (+{} uncertain, {} of them stored) faults={} [{}] claims={} reruns={}+{}+{} (after worker faults + Redis faults + \
              unexplained) retries={} done_once={} done_more_than_once={} extra_runs={} dead={} lost={} \
              stale_acks={} unseen_claims={} (reruns not measured: {}) max_due_again_ms={} max_rerun_ms={}",
             self.jobs,
+            self.uncertain,
+            self.uncertain_stored,
             self.faults.values().sum::<usize>(),
             faults.join(" "),
             self.claims,
@@ -351,7 +356,7 @@ impl Rig {
             }
         }
         for id in seen.keys() {
-            if !self.ledger.contains_key(id) {
+            if !self.ledger.contains_key(id) && !self.uncertain.contains(id) {
                 bad.push(format!("{id:?} ran but was never enqueued"));
             }
         }
@@ -441,8 +446,22 @@ impl Rig {
             }
             self.reruns(id, s, &crashed_at, &unseen, &expect, &mut report, &mut bad);
         }
+        // Jobs whose enqueue failed but which Redis had stored ran too, and count as processed.
+        let mut done_uncertain = 0;
+        for id in self
+            .uncertain
+            .iter()
+            .filter(|id| !self.ledger.contains_key(*id))
+        {
+            let finished = seen.get(id).is_some_and(|s| s.finishes > 0);
+            if finished && lookup(store.as_ref(), id).await.is_none() {
+                done_uncertain += 1;
+            }
+        }
+        report.uncertain = self.uncertain.len();
+        report.uncertain_stored = done_uncertain;
         let counts = self.counts().await;
-        let done = report.done_once + report.done_more_than_once;
+        let done = report.done_once + report.done_more_than_once + done_uncertain;
         if counts.processed != done as u64 {
             bad.push(format!(
                 "the processed counter is {} but {done} jobs are done: some job was acknowledged twice, \

@@ -115,6 +115,8 @@ pub struct Rig {
     pub client: Client,
     /// Enqueued ids (enqueue returned `Ok` and created the job) and their due times (Redis ms).
     pub ledger: BTreeMap<String, i64>,
+    /// Ids whose enqueue returned an error: they may or may not exist (the reply may have been lost).
+    pub uncertain: std::collections::BTreeSet<String>,
     /// Every fault injected.
     pub faults: Vec<Fault>,
     /// Worker processes, by slot.
@@ -174,6 +176,7 @@ impl Rig {
             ns,
             client,
             ledger: BTreeMap::new(),
+            uncertain: Default::default(),
             faults: Vec::new(),
             procs: Vec::new(),
             dir,
@@ -338,6 +341,23 @@ impl Rig {
             n += 1;
         }
         Ok(n)
+    }
+
+    /// Enqueues `(id, job, delay)`s and returns whether the enqueue returned `Ok`. On an error the ids are
+    /// uncertain: Redis may have stored them before the connection broke.
+    pub async fn try_enqueue(&mut self, jobs: Vec<(String, Work, Duration)>) -> bool {
+        let ids: Vec<String> = jobs.iter().map(|(id, _, _)| id.clone()).collect();
+        let items = jobs
+            .into_iter()
+            .map(|(id, work, after)| EnqueueItem::new(work).id(id).after(after))
+            .collect();
+        match self.enqueue(items).await {
+            Ok(_) => true,
+            Err(_) => {
+                self.uncertain.extend(ids);
+                false
+            }
+        }
     }
 
     /// `n` jobs `<prefix><i>` due now, each working `sleep_ms`.
