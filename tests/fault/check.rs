@@ -169,6 +169,8 @@ pub struct Expect {
     pub once: bool,
     /// Handlers never fail, so every run is attempt 1: a crash or pause used no attempt.
     pub attempt_one: bool,
+    /// Every job's first claim comes within this many ms of its due time (by the Redis clock).
+    pub late_within_ms: Option<i64>,
     /// A job whose worker was killed, crashed or stopped is due again within this many ms.
     pub rerun_within_ms: Option<i64>,
 }
@@ -196,6 +198,8 @@ pub struct Report {
     pub unseen_claims: usize,
     /// Re-runs not measured: an unseen claim may have taken the job in between.
     pub reruns_through_unseen_claims: usize,
+    /// Latest first claim after the due time (measured when `late_within_ms` is set).
+    pub max_late_ms: i64,
     /// Longest time from a worker fault to its job being due again.
     pub max_due_again_ms: i64,
     /// Longest time from a worker fault to its job being claimed again (includes waiting in line).
@@ -213,7 +217,7 @@ impl fmt::Display for Report {
             f,
             "jobs={} (+{} uncertain, {} of them stored) faults={} [{}] claims={} reruns={}+{}+{} (after worker faults + Redis faults + \
              unexplained) retries={} done_once={} done_more_than_once={} extra_runs={} dead={} lost={} \
-             stale_acks={} unseen_claims={} (reruns not measured: {}) max_due_again_ms={} max_rerun_ms={}",
+             stale_acks={} unseen_claims={} (reruns not measured: {}) max_due_again_ms={} max_rerun_ms={} max_late_ms={}",
             self.jobs,
             self.uncertain,
             self.uncertain_stored,
@@ -233,7 +237,8 @@ impl fmt::Display for Report {
             self.unseen_claims,
             self.reruns_through_unseen_claims,
             self.max_due_again_ms,
-            self.max_rerun_ms
+            self.max_rerun_ms,
+            self.max_late_ms
         )
     }
 }
@@ -417,6 +422,16 @@ impl Rig {
                             "{id:?} claimed again (token {token}, pid {pid}) after its done ack (token {acked})"
                         ));
                     }
+                }
+            }
+            if let (Some(limit), Some(first)) = (expect.late_within_ms, s.claims.iter().min()) {
+                report.max_late_ms = report.max_late_ms.max(first.2 - due);
+                if first.2 - due > limit {
+                    bad.push(format!(
+                        "{id:?} claimed {} ms LATE (limit {limit} ms, pid {})",
+                        first.2 - due,
+                        first.1
+                    ));
                 }
             }
             for (token, pid, ms, _) in &s.claims {

@@ -103,6 +103,13 @@ pub struct Proc {
     exited: bool,
 }
 
+impl Proc {
+    /// Whether the process is still running.
+    pub fn running(&mut self) -> bool {
+        !self.exited && self.child.try_wait().expect("try_wait").is_none()
+    }
+}
+
 /// A test's Redis, workers, ledger and faults.
 pub struct Rig {
     /// The name printed with the figures.
