@@ -36,7 +36,7 @@ fn libfaketime() -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_with_clocks_minutes_off_run_nothing_early_and_nothing_late() {
-    let _serial = fault::serial();
+    let _serial = fault::serial().await;
     let lib = libfaketime();
     let lease = 400;
     let mut rng = Rng::new("clock-skew");

@@ -50,7 +50,7 @@ fn hostile_ids() -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_ids_and_payloads_run_correctly_while_the_script_cache_is_flushed() {
-    let _serial = fault::serial();
+    let _serial = fault::serial().await;
     let mut rig = Rig::start("hostile", RedisServer::builder()).await;
     let ten_kb = "☃".repeat(10 * 1024 / 3);
     let ids = hostile_ids();

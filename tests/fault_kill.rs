@@ -14,7 +14,7 @@ const LEASE_MS: u64 = 400;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_workers_repeatedly_under_load_loses_nothing() {
-    let _serial = fault::serial();
+    let _serial = fault::serial().await;
     let mut rng = Rng::new("sigkill");
     let mut rig = Rig::start("sigkill", RedisServer::builder()).await;
     let spec = Spec::new(LEASE_MS, 8).env("FAULT_STALL_LIMIT", 1000);
@@ -66,7 +66,7 @@ async fn sigkill_workers_repeatedly_under_load_loses_nothing() {
 /// Drains 1500 jobs through 3 workers that each abort at a random `point` occurrence (2 to 6), and are
 /// restarted (with a new one) whenever they do.
 async fn crash_at(name: &str, point: &str) -> fault::Report {
-    let _serial = fault::serial();
+    let _serial = fault::serial().await;
     let mut rng = Rng::new(name);
     let mut rig = Rig::start(name, RedisServer::builder()).await;
     let lease = 300;

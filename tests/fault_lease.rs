@@ -16,7 +16,7 @@ use support::redis_server::RedisServer;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_racing_for_jobs_due_at_the_same_millisecond_claim_each_once() {
-    let _serial = fault::serial();
+    let _serial = fault::serial().await;
     let mut rig = Rig::start("same-ms", RedisServer::builder()).await;
     let spec = Spec::new(10_000, 64);
     rig.spawn_ready(4, &spec).await;
@@ -65,7 +65,7 @@ async fn workers_racing_for_jobs_due_at_the_same_millisecond_claim_each_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_paused_for_three_leases_loses_its_jobs_and_its_late_results_are_rejected() {
-    let _serial = fault::serial();
+    let _serial = fault::serial().await;
     let lease = 300;
     let mut rig = Rig::start("sigstop", RedisServer::builder()).await;
     // Worker A finishes its jobs late (a late ack); worker F fails them late (a late retry).
@@ -151,7 +151,7 @@ fn slow_redis(url: String, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handlers_running_ten_leases_on_a_slow_redis_never_run_twice() {
-    let _serial = fault::serial();
+    let _serial = fault::serial().await;
     let lease = 500;
     let mut rig = Rig::start("long-handlers", RedisServer::builder()).await;
     rig.spawn_ready(2, &Spec::new(lease, 16)).await;

@@ -13,7 +13,7 @@ use support::redis_server::RedisServer;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_poison_job_is_dead_lettered_after_the_stall_limit_and_the_rest_runs() {
-    let _serial = fault::serial();
+    let _serial = fault::serial().await;
     let lease = 300;
     let mut rig = Rig::start("poison", RedisServer::builder()).await;
     let spec = Spec::new(lease, 8).env("FAULT_STALL_LIMIT", 2);
@@ -75,7 +75,7 @@ fn key(suffix: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn damaged_state_is_swept_or_dead_lettered_with_a_reason_never_a_crash_loop() {
-    let _serial = fault::serial();
+    let _serial = fault::serial().await;
     let lease = 300;
     let mut rig = Rig::start("damaged", RedisServer::builder()).await;
     let mut items: Vec<_> = (0..1000)

@@ -37,7 +37,7 @@ async fn run_through(
     every: Duration,
     mut fault: impl FnMut(&mut Rig, usize),
 ) -> fault::Report {
-    let _serial = fault::serial();
+    let _serial = fault::serial().await;
     let mut rng = Rng::new(name);
     let mut rig = Rig::start(name, server).await;
     let spec = Spec::new(LEASE_MS, 8).env("FAULT_STALL_LIMIT", 1000);
@@ -140,7 +140,7 @@ async fn dropped_connections_and_a_paused_redis_are_recovered_from() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_redis_refuses_enqueues_keeps_what_it_has_and_drains() {
-    let _serial = fault::serial();
+    let _serial = fault::serial().await;
     let server = RedisServer::builder()
         .arg("--maxmemory")
         .arg("3mb")
@@ -215,7 +215,7 @@ async fn a_full_redis_refuses_enqueues_keeps_what_it_has_and_drains() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_warns_at_start_when_redis_may_evict_jobs() {
-    let _serial = fault::serial();
+    let _serial = fault::serial().await;
     let server = RedisServer::builder()
         .arg("--maxmemory")
         .arg("64mb")

@@ -243,6 +243,14 @@ impl fmt::Display for Report {
     }
 }
 
+/// What the log tells about faults beyond the test's own record.
+struct Clues<'a> {
+    /// When each worker that crashed by itself did, on the Redis clock.
+    crashed_at: &'a HashMap<u32, i64>,
+    /// Claims no line shows, each as (claim before it, claim after it) times.
+    unseen: &'a [(i64, i64)],
+}
+
 #[derive(Default)]
 struct Seen {
     /// (token, pid, ms, due ms at the claim)
@@ -459,7 +467,11 @@ impl Rig {
                     s.finishes
                 ));
             }
-            self.reruns(id, s, &crashed_at, &unseen, &expect, &mut report, &mut bad);
+            let clues = Clues {
+                crashed_at: &crashed_at,
+                unseen: &unseen,
+            };
+            self.reruns(id, s, &clues, &expect, &mut report, &mut bad);
         }
         // Jobs whose enqueue failed but which Redis had stored ran too, and count as processed.
         let mut done_uncertain = 0;
@@ -507,8 +519,7 @@ impl Rig {
         &self,
         id: &str,
         s: &Seen,
-        crashed_at: &HashMap<u32, i64>,
-        unseen: &[(i64, i64)],
+        clues: &Clues<'_>,
         expect: &Expect,
         report: &mut Report,
         bad: &mut Vec<String>,
@@ -531,7 +542,7 @@ impl Rig {
                 report.reruns_after_worker_fault += 1;
                 // A crash the worker chose itself is seen late: measure from its own line.
                 let at = match f.kind.as_str() {
-                    "crash" => crashed_at.get(&prev_pid).copied().unwrap_or(prev_ms),
+                    "crash" => clues.crashed_at.get(&prev_pid).copied().unwrap_or(prev_ms),
                     _ => f.at_ms,
                 };
                 let from = at.max(prev_ms);
@@ -539,7 +550,8 @@ impl Rig {
                 // (after it, the job waits its turn like any due job).
                 let delay = next_due - from;
                 let limit = expect.rerun_within_ms.unwrap_or(i64::MAX);
-                if unseen
+                if clues
+                    .unseen
                     .iter()
                     .any(|(before, after)| *after > from && *before < next_due)
                 {
