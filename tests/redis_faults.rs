@@ -223,3 +223,45 @@ async fn a_lease_entry_deleted_under_a_running_job_is_put_back_by_its_heartbeat(
         Some(StoredState::Active { .. })
     ));
 }
+
+/// Runs a command with binary arguments on a fresh connection.
+fn raw(server: &RedisServer, args: &[&[u8]]) {
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut conn = client.get_connection().unwrap();
+    let mut cmd = redis::cmd(std::str::from_utf8(args[0]).unwrap());
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    let _: redis::Value = cmd.query(&mut conn).unwrap();
+}
+
+#[tokio::test]
+async fn an_id_that_is_not_utf8_strands_no_other_job() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    let key = |suffix: &str| format!("postpone:{{shop:orders.close}}:{suffix}").into_bytes();
+    // Written by something other than postpone: an id that is not UTF-8, due first.
+    raw(&server, &[b"ZADD", &key("due"), b"0", b"\xff"]);
+    raw(&server, &[b"HSET", &key("jobs"), b"\xff", b"record"]);
+    s.enqueue(T, vec![job("a", Due::In(0))]).await.unwrap();
+    let claimed = s.claim(T, claim(10)).await.unwrap();
+    let ids: Vec<&str> = claimed.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["a"]);
+    // The same among dead jobs: the others still reach the hook and the listing.
+    raw(&server, &[b"ZADD", &key("dead"), b"0", b"\xfe"]);
+    raw(&server, &[b"ZADD", &key("dead_pending"), b"0", b"\xfe"]);
+    raw(&server, &[b"HSET", &key("dead_jobs"), b"\xfe", b"record"]);
+    let items = vec![FinishItem::new(
+        "a".into(),
+        claimed.jobs[0].token,
+        Finish::Dead {
+            record: b"r".to_vec(),
+            reason: "failed".into(),
+        },
+    )];
+    s.finish(T, items).await.unwrap();
+    let dead = s.dead_claim(T, 10, 1000).await.unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].id, "a");
+    assert_eq!(s.dead_list(T, 0, 10).await.unwrap().len(), 1);
+}
