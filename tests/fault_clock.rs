@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::DateTime;
-use fault::check::Event;
+use fault::log::Event;
 use fault::{Expect, Rig, Rng, Spec, Work};
 use postpone::EnqueueItem;
 use support::redis_server::RedisServer;

@@ -91,7 +91,7 @@ async fn crash_at(name: &str, point: &str) -> fault::Report {
     let crashes = rig
         .events()
         .iter()
-        .filter(|e| matches!(e, fault::check::Event::Crash { point: p, .. } if p == point))
+        .filter(|e| matches!(e, fault::log::Event::Crash { point: p, .. } if p == point))
         .count();
     assert!(
         crashes >= 5,

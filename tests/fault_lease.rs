@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::DateTime;
-use fault::check::Event;
+use fault::log::Event;
 use fault::{Expect, Rig, Spec, Work};
 use postpone::EnqueueItem;
 use support::redis_server::RedisServer;

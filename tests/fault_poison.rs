@@ -6,7 +6,7 @@ mod support;
 
 use std::time::Duration;
 
-use fault::check::Event;
+use fault::log::Event;
 use fault::{Expect, Rig, Spec, Work};
 use postpone::EnqueueItem;
 use support::redis_server::RedisServer;

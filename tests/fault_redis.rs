@@ -185,7 +185,7 @@ async fn a_full_redis_refuses_enqueues_keeps_what_it_has_and_drains() {
     rig.wait_for("the long jobs to start", |events| {
         events
             .iter()
-            .filter(|e| matches!(e, fault::check::Event::Start { .. }))
+            .filter(|e| matches!(e, fault::log::Event::Start { .. }))
             .count()
             == 8
     })

@@ -1,159 +1,13 @@
-//! The workers' event log and the checker: every enqueued id is classified as done once, done more than
+//! The checker: every enqueued id is classified as done once, done more than
 //! once, dead, or lost, and the delivery promise is asserted.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::path::Path;
 
 use postpone::store::StoredState;
 
+use super::log::Event;
 use super::{Rig, TOPIC};
-
-/// One line of the event log (see `examples/fault_worker.rs`).
-#[derive(Debug, Clone)]
-pub enum Event {
-    Ready {
-        pid: u32,
-        redis_ms: i64,
-        local_ms: i64,
-    },
-    Claim {
-        id: String,
-        token: u64,
-        pid: u32,
-        ms: i64,
-        due_ms: i64,
-    },
-    Start {
-        id: String,
-        attempt: u32,
-        pid: u32,
-        ms: i64,
-        due_ms: i64,
-    },
-    Finish {
-        id: String,
-        attempt: u32,
-        pid: u32,
-        ms: i64,
-    },
-    Fail {
-        id: String,
-        attempt: u32,
-        pid: u32,
-    },
-    Ack {
-        id: String,
-        token: u64,
-        pid: u32,
-        kind: String,
-        outcome: String,
-    },
-    Dead {
-        id: String,
-        pid: u32,
-        reason: String,
-    },
-    Crash {
-        point: String,
-        pid: u32,
-        local_ms: i64,
-    },
-}
-
-impl Event {
-    pub fn is_ready(&self, p: u32) -> bool {
-        matches!(self, Event::Ready { pid, .. } if *pid == p)
-    }
-
-    pub fn is_start_of(&self, job: &str, p: u32) -> bool {
-        matches!(self, Event::Start { id, pid, .. } if id == job && *pid == p)
-    }
-}
-
-/// Undoes the worker's percent-encoding.
-pub fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            let hex = std::str::from_utf8(&b[i + 1..i + 3]).expect("hex");
-            out.push(u8::from_str_radix(hex, 16).expect("percent escape"));
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).expect("utf-8 id")
-}
-
-fn parse(line: &str) -> Event {
-    let f: Vec<&str> = line.split(' ').collect();
-    let n = |i: usize| -> i64 {
-        f.get(i)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("bad event line {line:?}"))
-    };
-    let s = |i: usize| -> String { unescape(f.get(i).expect("field")) };
-    match f[0] {
-        "ready" => Event::Ready {
-            pid: n(1) as u32,
-            redis_ms: n(2),
-            local_ms: n(3),
-        },
-        "claim" => Event::Claim {
-            id: s(1),
-            token: n(2) as u64,
-            pid: n(3) as u32,
-            ms: n(4),
-            due_ms: n(5),
-        },
-        "start" => Event::Start {
-            id: s(1),
-            attempt: n(2) as u32,
-            pid: n(3) as u32,
-            ms: n(4),
-            due_ms: n(5),
-        },
-        "finish" => Event::Finish {
-            id: s(1),
-            attempt: n(2) as u32,
-            pid: n(3) as u32,
-            ms: n(4),
-        },
-        "fail" => Event::Fail {
-            id: s(1),
-            attempt: n(2) as u32,
-            pid: n(3) as u32,
-        },
-        "ack" => Event::Ack {
-            id: s(1),
-            token: n(2) as u64,
-            pid: n(3) as u32,
-            kind: f[4].to_owned(),
-            outcome: f[5].to_owned(),
-        },
-        "dead" => Event::Dead {
-            id: s(1),
-            pid: n(2) as u32,
-            reason: s(3),
-        },
-        "crash" => Event::Crash {
-            point: f[1].to_owned(),
-            pid: n(2) as u32,
-            local_ms: n(3),
-        },
-        _ => panic!("unknown event line {line:?}"),
-    }
-}
-
-/// Reads the log. Each line was written with one `write` to an O_APPEND file, so lines never mix.
-pub fn read_log(path: &Path) -> Vec<Event> {
-    let text = std::fs::read_to_string(path).expect("reading the event log");
-    text.lines().filter(|l| !l.is_empty()).map(parse).collect()
-}
 
 /// What a test promises beyond the common part (every id ends once; nothing lost, early, or run after
 /// its acknowledgement).
@@ -378,6 +232,9 @@ impl Rig {
         for (id, &due) in &self.ledger {
             let s = seen.get(id).unwrap_or(&empty);
             let state = lookup(store.as_ref(), id).await;
+            if expect.must_die.contains(id) && !matches!(state, Some(StoredState::Dead { .. })) {
+                bad.push(format!("{id:?} should have been dead-lettered: {state:?}"));
+            }
             match state {
                 None if s.finishes == 0 => {
                     report.lost += 1;
@@ -408,14 +265,6 @@ impl Rig {
                     }
                 }
                 Some(other) => bad.push(format!("{id:?} still live after the drain: {other:?}")),
-            }
-            if expect.must_die.contains(id)
-                && !matches!(
-                    lookup(store.as_ref(), id).await,
-                    Some(StoredState::Dead { .. })
-                )
-            {
-                bad.push(format!("{id:?} should have been dead-lettered"));
             }
             if s.done_acks.len() > 1 {
                 bad.push(format!(
