@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | `FAULT_REDIS_URL` | Redis to work on | required |
 //! | `FAULT_NS` | namespace | required |
-//! | `FAULT_LOG` | event log, shared by every process of a test (appended to) | required |
+//! | `FAULT_LOG` | event log directory, shared by every process of a test | required |
 //! | `FAULT_LEASE_MS` | lease | 500 |
 //! | `FAULT_CONCURRENCY` | handlers at once | 8 |
 //! | `FAULT_POLL_MS` | idle poll interval | 250 |
@@ -17,9 +17,11 @@
 //! | `FAULT_FAIL` | `1`: every handler fails (a retry) after its work | off |
 //!
 //! Jobs are [`Work`] on topic `fault.work`: sleep `sleep_ms` (heartbeats keep the lease), abort the
-//! process when `abort` is set (a poison job), then succeed. Every event is one line appended to the log
-//! with a single `write` (O_APPEND, so lines of concurrent processes never mix); ids are
-//! percent-encoded so that they hold no spaces:
+//! process when `abort` is set (a poison job), then succeed. Every event is one line, written with a
+//! single `write` to `<FAULT_LOG>/<pid>.log`. One file per process: a process killed in the middle of a
+//! write can leave a torn line (Linux stops a write at a page boundary when a fatal signal is pending),
+//! and that line is then the last of its own file instead of being glued to another process's line.
+//! Ids are percent-encoded so that they hold no spaces:
 //!
 //! ```text
 //! ready <pid> <redis ms> <local ms>
@@ -215,7 +217,7 @@ async fn main() {
     let need = |name: &str| env(name).unwrap_or_else(|| panic!("{name} is required"));
     let url = need("FAULT_REDIS_URL");
     let ns = need("FAULT_NS");
-    let log_path = need("FAULT_LOG");
+    let log_path = format!("{}/{}.log", need("FAULT_LOG"), pid());
     let file = OpenOptions::new()
         .create(true)
         .append(true)

@@ -142,8 +142,18 @@ fn parse(line: &str) -> Event {
     }
 }
 
-/// Reads the log. Each line was written with one `write` to an O_APPEND file, so lines never mix.
-pub fn read_log(path: &Path) -> Vec<Event> {
-    let text = std::fs::read_to_string(path).expect("reading the event log");
-    text.lines().filter(|l| !l.is_empty()).map(parse).collect()
+/// Reads the log: every process's file in `dir`. A file whose last line has no newline belongs to a
+/// process killed in the middle of that write: the torn line is dropped; every other line must parse.
+pub fn read_log(dir: &Path) -> Vec<Event> {
+    let mut events = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("reading the event log directory") {
+        let path = entry.expect("log entry").path();
+        let text = std::fs::read_to_string(&path).expect("reading an event log");
+        let whole = match text.rfind('\n') {
+            Some(end) => &text[..=end],
+            None => "",
+        };
+        events.extend(whole.lines().filter(|l| !l.is_empty()).map(parse));
+    }
+    events
 }

@@ -14,7 +14,6 @@ pub mod log;
 mod procs;
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -99,8 +98,8 @@ impl Rig {
             .prefix("postpone-fault-")
             .tempdir()
             .expect("temp dir");
-        let log = dir.path().join("events.log");
-        File::create(&log).expect("creating the event log");
+        let log = dir.path().join("events");
+        std::fs::create_dir(&log).expect("creating the event log directory");
         Rig {
             name: name.to_owned(),
             server,
@@ -135,7 +134,7 @@ impl Rig {
         }
     }
 
-    /// The event log's path.
+    /// The event log directory (one file per worker process).
     pub fn log_path(&self) -> &Path {
         &self.log
     }
