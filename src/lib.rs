@@ -95,6 +95,7 @@ pub use postpone_macros::Job;
 pub mod __private {
     pub use crate::handler::{ViaTrait, WithState, WithoutState};
     pub use crate::schedule::RetrySchedule;
+    pub use crate::worker::failpoint;
     pub use core::option::Option;
     pub use std::time::Duration;
 

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
+use super::failpoint::{self, Point};
 use super::runtime::{Shared, TopicRt};
 use crate::store::{Finish, FinishItem, FinishOutcome};
 
@@ -23,9 +24,21 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
     let mut batch = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut batch, BATCH).await > 0 {
         let mut backoff = Duration::from_millis(20);
+        // After a failed try, a stale outcome may mean that the failed try was applied and only its
+        // reply was lost.
+        let mut tried = false;
+        failpoint::hit(Point::Finishing {
+            topic: topic.name,
+            items: &batch,
+        });
         loop {
             match shared.store.finish(topic.name, batch.clone()).await {
                 Ok(outcomes) => {
+                    failpoint::hit(Point::Finished {
+                        topic: topic.name,
+                        items: &batch,
+                        outcomes: &outcomes,
+                    });
                     wake_for_dead(&topic, &batch, &outcomes);
                     for (item, outcome) in batch.iter().zip(outcomes) {
                         topic.inflight.remove(&item.id, item.token);
@@ -34,6 +47,12 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                             FinishOutcome::Cancelled => {
                                 tracing::info!(topic = topic.name, job_id = %item.id, "job was cancelled; not retried")
                             }
+                            FinishOutcome::Stale if tried => tracing::info!(
+                                topic = topic.name,
+                                job_id = %item.id,
+                                "result not recorded again: an earlier try was applied (its reply was \
+                                 lost), or the lease expired meanwhile and the job was taken back"
+                            ),
                             FinishOutcome::Stale => tracing::warn!(
                                 topic = topic.name,
                                 job_id = %item.id,
@@ -54,6 +73,7 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                 }
                 Err(e) => {
                     tracing::warn!(topic = topic.name, jobs = batch.len(), error = %e, "could not record results; retrying");
+                    tried = true;
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(2));
                 }

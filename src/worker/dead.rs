@@ -69,8 +69,18 @@ pub(crate) async fn pump<S: Send + Sync + 'static>(
                 tracing::warn!(topic = topic.name, error = %e, "could not mark dead jobs delivered; the sink will see them again");
                 continue;
             }
-            let older_than =
-                chrono::Utc::now().timestamp_millis() - millis(shared.config.dead_max_age) as i64;
+            // Ages are judged by the store's clock, like every other time: a worker whose own clock is
+            // off must not trim dead jobs early.
+            let now = match shared.store.now_ms().await {
+                Ok(now) => now,
+                Err(e) => {
+                    tracing::warn!(topic = topic.name, error = %e, "could not read the store's time; dead jobs not trimmed this round");
+                    continue;
+                }
+            };
+            let older_than = now.saturating_sub(
+                i64::try_from(millis(shared.config.dead_max_age)).unwrap_or(i64::MAX),
+            );
             match shared
                 .store
                 .dead_trim(topic.name, older_than, shared.config.dead_keep, 1000)

@@ -3,6 +3,7 @@
 mod ack;
 mod dead;
 mod execute;
+pub mod failpoint;
 mod lease;
 mod registry;
 mod runtime;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::execute::run_job;
+use super::failpoint::{self, Point};
 use super::runtime::{Shared, TopicRt};
 use crate::client::millis;
 use crate::store::ClaimRequest;
@@ -65,6 +66,13 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
             );
         }
         let claimed = batch.jobs.len();
+        if claimed > 0 {
+            failpoint::hit(Point::Claimed {
+                topic: topic.name,
+                now_ms: batch.now_ms,
+                jobs: &batch.jobs,
+            });
+        }
         for (job, slot) in batch.jobs.into_iter().zip(slots.drain(..claimed)) {
             let guard = shared.jobs.enter();
             tokio::spawn(run_job(shared.clone(), topic.clone(), job, slot, guard));

@@ -9,6 +9,9 @@ local K_DEAD_REASON, K_DEAD_PENDING, K_STATS = KEYS[9], KEYS[10], KEYS[11]
 -- Latest time a job may be due (9999-12-31, ms): keeps every score an exact integer in a double.
 local MAX_MS = 253402300799999
 
+-- Why a job whose record was deleted outside postpone is dead-lettered (with an empty record).
+local DAMAGED = 'damaged: its record was missing from Redis (deleted outside postpone)'
+
 -- Lua's unpack() takes at most ~8000 values: calls with a list argument go in slices of SLICE.
 local SLICE = 4000
 
