@@ -1,5 +1,6 @@
 //! Shared test support. Each test binary uses only part of it.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod redis_cluster;
 pub mod redis_server;
 pub mod store;
