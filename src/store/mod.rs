@@ -361,7 +361,7 @@ pub enum Hint {
 /// A backend: the seam between the client/worker and where jobs live.
 #[async_trait]
 pub trait Store: Send + Sync + std::fmt::Debug + 'static {
-    /// A short name for logs and the quickstart ("redis", "memory").
+    /// A short name for logs and the quickstart ("redis", "redis-cluster", "memory").
     fn backend_name(&self) -> &'static str;
 
     /// The backend's current time, ms since the epoch.
