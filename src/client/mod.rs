@@ -13,6 +13,7 @@ pub use topic::{CancelStatus, JobInfo, JobState, Topic};
 
 use crate::error::Result;
 use crate::job::Job;
+use crate::partition::validate_partitions;
 use crate::store::memory::MemoryStore;
 use crate::store::redis::RedisStore;
 use crate::store::Store;
@@ -143,17 +144,26 @@ impl Client {
 
     /// The topic of a job type, for inspection and dead letters.
     pub fn topic<J: Job>(&self) -> Topic {
-        Topic::new(self.clone(), J::TOPIC.into())
+        Topic::new(self.clone(), J::TOPIC.into(), J::partitions())
     }
 
-    /// A topic by name (for tools that do not know the job types). Fails on an invalid name.
+    /// A topic by name (for tools that do not know the job types), in one partition. Fails on an invalid
+    /// name.
     pub fn topic_named(&self, name: &str) -> Result<Topic> {
+        self.topic_partitioned(name, 1)
+    }
+
+    /// A topic by name stored in `partitions` partitions (as its job type declares them). Fails on an
+    /// invalid name or a count outside 1 to [`MAX_PARTITIONS`](crate::MAX_PARTITIONS).
+    pub fn topic_partitioned(&self, name: &str, partitions: u16) -> Result<Topic> {
         validate_topic(name)?;
-        Ok(Topic::new(self.clone(), name.to_owned().into()))
+        validate_partitions(name, partitions)?;
+        Ok(Topic::new(self.clone(), name.to_owned().into(), partitions))
     }
 
     pub(crate) fn check_topic<J: Job>(&self) -> Result<()> {
-        validate_topic(J::TOPIC)
+        validate_topic(J::TOPIC)?;
+        validate_partitions(J::TOPIC, J::partitions())
     }
 }
 

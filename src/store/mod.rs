@@ -343,6 +343,24 @@ pub struct TopicCounts {
     pub trimmed: u64,
 }
 
+impl std::ops::AddAssign for TopicCounts {
+    /// Adds every count and counter (the counts of a partitioned topic are the sums over its partitions).
+    fn add_assign(&mut self, o: TopicCounts) {
+        self.scheduled += o.scheduled;
+        self.ready += o.ready;
+        self.active += o.active;
+        self.dead += o.dead;
+        self.dead_pending += o.dead_pending;
+        self.processed += o.processed;
+        self.retried += o.retried;
+        self.failed += o.failed;
+        self.dead_total += o.dead_total;
+        self.cancelled += o.cancelled;
+        self.stalled += o.stalled;
+        self.trimmed += o.trimmed;
+    }
+}
+
 /// A wake-up hint: a job became due earlier than a sleeping worker may know.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -24,7 +24,7 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
     while rx.recv_many(&mut batch, BATCH).await > 0 {
         let mut backoff = Duration::from_millis(20);
         loop {
-            match shared.store.finish(topic.name, batch.clone()).await {
+            match shared.store.finish(&topic.stored_as, batch.clone()).await {
                 Ok(outcomes) => {
                     wake_for_dead(&topic, &batch, &outcomes);
                     for (item, outcome) in batch.iter().zip(outcomes) {
@@ -32,10 +32,10 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                         match outcome {
                             FinishOutcome::Applied => {}
                             FinishOutcome::Cancelled => {
-                                tracing::info!(topic = topic.name, job_id = %item.id, "job was cancelled; not retried")
+                                tracing::info!(topic = topic.name, partition = topic.partition, job_id = %item.id, "job was cancelled; not retried")
                             }
                             FinishOutcome::Stale => tracing::warn!(
-                                topic = topic.name,
+                                topic = topic.name, partition = topic.partition,
                                 job_id = %item.id,
                                 "result ignored: the lease had expired and the job was taken back"
                             ),
@@ -45,7 +45,7 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                 }
                 Err(e) if *give_up.borrow() => {
                     tracing::error!(
-                        topic = topic.name,
+                        topic = topic.name, partition = topic.partition,
                         jobs = batch.len(),
                         error = %e,
                         "could not record results before stopping; these jobs will run again after their leases"
@@ -53,7 +53,7 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                     break;
                 }
                 Err(e) => {
-                    tracing::warn!(topic = topic.name, jobs = batch.len(), error = %e, "could not record results; retrying");
+                    tracing::warn!(topic = topic.name, partition = topic.partition, jobs = batch.len(), error = %e, "could not record results; retrying");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(2));
                 }
