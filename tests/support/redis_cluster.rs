@@ -197,6 +197,57 @@ impl RedisCluster {
             .expect("a node of this cluster")
     }
 
+    /// Moves the slot of `key`, with every key in it, to node `to`, the way `redis-cli --cluster reshard`
+    /// does: the target imports, the source migrates, `MIGRATE` moves the keys in batches, then every node
+    /// learns the new owner. Clients see ASK, TRYAGAIN and then MOVED. Returns the slot.
+    pub fn migrate_slot_of(&self, key: &str, to: usize) -> u16 {
+        let slot: i64 = redis::FromRedisValue::from_redis_value(
+            self.cli(0, &["CLUSTER", "KEYSLOT", key]).expect("KEYSLOT"),
+        )
+        .expect("slot");
+        let slot_arg = slot.to_string();
+        let from = self.node_of(key);
+        assert_ne!(from, to, "the slot of {key:?} is already on node {to}");
+        let id = |i: usize| -> String {
+            redis::FromRedisValue::from_redis_value(
+                self.cli(i, &["CLUSTER", "MYID"]).expect("MYID"),
+            )
+            .expect("node id")
+        };
+        let (from_id, to_id) = (id(from), id(to));
+        self.cli(
+            to,
+            &["CLUSTER", "SETSLOT", &slot_arg, "IMPORTING", &from_id],
+        )
+        .expect("SETSLOT IMPORTING");
+        self.cli(
+            from,
+            &["CLUSTER", "SETSLOT", &slot_arg, "MIGRATING", &to_id],
+        )
+        .expect("SETSLOT MIGRATING");
+        let to_port = self.nodes[to].port.to_string();
+        loop {
+            let keys: Vec<String> = redis::FromRedisValue::from_redis_value(
+                self.cli(from, &["CLUSTER", "GETKEYSINSLOT", &slot_arg, "100"])
+                    .expect("GETKEYSINSLOT"),
+            )
+            .expect("keys");
+            if keys.is_empty() {
+                break;
+            }
+            let mut args = vec!["MIGRATE", "127.0.0.1", &to_port, "", "0", "5000", "KEYS"];
+            args.extend(keys.iter().map(String::as_str));
+            self.cli(from, &args).expect("MIGRATE");
+        }
+        for i in 0..self.nodes.len() {
+            if self.nodes[i].process.lock().unwrap().is_some() {
+                self.cli(i, &["CLUSTER", "SETSLOT", &slot_arg, "NODE", &to_id])
+                    .expect("SETSLOT NODE");
+            }
+        }
+        slot as u16
+    }
+
     /// Node `i`'s log so far.
     pub fn log(&self, i: usize) -> String {
         node_log(self.nodes[i].dir.path())
