@@ -53,7 +53,8 @@
 //!   [`Client::reschedule`], and per-topic inspection and dead letters through [`Topic`].
 //! - [`Worker`]: handlers ([`Handler`], [`JobHandler`]), [`JobContext`], [`JobError`], limits, leases,
 //!   shutdown; [`DeadLetterSink`]: where dead jobs go.
-//! - [`store`]: the backend seam, with the [`store::redis`] and [`store::memory`] backends.
+//! - [`store`]: the backend seam, with the [`store::redis`] (one Redis or a Redis Cluster) and
+//!   [`store::memory`] backends; [`partition_of`]: where a job of a partitioned topic is stored.
 //!
 //! The README covers the concepts, the default schedule's table and the delivery guarantee.
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]

@@ -1,6 +1,7 @@
 //! The store seam: what a backend must do, with the semantics every backend shares.
 //!
-//! A backend holds, per topic of its namespace:
+//! A backend holds, per topic of its namespace (where a topic is a topic name, or `<topic>#<p>` for
+//! partition `p` of a partitioned topic: the backend treats each partition as a topic of its own):
 //! - `due`: ids by due time (ms since the epoch, by the backend's clock);
 //! - `active`: ids by lease deadline, each with the lease token of its current claim;
 //! - `jobs`: id -> record (opaque bytes, see `record.rs`), for due and active jobs;

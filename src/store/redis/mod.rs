@@ -1,4 +1,5 @@
-//! The Redis backend: jobs in Redis 6.2+, every state change one Lua script.
+//! The Redis backend: jobs in Redis 6.2+, on one server or a Redis Cluster, every state change one Lua
+//! script.
 //!
 //! ```no_run
 //! # async fn demo() -> postpone::Result<()> {
@@ -13,14 +14,20 @@
 //!     .pool_size(16)
 //!     .response_timeout(Duration::from_secs(5));
 //! let store = RedisStore::connect_with("redis://:secret@redis.internal:6379/2", options).await?;
+//!
+//! // A Redis Cluster, from a few of its nodes:
+//! let seeds = ["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"];
+//! let store = RedisStore::connect_cluster(&seeds, "shop").await?;
 //! # Ok(()) }
 //! ```
 //!
-//! Layout: see `keys.rs` (one hash tag per topic, so the layout works on Redis Cluster). Due times and
-//! leases are judged by the server's clock (`TIME` inside scripts). A dropped connection or a Redis
-//! restart needs no new store: operations fail with [`Error::Backend`] until Redis is back, then carry
-//! on. Hints use one dedicated pub/sub connection that reconnects by itself. Run Redis with
-//! `maxmemory-policy noeviction` (a worker warns at start otherwise) and, for durability, with AOF.
+//! Layout: see `keys.rs` (one hash tag per topic, or per partition of a partitioned topic, so every
+//! script touches one slot and the layout works on Redis Cluster). Due times and leases are judged by the
+//! server's clock (`TIME` inside scripts; on a cluster, the clock of the master holding the topic). A
+//! dropped connection or a Redis restart needs no new store: operations fail with [`Error::Backend`] until
+//! Redis is back, then carry on. Hints use one dedicated pub/sub connection that reconnects by itself.
+//! Run Redis with `maxmemory-policy noeviction` (a worker warns at start otherwise) and, for durability,
+//! with AOF.
 
 mod cluster;
 mod conn;
