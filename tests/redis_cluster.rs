@@ -310,6 +310,35 @@ async fn a_dead_master_stops_only_its_partitions_and_errors_name_them() {
             assert_eq!(next(&mut rx, "a job after the kill").await, (*p, n));
         }
     }
+    // A new client connects, and a new worker starts and serves the partitions still alive.
+    let options = RedisOptions::new(ns.as_str()).response_timeout(Duration::from_secs(1));
+    let late = Client::builder().store(
+        RedisStore::connect_cluster_with(&cluster.urls(), options)
+            .await
+            .expect("connecting while a master is down"),
+    );
+    let (tx2, mut rx2) = mpsc::unbounded_channel();
+    let worker2 = Worker::builder(&late)
+        .handle(reporting(tx2))
+        .poll_interval(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    let shutdown2 = worker2.shutdown_handle();
+    let running2 = tokio::spawn(worker2.run());
+    shutdown.shutdown();
+    tokio::time::timeout(PATIENCE, running)
+        .await
+        .expect("the worker stops with a partition down")
+        .unwrap()
+        .unwrap();
+    for p in &alive {
+        let id = &hot_ids(*p, 1, "late")[0];
+        let n = 200 + u64::from(*p);
+        late.enqueue(Hot { n }).id(id.as_str()).await.unwrap();
+        assert_eq!(next(&mut rx2, "a job on the late worker").await, (*p, n));
+    }
+    drop(rx);
+
     // A dead partition fails clearly, and only it.
     let dead = on_node0[0];
     let id = &hot_ids(dead, 1, "lost")[0];
@@ -337,10 +366,10 @@ async fn a_dead_master_stops_only_its_partitions_and_errors_name_them() {
     let alive_id = &hot_ids(alive[0], 1, "lookup")[0];
     assert!(client.topic::<Hot>().job(alive_id).await.unwrap().is_none());
 
-    shutdown.shutdown();
-    tokio::time::timeout(PATIENCE, running)
+    shutdown2.shutdown();
+    tokio::time::timeout(PATIENCE, running2)
         .await
-        .expect("the worker stops with a partition down")
+        .expect("the late worker stops with a partition down")
         .unwrap()
         .unwrap();
     let text = log.text();

@@ -64,15 +64,25 @@ pub(super) fn client<S: AsRef<str>>(
         })
 }
 
-/// The masters serving slots, as `(host, port)`, from `CLUSTER SLOTS` on any node.
+/// The masters serving slots, as `(host, port)`, from `CLUSTER SLOTS` on any node (up to three nodes
+/// tried, since the one picked may be down).
 pub(super) async fn masters(conn: &ClusterConnection) -> Result<Vec<(String, u16)>, RedisError> {
-    let reply = conn
-        .clone()
-        .route_command(
-            redis::cmd("CLUSTER").arg("SLOTS").clone(),
-            RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random),
-        )
-        .await?;
+    let mut tries = 0;
+    let reply = loop {
+        let asked = conn
+            .clone()
+            .route_command(
+                redis::cmd("CLUSTER").arg("SLOTS").clone(),
+                RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random),
+            )
+            .await;
+        tries += 1;
+        match asked {
+            Ok(reply) => break reply,
+            Err(e) if tries >= 3 => return Err(e),
+            Err(_) => {}
+        }
+    };
     let mut out: Vec<(String, u16)> = Vec::new();
     if let Value::Array(ranges) = reply {
         for range in ranges {
@@ -184,11 +194,16 @@ pub(super) async fn check_versions(conn: &ClusterConnection, seeds: &str) -> Res
 }
 
 /// At worker start: every master's version, and its eviction policy (warned about unless
-/// `noeviction`).
+/// `noeviction`). Masters that do not answer are logged and skipped, so that a worker can start while one
+/// master is down and serve the topics and partitions of the others.
 pub(super) async fn check_worker_start(conn: &ClusterConnection) -> Result<()> {
-    let masters = masters(conn)
-        .await
-        .map_err(|e| Error::backend("listing the Redis Cluster masters (CLUSTER SLOTS)", e))?;
+    let masters = match masters(conn).await {
+        Ok(masters) => masters,
+        Err(e) => {
+            tracing::warn!(error = %e, "postpone: could not list the Redis Cluster masters (CLUSTER SLOTS) at worker start; their versions and eviction policies are unchecked");
+            return Ok(());
+        }
+    };
     for (host, port) in masters {
         let mut node = NodeConn::new(conn, &host, port);
         let addr = node.addr();
