@@ -26,7 +26,7 @@ use tokio::sync::Notify;
 
 const JOBS: u64 = 200_000;
 const CONCURRENCY: usize = 64;
-const RUNS: usize = 3;
+const RUNS: usize = 5;
 
 #[derive(Serialize, Deserialize, Job)]
 #[job(topic = "drain")]
