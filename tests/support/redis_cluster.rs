@@ -329,13 +329,17 @@ struct Watched {
 }
 
 /// The watchdog: starts redis-server with the given arguments in the background, prints its pid, waits
-/// for its stdin to close, then kills the server.
+/// for its stdin to close, then kills the server and deletes its directory (a shared cluster's
+/// `TempDir` is never dropped).
 const WATCHDOG: &str = r#"redis-server "$@" </dev/null >/dev/null 2>"$POSTPONE_NODE_DIR/stderr" &
 pid=$!
 echo "$pid"
 read -r _ignored
 kill -9 "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
+case "$POSTPONE_NODE_DIR" in
+*/postpone-cluster-*) rm -rf "$POSTPONE_NODE_DIR" ;;
+esac
 exit 0"#;
 
 impl Node {
@@ -411,6 +415,8 @@ fn node_log(dir: &Path) -> String {
 
 /// Starts a node on `port` in `dir` under its watchdog and waits for PING; on failure returns the log.
 fn spawn(port: u16, dir: &Path, o: &Builder) -> Result<Watched, String> {
+    // A watchdog that killed an earlier try deleted the directory.
+    std::fs::create_dir_all(dir).expect("node directory");
     for f in ["redis.log", "stderr", "nodes.conf"] {
         let _ = std::fs::remove_file(dir.join(f));
     }
