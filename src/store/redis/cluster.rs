@@ -1,4 +1,4 @@
-//! Redis Cluster: the seed list, the cluster connection, and checks run on every master.
+//! Redis Cluster: connecting from seed nodes, and the checks run on every master.
 //!
 //! No pool: redis-rs's `ClusterConnection` is already multiplexed and `Clone` (clones share one
 //! connection per node and one slot map), follows MOVED and ASK, refreshes its slot map when the
@@ -6,25 +6,35 @@
 //! the connections to every node and the slot-map refreshes, and buy no concurrency a multiplexed
 //! connection does not already have.
 
+use std::time::Duration;
+
 use redis::aio::ConnectionLike;
-use redis::cluster::{ClusterClient, ClusterClientBuilder};
+use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
-use redis::{Cmd, ConnectionInfo, RedisError, RedisFuture, Value};
+use redis::{Cmd, RedisError, RedisFuture, Value};
 
 use super::conn;
 use crate::error::{Error, Result};
 
-/// The parsed seed list.
-pub(super) struct Seeds {
-    /// One per seed URL, in order.
-    pub(super) infos: Vec<ConnectionInfo>,
-    /// `host:port,host:port,...` (never the credentials).
+/// A connected cluster.
+pub(super) struct Connected {
+    /// The cluster connection.
+    pub(super) conn: ClusterConnection,
+    /// One client per seed, for the hint subscription.
+    pub(super) seed_clients: Vec<redis::Client>,
+    /// `host:port,host:port,...` of the seeds (never the credentials).
     pub(super) addrs: String,
 }
 
-/// Parses seed URLs (at least one). Errors never contain a password.
-pub(super) fn parse_seeds<S: AsRef<str>>(urls: &[S]) -> Result<Seeds> {
+/// Connects to the cluster of the seed `urls` (at least one), checks its masters' versions, and makes a
+/// client per seed. Each command, retries and redirections included, fails after `response_timeout`.
+/// Errors never contain a password.
+pub(super) async fn connect<S: AsRef<str>>(
+    urls: &[S],
+    connect_timeout: Duration,
+    response_timeout: Duration,
+) -> Result<Connected> {
     if urls.is_empty() {
         return Err(Error::InvalidUrl {
             reason:
@@ -32,6 +42,10 @@ pub(super) fn parse_seeds<S: AsRef<str>>(urls: &[S]) -> Result<Seeds> {
                     .into(),
         });
     }
+    let redact = |e: RedisError| {
+        urls.iter()
+            .fold(e.to_string(), |msg, u| conn::redact(&msg, u.as_ref()))
+    };
     let infos = urls
         .iter()
         .map(|u| conn::parse_url(u.as_ref()))
@@ -41,27 +55,29 @@ pub(super) fn parse_seeds<S: AsRef<str>>(urls: &[S]) -> Result<Seeds> {
         .map(conn::addr_of)
         .collect::<Vec<_>>()
         .join(",");
-    Ok(Seeds { infos, addrs })
-}
-
-/// A cluster client for `seeds` with these timeouts (each command, retries and redirections included,
-/// fails after `response_timeout`).
-pub(super) fn client<S: AsRef<str>>(
-    seeds: &Seeds,
-    urls: &[S],
-    connect_timeout: std::time::Duration,
-    response_timeout: std::time::Duration,
-) -> Result<ClusterClient> {
-    ClusterClientBuilder::new(seeds.infos.clone())
+    let client = ClusterClientBuilder::new(infos.clone())
         .connection_timeout(connect_timeout)
         .response_timeout(response_timeout)
         .build()
-        .map_err(|e| {
-            let reason = urls
-                .iter()
-                .fold(e.to_string(), |msg, u| conn::redact(&msg, u.as_ref()));
-            Error::InvalidUrl { reason }
-        })
+        .map_err(|e| Error::InvalidUrl { reason: redact(e) })?;
+    let seed_clients = infos
+        .into_iter()
+        .map(redis::Client::open)
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| Error::InvalidUrl { reason: redact(e) })?;
+    let conn = client
+        .get_async_connection()
+        .await
+        .map_err(|e| Error::Connect {
+            addr: addrs.clone(),
+            source: redact(e).into(),
+        })?;
+    check_versions(&conn, &addrs).await?;
+    Ok(Connected {
+        conn,
+        seed_clients,
+        addrs,
+    })
 }
 
 /// The masters serving slots, as `(host, port)`, from `CLUSTER SLOTS` on any node (up to three nodes
@@ -163,7 +179,7 @@ impl ConnectionLike for NodeConn {
 /// Checks the version of every master (6.2 or later). A master that cannot be asked is logged and
 /// skipped: its partitions fail on their own, clearly, while the others work. Fails when no master
 /// answers at all.
-pub(super) async fn check_versions(conn: &ClusterConnection, seeds: &str) -> Result<()> {
+async fn check_versions(conn: &ClusterConnection, seeds: &str) -> Result<()> {
     let masters = masters(conn).await.map_err(|e| Error::Connect {
         addr: seeds.to_owned(),
         source: Box::new(e),

@@ -224,47 +224,21 @@ impl RedisStore {
         options: RedisOptions,
     ) -> Result<Self> {
         validate_namespace(&options.namespace)?;
-        let seeds = cluster::parse_seeds(urls)?;
-        let cluster_client = cluster::client(
-            &seeds,
-            urls,
-            options.connect_timeout,
-            options.response_timeout,
-        )?;
-        let conn = cluster_client
-            .get_async_connection()
-            .await
-            .map_err(|e| Error::Connect {
-                addr: seeds.addrs.clone(),
-                source: urls
-                    .iter()
-                    .fold(e.to_string(), |m, u| conn::redact(&m, u.as_ref()))
-                    .into(),
-            })?;
-        cluster::check_versions(&conn, &seeds.addrs).await?;
-        tracing::debug!(seeds = %seeds.addrs, namespace = %options.namespace, "postpone: connected to Redis Cluster");
-        let seed_clients = seeds
-            .infos
-            .iter()
-            .map(|info| redis::Client::open(info.clone()))
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| Error::InvalidUrl {
-                reason: urls
-                    .iter()
-                    .fold(e.to_string(), |m, u| conn::redact(&m, u.as_ref())),
-            })?;
+        let connected =
+            cluster::connect(urls, options.connect_timeout, options.response_timeout).await?;
+        tracing::debug!(seeds = %connected.addrs, namespace = %options.namespace, "postpone: connected to Redis Cluster");
         let channel = keys::wake_channel(&options.namespace);
         let hints = Hints::new(
-            seed_clients,
+            connected.seed_clients,
             channel.clone(),
             options.connect_timeout.max(options.response_timeout),
         );
         Ok(RedisStore {
             inner: Arc::new(Inner {
                 namespace: options.namespace,
-                addr: seeds.addrs,
+                addr: connected.addrs,
                 channel,
-                conns: Conns::Cluster(conn),
+                conns: Conns::Cluster(connected.conn),
                 hints,
             }),
         })
