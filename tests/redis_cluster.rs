@@ -136,6 +136,25 @@ async fn a_partitioned_topics_keys_land_on_more_than_one_node() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_env_connects_to_the_cluster_in_redis_cluster_nodes() {
+    let cluster = tokio::task::spawn_blocking(RedisCluster::shared)
+        .await
+        .unwrap();
+    // This binary's only reader of these variables.
+    std::env::set_var("REDIS_CLUSTER_NODES", format!(" {} ,", cluster.nodes_env()));
+    std::env::set_var("REDIS_URL", "redis://127.0.0.1:1");
+    std::env::set_var("POSTPONE_NAMESPACE", "fromenv");
+    let client = Client::from_env().await.unwrap();
+    assert_eq!(client.backend_name(), "redis-cluster");
+    client.enqueue(Hot { n: 1 }).id("env-1").await.unwrap();
+    let p = partition_of("env-1", 3);
+    let node = cluster.node_of(&hot_key("fromenv", p));
+    assert!(cluster
+        .node_keys(node)
+        .contains(&format!("postpone:{{fromenv:hot#{p}}}:jobs")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seeds_that_do_not_answer_are_skipped_and_none_answering_is_a_connect_error() {
     let cluster = tokio::task::spawn_blocking(RedisCluster::shared)
         .await

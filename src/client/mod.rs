@@ -115,6 +115,11 @@ impl Client {
     /// Enqueues many jobs of one type in few round trips. Each item is a job (due now, generated id) or
     /// an [`EnqueueItem`] with its own id and time. Returns one result per job, in order. A `replace` of
     /// a running job reports [`EnqueueStatus::AlreadyRunning`] instead of failing the batch.
+    ///
+    /// Jobs go to the store in batches (one per partition, sent at once, on a partitioned topic). When a
+    /// batch fails the call fails ([`Error::Partition`](crate::Error::Partition) names a failed
+    /// partition), and jobs of other batches may have been stored: enqueueing by id is idempotent, so
+    /// retrying the whole call with the same ids is safe.
     pub async fn enqueue_many<J, I>(&self, items: I) -> Result<Vec<Enqueued>>
     where
         J: Job,
