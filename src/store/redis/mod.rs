@@ -93,7 +93,8 @@ impl RedisOptions {
     }
 
     /// Most pooled connections (default 8, at least 1). Each is multiplexed; the pub/sub connection for
-    /// hints comes on top.
+    /// hints comes on top. One Redis only: on a cluster, one multiplexed connection per node serves
+    /// every command.
     pub fn pool_size(mut self, size: u32) -> Self {
         self.pool_size = size.max(1);
         self
