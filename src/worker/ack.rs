@@ -32,7 +32,7 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
             items: &batch,
         });
         loop {
-            match shared.store.finish(topic.name, batch.clone()).await {
+            match shared.store.finish(&topic.stored_as, batch.clone()).await {
                 Ok(outcomes) => {
                     failpoint::hit(Point::Finished {
                         topic: topic.name,
@@ -45,7 +45,7 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                         match outcome {
                             FinishOutcome::Applied => {}
                             FinishOutcome::Cancelled => {
-                                tracing::info!(topic = topic.name, job_id = %item.id, "job was cancelled; not retried")
+                                tracing::info!(topic = topic.name, partition = topic.partition, job_id = %item.id, "job was cancelled; not retried")
                             }
                             FinishOutcome::Stale if tried => tracing::info!(
                                 topic = topic.name,
@@ -54,7 +54,7 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                                  lost), or the lease expired meanwhile and the job was taken back"
                             ),
                             FinishOutcome::Stale => tracing::warn!(
-                                topic = topic.name,
+                                topic = topic.name, partition = topic.partition,
                                 job_id = %item.id,
                                 "result ignored: the lease had expired and the job was taken back"
                             ),
@@ -64,7 +64,7 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                 }
                 Err(e) if *give_up.borrow() => {
                     tracing::error!(
-                        topic = topic.name,
+                        topic = topic.name, partition = topic.partition,
                         jobs = batch.len(),
                         error = %e,
                         "could not record results before stopping; these jobs will run again after their leases"
@@ -72,7 +72,7 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                     break;
                 }
                 Err(e) => {
-                    tracing::warn!(topic = topic.name, jobs = batch.len(), error = %e, "could not record results; retrying");
+                    tracing::warn!(topic = topic.name, partition = topic.partition, jobs = batch.len(), error = %e, "could not record results; retrying");
                     tried = true;
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(2));

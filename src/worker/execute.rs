@@ -44,7 +44,7 @@ pub(crate) async fn run_job<S: Send + Sync + 'static>(
     let finish = match Record::decode(&bytes) {
         Ok(record) => execute(&shared, &topic, &id, token, due_at_ms, record, &bytes).await,
         Err(e) => {
-            tracing::error!(topic = topic.name, job_id = %id, error = %e, "damaged job record: dead-lettered");
+            tracing::error!(topic = topic.name, partition = topic.partition, job_id = %id, error = %e, "damaged job record: dead-lettered");
             Finish::Dead {
                 record: bytes,
                 reason: format!("damaged record: {e}"),
@@ -71,7 +71,7 @@ async fn execute<S: Send + Sync + 'static>(
         None => handler.schedule().clone(),
     };
     let attempt = record.attempt;
-    let span = tracing::info_span!("job", topic = topic.name, job_id = %id, attempt);
+    let span = tracing::info_span!("job", topic = topic.name, partition = topic.partition, job_id = %id, attempt);
     let (ctx, stop) = JobContext::new(
         topic.name,
         id.to_owned(),

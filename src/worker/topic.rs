@@ -40,11 +40,11 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
             config.sweep_limit,
             config.stall_limit,
         );
-        let batch = match shared.store.claim(topic.name, request).await {
+        let batch = match shared.store.claim(&topic.stored_as, request).await {
             Ok(batch) => batch,
             Err(e) => {
                 drop(slots);
-                tracing::warn!(topic = topic.name, error = %e, retry_in = ?backoff, "claim failed; retrying");
+                tracing::warn!(topic = topic.name, partition = topic.partition, error = %e, retry_in = ?backoff, "claim failed; retrying");
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}
                     _ = shutdown.wait_for(|s| *s) => break,
@@ -60,6 +60,7 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
         if batch.swept > 0 || batch.swept_dead > 0 {
             tracing::info!(
                 topic = topic.name,
+                partition = topic.partition,
                 returned = batch.swept,
                 ended = batch.swept_dead,
                 "swept expired leases"

@@ -2,5 +2,6 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod postgres;
+pub mod redis_cluster;
 pub mod redis_server;
 pub mod store;
