@@ -2,15 +2,17 @@
 //! Redis with the topic in one and in three partitions, on a 3-master cluster with the topic in one
 //! partition, and on the same cluster with the topic in three partitions on three different masters.
 //!
-//! Ignored by default: it measures, it does not test. Run it in release mode, on a quiet machine:
+//! It measures, it does not test. Run it in release mode, on a quiet machine (it starts its own
+//! redis-server and a 3-master cluster on free ports):
 //!
 //! ```text
-//! cargo test --release --test scale -- --ignored --nocapture
+//! cargo run --release --example scale
 //! ```
 //!
 //! It prints, per setup, the median of three runs: jobs/s, the worker's CPU per job (this process,
 //! from /proc/self/stat) and the Redis CPU per job (INFO cpu, summed over nodes, and per node).
 
+#[path = "../tests/support/mod.rs"]
 mod support;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -156,9 +158,8 @@ fn report(name: &str, runs: &[(Run, Vec<f64>)]) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a measurement: run in release mode with --ignored --nocapture"]
-async fn drain_one_node_vs_a_three_master_cluster() {
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
     let server = RedisServer::start();
     let cluster = tokio::task::spawn_blocking(RedisCluster::start)
         .await
