@@ -136,11 +136,7 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
     let redis_cpu = probe.cpu_s().await?;
     let client = Client::connect(&args.redis).await?;
     let redis = match args.workload {
-        Workload::Delayed => Some(
-            redis::Client::open(args.redis.as_str())?
-                .get_multiplexed_async_connection()
-                .await?,
-        ),
+        Workload::Delayed => Some(crate::probe::connection(&args.redis).await?),
         _ => None,
     };
     let state = State {

@@ -60,11 +60,21 @@ fn client_command(name: &str) -> bool {
     )
 }
 
+/// A connection with a long response timeout: FLUSHALL of a million jobs takes about a second, more
+/// than redis-rs's default of 500 ms.
+pub(crate) async fn connection(url: &str) -> BoxResult<MultiplexedConnection> {
+    let config = redis::AsyncConnectionConfig::new()
+        .set_response_timeout(Some(std::time::Duration::from_secs(60)));
+    Ok(redis::Client::open(url)?
+        .get_multiplexed_async_connection_with_config(&config)
+        .await?)
+}
+
 impl Probe {
     pub(crate) async fn connect(url: &str) -> BoxResult<Self> {
-        let client = redis::Client::open(url)?;
-        let conn = client.get_multiplexed_async_connection().await?;
-        Ok(Probe { conn })
+        Ok(Probe {
+            conn: connection(url).await?,
+        })
     }
 
     async fn info(&mut self, section: &str) -> BoxResult<String> {
