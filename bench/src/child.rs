@@ -92,11 +92,17 @@ struct Counter {
 
 impl Counter {
     fn hit(&self) {
-        if self.handled.fetch_add(1, Ordering::Relaxed) + 1 == self.target {
+        let n = self.handled.fetch_add(1, Ordering::Relaxed) + 1;
+        if n == self.target {
             self.done.notify_one();
+        }
+        if n % 5000 == 0 && std::env::var_os("BENCH_PROGRESS").is_some() {
+            eprintln!("    {n} handled at {:?}", START.get().map(|s| s.elapsed()));
         }
     }
 }
+
+static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
 
 #[derive(Clone)]
 struct State {
@@ -131,7 +137,7 @@ async fn noop<J: Job>(_job: J, _ctx: JobContext, _state: State) -> Result<(), Jo
 
 /// `postpone-bench __worker <workload> ...`: runs a worker for `workload` and reports.
 pub(crate) async fn main(args: Args) -> BoxResult<()> {
-    let start = Instant::now();
+    let start = *START.get_or_init(Instant::now);
     let mut probe = Probe::connect(&args.redis).await?;
     let redis_cpu = probe.cpu_s().await?;
     let client = Client::connect(&args.redis).await?;

@@ -19,7 +19,7 @@ pub(crate) struct Probe {
 
 /// Command counts from `INFO commandstats`.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct CommandStats(BTreeMap<String, u64>);
+pub(crate) struct CommandStats(BTreeMap<String, u64>, BTreeMap<String, u64>);
 
 impl CommandStats {
     /// Commands clients sent from `before` to `self` (scripts count once; the harness's INFO is
@@ -43,6 +43,21 @@ impl CommandStats {
             }
         }
         (sent - inner, inner, delta)
+    }
+
+    /// Per command with calls since `before`: calls, and Redis time in them (us), as one line.
+    pub(crate) fn time_since(&self, before: &CommandStats) -> String {
+        let mut out = Vec::new();
+        for (name, calls) in &self.0 {
+            let d = calls - before.0.get(name).copied().unwrap_or(0);
+            if d == 0 || OWN_COMMANDS.contains(&name.as_str()) {
+                continue;
+            }
+            let us =
+                self.1.get(name).copied().unwrap_or(0) - before.1.get(name).copied().unwrap_or(0);
+            out.push(format!("{name} {d}x {:.1}ms", us as f64 / 1000.0));
+        }
+        out.join(", ")
     }
 }
 
@@ -121,7 +136,7 @@ impl Probe {
     /// `INFO commandstats`, calls per command.
     pub(crate) async fn command_stats(&mut self) -> BoxResult<CommandStats> {
         let info = self.info("commandstats").await?;
-        let mut out = BTreeMap::new();
+        let (mut out, mut usec) = (BTreeMap::new(), BTreeMap::new());
         for line in info.lines() {
             let Some((name, rest)) = line
                 .strip_prefix("cmdstat_")
@@ -133,9 +148,14 @@ impl Probe {
                 .split(',')
                 .find_map(|kv| kv.strip_prefix("calls="))
                 .ok_or("commandstats line without calls=")?;
+            let us = rest
+                .split(',')
+                .find_map(|kv| kv.strip_prefix("usec="))
+                .ok_or("commandstats line without usec=")?;
             out.insert(name.to_owned(), calls.parse()?);
+            usec.insert(name.to_owned(), us.parse()?);
         }
-        Ok(CommandStats(out))
+        Ok(CommandStats(out, usec))
     }
 }
 
@@ -144,7 +164,8 @@ mod tests {
     use super::*;
 
     fn stats(pairs: &[(&str, u64)]) -> CommandStats {
-        CommandStats(pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect())
+        let calls = pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect();
+        CommandStats(calls, BTreeMap::new())
     }
 
     #[test]

@@ -57,7 +57,8 @@ async fn drain(args: &Args, probe: &mut Probe, backlog: u64) -> BoxResult<Report
     let stats = probe.command_stats().await?;
     let worker = WorkerProcess::start(Workload::Drain, args).await?;
     let r = worker.finish().await?;
-    let (sent, _, by_command) = probe.command_stats().await?.since(&stats);
+    let after = probe.command_stats().await?;
+    let (sent, _, _) = after.since(&stats);
     let counts = client.topic::<Order>().counts().await?;
     ok &= counts_ok(&counts, args.jobs, backlog);
     if r.handled != args.jobs {
@@ -80,7 +81,8 @@ async fn drain(args: &Args, probe: &mut Probe, backlog: u64) -> BoxResult<Report
         r.redis_cpu_s,
     );
     println!(
-        "  Redis commands: {sent} sent by the worker; with calls inside scripts: {by_command:?}"
+        "  Redis commands: {sent} sent by the worker; with calls inside scripts: {}",
+        after.time_since(&stats)
     );
     Ok(Report {
         secs: Some(round(r.secs, 3)),
