@@ -1,8 +1,11 @@
 //! Runs one claimed job and turns what happened into a [`Finish`].
 
 use std::any::Any;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use futures_util::future::{abortable, Aborted};
+use futures_util::FutureExt;
 use tracing::Instrument;
 
 use super::runtime::{Shared, Slot, TopicRt, TrackGuard};
@@ -94,31 +97,28 @@ async fn execute<S: Send + Sync + 'static>(
         }
     };
     let timeout = handler.timeout();
-    let task = tokio::spawn(
-        async move {
-            match timeout {
-                Some(t) => tokio::time::timeout(t, future)
-                    .await
-                    .unwrap_or_else(|_| Err(JobError::msg(format!("timed out after {t:?}")))),
-                None => future.await,
-            }
+    // The handler runs in this task (one task per job): `abortable` stands in for a task's abort
+    // handle (the shutdown grace period), `catch_unwind` for its panic catching.
+    let (future, abort) = abortable(async move {
+        match timeout {
+            Some(t) => tokio::time::timeout(t, future)
+                .await
+                .unwrap_or_else(|_| Err(JobError::msg(format!("timed out after {t:?}")))),
+            None => future.await,
         }
-        .instrument(span.clone()),
-    );
-    topic
-        .inflight
-        .insert(id.to_owned(), token, stop, task.abort_handle());
-    let error = match task.await {
-        Ok(Ok(())) => {
+    });
+    topic.inflight.insert(id.to_owned(), token, stop, abort);
+    let error = match AssertUnwindSafe(future.instrument(span.clone()))
+        .catch_unwind()
+        .await
+    {
+        Ok(Ok(Ok(()))) => {
             span.in_scope(|| tracing::debug!("job done"));
             return Finish::Done;
         }
-        Ok(Err(e)) => e,
-        Err(join) if join.is_panic() => JobError::msg(format!(
-            "handler panicked: {}",
-            panic_message(join.into_panic())
-        )),
-        Err(_) => {
+        Ok(Ok(Err(e))) => e,
+        Err(panic) => JobError::msg(format!("handler panicked: {}", panic_message(panic))),
+        Ok(Err(Aborted)) => {
             // Aborted at the end of the shutdown grace period: hand the job back, no attempt used.
             span.in_scope(|| tracing::info!("shutdown: job handed back"));
             return Finish::Retry {
