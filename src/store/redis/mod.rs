@@ -30,12 +30,13 @@ mod live;
 mod reply;
 mod scripts;
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::{Script, ScriptInvocation, Value};
+use redis::{ErrorKind, Script, ServerErrorKind, Value};
 use tokio::sync::broadcast;
 
 use crate::error::{Error, Result};
@@ -116,8 +117,12 @@ pub struct RedisStore {
     inner: Arc<Inner>,
 }
 
+/// Most topics whose keys a store keeps built.
+const KEY_CACHE_LIMIT: usize = 1024;
+
 struct Inner {
     namespace: String,
+    keys: RwLock<HashMap<Box<str>, Arc<TopicKeys>>>,
     addr: String,
     channel: String,
     pool: Pool,
@@ -176,6 +181,7 @@ impl RedisStore {
         Ok(RedisStore {
             inner: Arc::new(Inner {
                 namespace: options.namespace,
+                keys: RwLock::new(HashMap::new()),
                 addr,
                 channel,
                 pool,
@@ -189,31 +195,49 @@ impl RedisStore {
         &self.inner.namespace
     }
 
-    fn keys(&self, topic: &str) -> Result<TopicKeys> {
-        TopicKeys::new(&self.inner.namespace, topic)
+    /// The keys of `topic`, built once per topic and kept (fails on an invalid topic).
+    fn keys(&self, topic: &str) -> Result<Arc<TopicKeys>> {
+        let cache = &self.inner.keys;
+        if let Some(keys) = cache.read().unwrap_or_else(|p| p.into_inner()).get(topic) {
+            return Ok(keys.clone());
+        }
+        let keys = Arc::new(TopicKeys::new(&self.inner.namespace, topic)?);
+        let mut cache = cache.write().unwrap_or_else(|p| p.into_inner());
+        // Topics are the application's job types; a tool looping over made-up names stops caching.
+        if cache.len() < KEY_CACHE_LIMIT {
+            cache.insert(topic.into(), keys.clone());
+        }
+        Ok(keys)
     }
 
-    /// Runs `script` on `keys` with the arguments `args` writes.
+    /// Runs `script` on `keys` with the arguments `args` writes: EVALSHA, and on NOSCRIPT (Redis
+    /// restarted or its script cache was flushed) SCRIPT LOAD and EVALSHA again. The command is built
+    /// once, straight into one buffer.
     async fn eval(
         &self,
         context: &'static str,
         script: &Script,
         keys: &TopicKeys,
-        args: impl FnOnce(&mut ScriptInvocation<'_>),
+        args: impl FnOnce(&mut redis::Cmd),
     ) -> Result<Value> {
-        let mut invocation = script.prepare_invoke();
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(script.get_hash()).arg(keys.0.len());
         for key in &keys.0 {
-            invocation.key(key);
+            cmd.arg(key);
         }
-        args(&mut invocation);
+        args(&mut cmd);
         let mut conn = self.inner.pool.get(context).await?;
-        match invocation.invoke_async::<Value>(&mut conn.inner).await {
-            Ok(v) => Ok(v),
-            Err(e) => {
-                self.inner.pool.failed(&mut conn, &e);
-                Err(Error::backend(context, e))
-            }
+        let mut result = cmd.query_async::<Value>(&mut conn.inner).await;
+        if matches!(&result, Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript)) {
+            result = match script.prepare_invoke().load_async(&mut conn.inner).await {
+                Ok(_) => cmd.query_async::<Value>(&mut conn.inner).await,
+                Err(e) => Err(e),
+            };
         }
+        result.map_err(|e| {
+            self.inner.pool.failed(&mut conn, &e);
+            Error::backend(context, e)
+        })
     }
 
     /// Runs one plain command.
