@@ -110,7 +110,7 @@ impl RedisStore {
                     for item in chunk {
                         inv.arg(&item.id).arg(item.token);
                         match &item.finish {
-                            Finish::Done => inv.arg("done").arg("").arg("").arg(""),
+                            Finish::Done => inv.arg("done"),
                             Finish::Retry {
                                 record,
                                 delay_ms,

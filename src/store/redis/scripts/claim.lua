@@ -66,22 +66,25 @@ if max > 0 and next_due and next_due <= now then
     -- The claimed ids are exactly the k lowest ranks.
     redis.call('ZREMRANGEBYRANK', K_DUE, 0, k - 1)
     local deadline = now + lease
+    -- Numbers go to redis.call as strings made once: Redis would format each with %.17g.
+    local deadline_s, token_s = string.format('%d', deadline), string.format('%d', token)
     local ids, active, leases = {}, {}, {}
     for i = 1, k do
       local id = got[2 * i - 1]
       ids[i] = id
-      active[2 * i - 1] = deadline
+      active[2 * i - 1] = deadline_s
       active[2 * i] = id
       leases[2 * i - 1] = id
-      leases[2 * i] = token
+      leases[2 * i] = token_s
     end
     call_many('ZADD', K_ACTIVE, active, 2)
     call_many('HSET', K_LEASES, leases, 2)
     local recs = fetch_many('HMGET', K_JOBS, ids)
     for i = 1, k do
       if recs[i] then
+        -- The due time goes back as Redis wrote it (an integer's digits): no parsing here.
         out[#out + 1] = ids[i]
-        out[#out + 1] = tonumber(got[2 * i])
+        out[#out + 1] = got[2 * i]
         out[#out + 1] = recs[i]
       else
         -- A due id without a record breaks the invariant: drop it rather than hand out nothing.
