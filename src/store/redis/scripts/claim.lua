@@ -3,8 +3,8 @@
 -- Returns: now, swept, swept_dead, next due|nil, next lease deadline|nil, dead pending (0|1), token,
 -- then three fields per claimed job: id, due time, record.
 -- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (earliest due), ZRANGE (due <= now),
--- HINCRBY (token), ZREMRANGEBYRANK, ZADD (active), HSET (leases), HMGET (records), ZRANGE (next due),
--- ZRANGE (dead pending) = 11, whatever the batch size; a call that finds nothing due makes 4. A sweep
+-- HINCRBY (token), ZREMRANGEBYRANK, ZADD and HSETNX (the marker of prelude.lua), ZADD (active), HSET
+-- (leases), HMGET (records), ZRANGE (next due), ZRANGE (dead pending) = 13, whatever the batch size; a call that finds nothing due makes 4. A sweep
 -- that finds expired leases adds 4 calls, plus 1 to 4 per expired lease (rare: a worker died or stalled).
 local max, lease = tonumber(ARGV[1]), tonumber(ARGV[2])
 local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -52,6 +52,7 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
     redis.call('HINCRBY', K_STATS, 'cancelled', n_cancelled)
   end
   kill_many(dead_ids, dead_recs, dead_reasons, now)
+  drop_marker_if_last()
   next_lease = earliest(K_ACTIVE)
 end
 
@@ -77,9 +78,11 @@ if max > 0 and next_due and next_due <= now then
       leases[2 * i - 1] = id
       leases[2 * i] = token_s
     end
+    hashed_leases()
     call_many('ZADD', K_ACTIVE, active, 2)
     call_many('HSET', K_LEASES, leases, 2)
     local recs = fetch_many('HMGET', K_JOBS, ids)
+    local dropped = false
     for i = 1, k do
       if recs[i] then
         -- The due time goes back as Redis wrote it (an integer's digits): no parsing here.
@@ -90,7 +93,11 @@ if max > 0 and next_due and next_due <= now then
         -- A due id without a record breaks the invariant: drop it rather than hand out nothing.
         redis.call('ZREM', K_ACTIVE, ids[i])
         redis.call('HDEL', K_LEASES, ids[i])
+        dropped = true
       end
+    end
+    if dropped then
+      drop_marker_if_last()
     end
     if next_lease == nil or deadline < next_lease then
       next_lease = deadline

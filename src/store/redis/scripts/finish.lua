@@ -5,8 +5,8 @@
 --   'dead':  id, token, 'dead', record, reason, ''
 -- Returns one integer per item: 1 applied, 2 cancelled, 3 stale.
 -- redis.call per batch of done jobs: TIME, HMGET (leases), SCARD (cancels), ZREM (active), HDEL (leases),
--- EXISTS (stalls), HDEL (jobs), HINCRBY (processed) = 8, and HDEL (stalls) when a job of the topic ever
--- stalled. Retries add ZRANGE, HSET, ZADD and HINCRBY; dead jobs add HSET x2, ZADD x2 and HINCRBY x2.
+-- ZCARD (active: the marker of prelude.lua goes with the last lease), EXISTS (stalls), HDEL (jobs),
+-- HINCRBY (processed) = 9, and HDEL (stalls) when a job of the topic ever stalled. Retries add ZRANGE, HSET, ZADD and HINCRBY; dead jobs add HSET x2, ZADD x2 and HINCRBY x2.
 local channel, topic = ARGV[1], ARGV[2]
 local now = now_ms()
 -- Where each item starts in ARGV.
@@ -72,6 +72,7 @@ end
 if #gone > 0 then
   call_many('ZREM', K_ACTIVE, gone, 1)
   call_many('HDEL', K_LEASES, gone, 1)
+  drop_marker_if_last()
 end
 if #ended > 0 then
   call_many('HDEL', K_JOBS, ended, 1)
