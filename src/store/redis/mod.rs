@@ -220,9 +220,20 @@ impl RedisStore {
         keys: &TopicKeys,
         args: impl FnOnce(&mut redis::Cmd),
     ) -> Result<Value> {
+        self.eval_with(context, script, &keys.0, args).await
+    }
+
+    /// [`eval`](Self::eval) with only the first keys of a topic, for a script that touches only those.
+    async fn eval_with(
+        &self,
+        context: &'static str,
+        script: &Script,
+        keys: &[String],
+        args: impl FnOnce(&mut redis::Cmd),
+    ) -> Result<Value> {
         let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(script.get_hash()).arg(keys.0.len());
-        for key in &keys.0 {
+        cmd.arg(script.get_hash()).arg(keys.len());
+        for key in keys {
             cmd.arg(key);
         }
         args(&mut cmd);

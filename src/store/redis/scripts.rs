@@ -10,6 +10,7 @@ const PRELUDE: &str = include_str!("scripts/prelude.lua");
 /// Every script of the backend.
 pub(super) struct Scripts {
     pub(super) enqueue: Script,
+    pub(super) enqueue_one: Script,
     pub(super) claim: Script,
     pub(super) finish: Script,
     pub(super) extend: Script,
@@ -32,6 +33,7 @@ fn script(body: &str) -> Script {
 /// The scripts, built once per process.
 pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     enqueue: script(include_str!("scripts/enqueue.lua")),
+    enqueue_one: script(include_str!("scripts/enqueue_one.lua")),
     claim: script(include_str!("scripts/claim.lua")),
     finish: script(include_str!("scripts/finish.lua")),
     extend: script(include_str!("scripts/extend.lua")),
