@@ -170,7 +170,9 @@ async fn active_and_leases_stay_hashed_and_go_with_the_last_lease() {
     let c = s.counts(T).await.unwrap();
     assert_eq!((c.active, c.ready), (2, 1), "the marker is not counted");
     let next = s.claim(T, claim(0)).await.unwrap();
-    assert!(next.next_lease_deadline_ms.is_some_and(|d| d < i64::MAX / 2));
+    assert!(next
+        .next_lease_deadline_ms
+        .is_some_and(|d| d < i64::MAX / 2));
     let items = batch
         .jobs
         .iter()
@@ -178,10 +180,16 @@ async fn active_and_leases_stay_hashed_and_go_with_the_last_lease() {
         .collect();
     s.finish(T, items).await.unwrap();
     assert!(
-        !server.keys().iter().any(|k| k.ends_with(":active") || k.ends_with(":leases")),
+        !server
+            .keys()
+            .iter()
+            .any(|k| k.ends_with(":active") || k.ends_with(":leases")),
         "{:?}",
         server.keys()
     );
-    assert_eq!(s.claim(T, claim(0)).await.unwrap().next_lease_deadline_ms, None);
+    assert_eq!(
+        s.claim(T, claim(0)).await.unwrap().next_lease_deadline_ms,
+        None
+    );
     assert_eq!(s.counts(T).await.unwrap().active, 0);
 }

@@ -38,6 +38,8 @@ pub(crate) struct ChildReport {
     pub(crate) redis_cpu_s: f64,
     /// `delayed`: handler start minus due time by the Redis clock, ms, per job.
     pub(crate) lateness_ms: Vec<f64>,
+    /// `delayed`: each job's due time (ms since the epoch), in the order of `lateness_ms`.
+    pub(crate) due_ms: Vec<i64>,
 }
 
 /// The parent's handle on a worker process.
@@ -109,7 +111,7 @@ struct State {
     counter: Arc<Counter>,
     /// `delayed`: Redis, for its clock, and the lateness of each job.
     redis: Option<redis::aio::MultiplexedConnection>,
-    lateness: Arc<Mutex<Vec<f64>>>,
+    lateness: Arc<Mutex<Vec<(f64, i64)>>>,
 }
 
 /// The drain handler: does nothing (the payload is decoded into `Order` by the worker).
@@ -126,7 +128,12 @@ async fn delayed_order(_job: Order, ctx: JobContext, state: State) -> Result<(),
         .await
         .map_err(JobError::msg)?;
     let late_us = secs * 1_000_000 + micros - ctx.due_at().timestamp_millis() * 1000;
-    state.lateness.lock().unwrap().push(late_us as f64 / 1000.0);
+    let due_ms = ctx.due_at().timestamp_millis();
+    state
+        .lateness
+        .lock()
+        .unwrap()
+        .push((late_us as f64 / 1000.0, due_ms));
     state.counter.hit();
     Ok(())
 }
@@ -191,12 +198,14 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
+    let lateness = std::mem::take(&mut *state.lateness.lock().unwrap());
     let report = ChildReport {
         handled: state.counter.handled.load(Ordering::Relaxed),
         secs: start.elapsed().as_secs_f64(),
         cpu_s: own_cpu_s(),
         redis_cpu_s: probe.cpu_s().await? - redis_cpu,
-        lateness_ms: std::mem::take(&mut *state.lateness.lock().unwrap()),
+        lateness_ms: lateness.iter().map(|l| l.0).collect(),
+        due_ms: lateness.iter().map(|l| l.1).collect(),
     };
     shutdown.shutdown();
     running.await??;

@@ -285,8 +285,13 @@ pub(crate) async fn bulk_enqueue_has_the_outcomes_of_single_enqueues(store: Arc<
         .unwrap();
     let after = now(s).await;
     assert_eq!(out[0], EnqueueOutcome::Exists { due_at_ms: due_a });
-    assert_eq!(out[1..3], [EnqueueOutcome::Running, EnqueueOutcome::Running]);
-    assert!(matches!(out[3], EnqueueOutcome::Created { due_at_ms } if due_at_ms >= before + 60_000));
+    assert_eq!(
+        out[1..3],
+        [EnqueueOutcome::Running, EnqueueOutcome::Running]
+    );
+    assert!(
+        matches!(out[3], EnqueueOutcome::Created { due_at_ms } if due_at_ms >= before + 60_000)
+    );
     let EnqueueOutcome::Replaced { due_at_ms: due_a3 } = out[4] else {
         panic!("{out:?}");
     };
@@ -294,7 +299,10 @@ pub(crate) async fn bulk_enqueue_has_the_outcomes_of_single_enqueues(store: Arc<
     assert!(matches!(out[5], EnqueueOutcome::Created { .. }));
 
     let a = s.job(t, "a").await.unwrap().unwrap();
-    assert_eq!((a.state, a.record), (StoredState::Due { due_at_ms: due_a3 }, b"a3".to_vec()));
+    assert_eq!(
+        (a.state, a.record),
+        (StoredState::Due { due_at_ms: due_a3 }, b"a3".to_vec())
+    );
     let b = s.job(t, "b").await.unwrap().unwrap();
     assert!(matches!(b.state, StoredState::Active { .. }));
     assert_eq!(b.record, b"b1", "a running job is never replaced");

@@ -46,6 +46,21 @@ pub(super) async fn run(args: &Args, _probe: &mut Probe) -> BoxResult<Report> {
         );
         ok = false;
     }
+    let mut worst: Vec<(f64, i64)> = r
+        .lateness_ms
+        .iter()
+        .copied()
+        .zip(r.due_ms.iter().copied())
+        .collect();
+    worst.sort_by(|a, b| b.0.total_cmp(&a.0));
+    if let Some(first_due) = r.due_ms.iter().min() {
+        let list: Vec<String> = worst
+            .iter()
+            .take(8)
+            .map(|(l, d)| format!("{l:.1} ms at +{:.3} s", (d - first_due) as f64 / 1000.0))
+            .collect();
+        println!("  latest starts: {}", list.join(", "));
+    }
     let mut late = r.lateness_ms;
     late.sort_by(f64::total_cmp);
     let (p50, p99) = (percentile(&late, 50.0), percentile(&late, 99.0));

@@ -114,9 +114,10 @@ impl RedisStore {
             next_due_ms: r.opt_int()?,
             next_lease_deadline_ms: r.opt_int()?,
             dead_pending: r.int()? > 0,
-            jobs: Vec::new(),
+            ..ClaimBatch::default()
         };
         let token = u64::try_from(r.int()?).map_err(|e| Error::backend(CONTEXT, e))?;
+        batch.now_us = batch.now_ms.saturating_mul(1000) + r.int()?.clamp(0, 999);
         batch.jobs.reserve(r.remaining() / 3);
         while r.remaining() > 0 {
             batch.jobs.push(ClaimedJob {

@@ -1,14 +1,17 @@
 -- Sweeps expired leases, then claims due jobs under one fresh lease token (see ClaimBatch in store/mod.rs).
 -- ARGV: max, lease ms, sweep limit, stall limit.
 -- Returns: now, swept, swept_dead, next due|nil, next lease deadline|nil, dead pending (0|1), token,
--- then three fields per claimed job: id, due time, record.
+-- the microseconds of now past its millisecond (0-999), then three fields per claimed job: id, due time,
+-- record.
 -- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (earliest due), ZRANGE (due <= now),
 -- HINCRBY (token), ZREMRANGEBYRANK, ZADD and HSETNX (the marker of prelude.lua), ZADD (active), HSET
 -- (leases), HMGET (records), ZRANGE (next due), ZRANGE (dead pending) = 13, whatever the batch size; a call that finds nothing due makes 4. A sweep
 -- that finds expired leases adds 4 calls, plus 1 to 4 per expired lease (rare: a worker died or stalled).
 local max, lease = tonumber(ARGV[1]), tonumber(ARGV[2])
 local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
-local now = now_ms()
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now_us_part = tonumber(time[2]) % 1000
 local swept, swept_dead = 0, 0
 
 local next_lease = earliest(K_ACTIVE)
@@ -107,8 +110,8 @@ if max > 0 and next_due and next_due <= now then
 end
 
 local pending = redis.call('ZRANGE', K_DEAD_PENDING, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1)
-local reply = { now, swept, swept_dead, next_due or false, next_lease or false, #pending, token }
+local reply = { now, swept, swept_dead, next_due or false, next_lease or false, #pending, token, now_us_part }
 for i = 1, #out do
-  reply[7 + i] = out[i]
+  reply[8 + i] = out[i]
 end
 return reply
