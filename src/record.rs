@@ -121,6 +121,13 @@ impl Record {
     }
 
     pub(crate) fn decode(bytes: &[u8]) -> Result<Self, BoxError> {
+        let (mut record, payload) = Self::decode_head(bytes)?;
+        record.payload = payload.to_vec();
+        Ok(record)
+    }
+
+    /// Decodes all but the payload (left empty in the record), which is returned as a slice of `bytes`.
+    pub(crate) fn decode_head(bytes: &[u8]) -> Result<(Self, &[u8]), BoxError> {
         let mut r = Reader { bytes, pos: 0 };
         let first = r.byte()?;
         let flags = match (first, first >> 4) {
@@ -155,14 +162,14 @@ impl Record {
                 });
             }
         }
-        let payload = bytes[r.pos..].to_vec();
-        Ok(Record {
+        let record = Record {
             attempt,
             enqueued_at_ms,
             schedule,
             errors,
-            payload,
-        })
+            payload: Vec::new(),
+        };
+        Ok((record, &bytes[r.pos..]))
     }
 }
 
