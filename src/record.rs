@@ -4,15 +4,20 @@
 //! never parse a job. Layout (all integers LEB128 varints):
 //!
 //! ```text
-//! u8 version (1) | u8 flags | attempt | enqueued_at_ms
+//! u8 version (2) << 4 | flags | attempt | enqueued_at_ms
 //! [flags & 1: schedule] slot count, slots in ms..., jitter permille
 //! [flags & 2: errors]   count, then per error: attempt, at_ms, len, utf-8 bytes
 //! payload: the rest
 //! ```
+//!
+//! A new job's header is 8 bytes (a version byte, attempt 1, and 6 bytes of milliseconds). Version 1
+//! had the flags in a byte of their own (`u8 1 | u8 flags | ...`); it is still read.
 
 use crate::error::BoxError;
 
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
+/// The first version, with a separate flags byte.
+const VERSION_1: u8 = 1;
 const HAS_SCHEDULE: u8 = 1;
 const HAS_ERRORS: u8 = 2;
 /// Errors kept per job (the newest).
@@ -92,8 +97,7 @@ impl Record {
         if !self.errors.is_empty() {
             flags |= HAS_ERRORS;
         }
-        out.push(VERSION);
-        out.push(flags);
+        out.push(VERSION << 4 | flags);
         put(&mut out, u64::from(self.attempt));
         put(&mut out, self.enqueued_at_ms.max(0) as u64);
         if let Some((slots, jitter)) = &self.schedule {
@@ -117,12 +121,23 @@ impl Record {
     }
 
     pub(crate) fn decode(bytes: &[u8]) -> Result<Self, BoxError> {
+        let (mut record, payload) = Self::decode_head(bytes)?;
+        record.payload = payload.to_vec();
+        Ok(record)
+    }
+
+    /// Decodes all but the payload (left empty in the record), which is returned as a slice of `bytes`.
+    pub(crate) fn decode_head(bytes: &[u8]) -> Result<(Self, &[u8]), BoxError> {
         let mut r = Reader { bytes, pos: 0 };
-        let version = r.byte()?;
-        if version != VERSION {
-            return Err(format!("unknown record version {version}").into());
+        let first = r.byte()?;
+        let flags = match (first, first >> 4) {
+            (VERSION_1, _) => r.byte()?,
+            (_, VERSION) => first & 0x0f,
+            _ => return Err(format!("unknown record version {}", first >> 4).into()),
+        };
+        if flags & !(HAS_SCHEDULE | HAS_ERRORS) != 0 {
+            return Err(format!("unknown record flags {flags:#x}").into());
         }
-        let flags = r.byte()?;
         let attempt = u32::try_from(r.varint()?)?;
         let enqueued_at_ms = i64::try_from(r.varint()?)?;
         let schedule = if flags & HAS_SCHEDULE != 0 {
@@ -147,14 +162,14 @@ impl Record {
                 });
             }
         }
-        let payload = bytes[r.pos..].to_vec();
-        Ok(Record {
+        let record = Record {
             attempt,
             enqueued_at_ms,
             schedule,
             errors,
-            payload,
-        })
+            payload: Vec::new(),
+        };
+        Ok((record, &bytes[r.pos..]))
     }
 }
 
@@ -233,7 +248,20 @@ mod tests {
     #[test]
     fn header_is_small() {
         let r = Record::new(1_732_240_000_123, vec![b'x'; 100]);
-        assert!(r.encode().len() <= 100 + 10, "{}", r.encode().len());
+        assert_eq!(r.encode().len(), 100 + 8);
+    }
+
+    #[test]
+    fn version_1_records_are_read() {
+        // u8 1 | u8 flags (errors) | attempt 2 | enqueued 5 | 1 error: attempt 1, at 6, "e" | payload
+        let old = [1, 2, 2, 5, 1, 1, 6, 1, b'e', b'{', b'}'];
+        let r = Record::decode(&old).unwrap();
+        assert_eq!((r.attempt, r.enqueued_at_ms), (2, 5));
+        assert_eq!(r.errors, vec![AttemptError::new(1, 6, "e")]);
+        assert_eq!(r.payload, b"{}");
+        assert_eq!(Record::decode(&r.encode()).unwrap(), r);
+        assert!(Record::decode(&[0x34, 1, 1]).is_err(), "unknown flags");
+        assert!(Record::decode(&[0x30, 1, 1]).is_err(), "unknown version");
     }
 
     #[test]

@@ -278,6 +278,8 @@ async fn a_dead_master_stops_only_its_partitions_and_errors_name_them() {
         .with_env_filter("postpone=debug")
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
+    // Another test thread may have cached this callsite's interest before this subscriber existed.
+    tracing::callsite::rebuild_interest_cache();
     let cluster = RedisCluster::builder().require_full_coverage(false).start();
     // A namespace whose partitions sit on node 0 (the first seed, where hints are subscribed) and on at
     // least one other node.

@@ -112,6 +112,8 @@ async fn worker_start_warns_loudly_about_an_evicting_redis() {
         .with_ansi(false)
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
+    // Another test thread may have cached this callsite's interest before this subscriber existed.
+    tracing::callsite::rebuild_interest_cache();
     let lru = RedisServer::builder()
         .arg("--maxmemory-policy")
         .arg("allkeys-lru")

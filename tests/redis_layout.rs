@@ -147,3 +147,49 @@ async fn namespaces_do_not_see_each_other() {
     assert_eq!(a.claim(T, claim(10)).await.unwrap().jobs.len(), 1);
     assert_eq!(b.counts(T).await.unwrap().ready, 1);
 }
+
+fn encoding(server: &RedisServer, key: &str) -> String {
+    match server.cli(&["OBJECT", "ENCODING", key]).unwrap() {
+        redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
+        redis::Value::SimpleString(s) => s,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn active_and_leases_stay_hashed_and_go_with_the_last_lease() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    let jobs: Vec<_> = (0..3).map(|i| job(&format!("j{i}"), Due::In(0))).collect();
+    s.enqueue(T, jobs).await.unwrap();
+    let batch = s.claim(T, claim(2)).await.unwrap();
+    let prefix = "postpone:{shop:orders.close}:";
+    // Three small entries would be a listpack; the marker keeps both keys hashed.
+    assert_eq!(encoding(&server, &format!("{prefix}active")), "skiplist");
+    assert_eq!(encoding(&server, &format!("{prefix}leases")), "hashtable");
+    let c = s.counts(T).await.unwrap();
+    assert_eq!((c.active, c.ready), (2, 1), "the marker is not counted");
+    let next = s.claim(T, claim(0)).await.unwrap();
+    assert!(next
+        .next_lease_deadline_ms
+        .is_some_and(|d| d < i64::MAX / 2));
+    let items = batch
+        .jobs
+        .iter()
+        .map(|j| FinishItem::new(j.id.clone(), j.token, Finish::Done))
+        .collect();
+    s.finish(T, items).await.unwrap();
+    assert!(
+        !server
+            .keys()
+            .iter()
+            .any(|k| k.ends_with(":active") || k.ends_with(":leases")),
+        "{:?}",
+        server.keys()
+    );
+    assert_eq!(
+        s.claim(T, claim(0)).await.unwrap().next_lease_deadline_ms,
+        None
+    );
+    assert_eq!(s.counts(T).await.unwrap().active, 0);
+}

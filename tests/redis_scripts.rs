@@ -160,3 +160,14 @@ async fn an_idle_claim_costs_five_commands() {
     // EVALSHA + TIME + 3 ZRANGE (earliest lease, earliest due, dead pending).
     assert_eq!(commands(&server), 10 * 5);
 }
+
+#[tokio::test]
+async fn scripts_come_back_after_script_flush() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    s.enqueue(T, vec![job("a", Due::In(0))]).await.unwrap();
+    server.cli(&["SCRIPT", "FLUSH"]).unwrap();
+    // NOSCRIPT: loaded again and run, once.
+    s.enqueue(T, vec![job("b", Due::In(0))]).await.unwrap();
+    assert_eq!(s.claim(T, claim(10)).await.unwrap().jobs.len(), 2);
+}

@@ -1,10 +1,11 @@
 //! What a handler knows about the job it runs.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use tokio::sync::watch;
+use tokio::sync::Notify;
 
 use crate::record::AttemptError;
 
@@ -25,7 +26,6 @@ pub enum StopReason {
 #[derive(Clone)]
 pub struct JobContext {
     inner: Arc<Inner>,
-    stop: watch::Receiver<Option<StopReason>>,
 }
 
 struct Inner {
@@ -36,22 +36,39 @@ struct Inner {
     enqueued_at: DateTime<Utc>,
     due_at: DateTime<Utc>,
     errors: Vec<AttemptError>,
+    /// The stop signal: [`NOT_STOPPED`] or a [`StopReason`] code, set once.
+    stop: AtomicU8,
+    stopped: Notify,
 }
 
+const NOT_STOPPED: u8 = 0;
+const CANCELLED: u8 = 1;
+const LEASE_LOST: u8 = 2;
+
 /// The worker's side of a context: it raises the stop signal.
-#[derive(Debug)]
-pub(crate) struct StopSender(watch::Sender<Option<StopReason>>);
+pub(crate) struct StopSender(Arc<Inner>);
+
+impl fmt::Debug for StopSender {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("StopSender").field(&self.0.id).finish()
+    }
+}
 
 impl StopSender {
+    /// Raises the signal; the first reason stays.
     pub(crate) fn stop(&self, reason: StopReason) {
-        self.0.send_if_modified(|r| {
-            if r.is_none() {
-                *r = Some(reason);
-                true
-            } else {
-                false
-            }
-        });
+        let code = match reason {
+            StopReason::Cancelled => CANCELLED,
+            StopReason::LeaseLost => LEASE_LOST,
+        };
+        let inner = &self.0;
+        if inner
+            .stop
+            .compare_exchange(NOT_STOPPED, code, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            inner.stopped.notify_waiters();
+        }
     }
 }
 
@@ -65,8 +82,7 @@ impl JobContext {
         due_at: DateTime<Utc>,
         errors: Vec<AttemptError>,
     ) -> (Self, StopSender) {
-        let (tx, rx) = watch::channel(None);
-        let inner = Inner {
+        let inner = Arc::new(Inner {
             topic,
             id,
             attempt,
@@ -74,13 +90,14 @@ impl JobContext {
             enqueued_at,
             due_at,
             errors,
-        };
+            stop: AtomicU8::new(NOT_STOPPED),
+            stopped: Notify::new(),
+        });
         (
             JobContext {
-                inner: Arc::new(inner),
-                stop: rx,
+                inner: inner.clone(),
             },
-            StopSender(tx),
+            StopSender(inner),
         )
     }
 
@@ -111,7 +128,7 @@ impl JobContext {
         attempts_allowed: u32,
     ) -> Self {
         let now = Utc::now();
-        let (ctx, stop) = Self::new(
+        Self::new(
             topic,
             id.into(),
             attempt,
@@ -119,10 +136,8 @@ impl JobContext {
             now,
             now,
             Vec::new(),
-        );
-        // Keep the sender alive so `stopped()` waits forever instead of returning at once.
-        std::mem::forget(stop);
-        ctx
+        )
+        .0
     }
 
     /// The job's topic.
@@ -167,7 +182,11 @@ impl JobContext {
 
     /// Why the job was asked to stop, if it was.
     pub fn stop_reason(&self) -> Option<StopReason> {
-        *self.stop.borrow()
+        match self.inner.stop.load(Ordering::Acquire) {
+            CANCELLED => Some(StopReason::Cancelled),
+            LEASE_LOST => Some(StopReason::LeaseLost),
+            _ => None,
+        }
     }
 
     /// Whether the job was asked to stop (cancelled, or its lease was lost). Long handlers should check
@@ -176,17 +195,16 @@ impl JobContext {
         self.stop_reason().is_some()
     }
 
-    /// Completes when the job is asked to stop.
+    /// Completes when the job is asked to stop (never, if it is not).
     pub async fn stopped(&self) -> StopReason {
-        let mut rx = self.stop.clone();
         loop {
-            if let Some(r) = *rx.borrow_and_update() {
-                return r;
+            let notified = self.inner.stopped.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(reason) = self.stop_reason() {
+                return reason;
             }
-            if rx.changed().await.is_err() {
-                // The worker is gone without a stop: never completes.
-                std::future::pending::<()>().await;
-            }
+            notified.await;
         }
     }
 }

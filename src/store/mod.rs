@@ -151,6 +151,10 @@ pub struct ClaimedJob {
 pub struct ClaimBatch {
     /// The backend's time when the claim ran (ms).
     pub now_ms: i64,
+    /// The same time in microseconds, for a worker that wakes exactly when the next job is due
+    /// (`now_ms * 1000` from a backend whose clock has only milliseconds; a value that does not round
+    /// down to `now_ms` is ignored).
+    pub now_us: i64,
     /// The claimed jobs, earliest due first.
     pub jobs: Vec<ClaimedJob>,
     /// The earliest due time still in `due` after the claim, if any (may be <= now when more are due).

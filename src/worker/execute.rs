@@ -1,8 +1,12 @@
 //! Runs one claimed job and turns what happened into a [`Finish`].
 
 use std::any::Any;
+use std::borrow::Cow;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use futures_util::future::{abortable, Aborted};
+use futures_util::FutureExt;
 use tracing::Instrument;
 
 use super::runtime::{Shared, Slot, TopicRt, TrackGuard};
@@ -41,8 +45,17 @@ pub(crate) async fn run_job<S: Send + Sync + 'static>(
         record: bytes,
         ..
     } = job;
-    let finish = match Record::decode(&bytes) {
-        Ok(record) => execute(&shared, &topic, &id, token, due_at_ms, record, &bytes).await,
+    let finish = match Record::decode_head(&bytes) {
+        Ok((record, payload)) => {
+            let job = Attempt {
+                id: &id,
+                token,
+                due_at_ms,
+                payload,
+                original: &bytes,
+            };
+            execute(&shared, &topic, job, record).await
+        }
         Err(e) => {
             tracing::error!(topic = topic.name, partition = topic.partition, job_id = %id, error = %e, "damaged job record: dead-lettered");
             Finish::Dead {
@@ -54,21 +67,37 @@ pub(crate) async fn run_job<S: Send + Sync + 'static>(
     topic.send_finish(FinishItem::new(id, token, finish));
 }
 
+/// One claimed job, borrowed from its claim.
+struct Attempt<'a> {
+    id: &'a str,
+    token: u64,
+    due_at_ms: i64,
+    /// The payload, within `original`.
+    payload: &'a [u8],
+    /// The record as claimed.
+    original: &'a [u8],
+}
+
 async fn execute<S: Send + Sync + 'static>(
     shared: &Shared<S>,
     topic: &TopicRt<S>,
-    id: &str,
-    token: u64,
-    due_at_ms: i64,
+    job: Attempt<'_>,
     mut record: Record,
-    original: &[u8],
 ) -> Finish {
+    let Attempt {
+        id,
+        token,
+        due_at_ms,
+        payload,
+        original,
+    } = job;
     let handler = &topic.handler;
     let schedule = match &record.schedule {
-        Some((slots, jitter)) => {
-            RetrySchedule::from_parts(slots, *jitter).unwrap_or_else(|_| handler.schedule().clone())
-        }
-        None => handler.schedule().clone(),
+        Some((slots, jitter)) => Cow::Owned(
+            RetrySchedule::from_parts(slots, *jitter)
+                .unwrap_or_else(|_| handler.schedule().clone()),
+        ),
+        None => Cow::Borrowed(handler.schedule()),
     };
     let attempt = record.attempt;
     let span = tracing::info_span!("job", topic = topic.name, partition = topic.partition, job_id = %id, attempt);
@@ -81,11 +110,12 @@ async fn execute<S: Send + Sync + 'static>(
         ms_to_time(due_at_ms),
         record.errors.clone(),
     );
-    let future = match handler.start(&record.payload, ctx, &shared.state) {
+    let future = match handler.start(payload, ctx, &shared.state) {
         Ok(f) => f,
         Err(e) => {
             let message = format!("payload does not decode into {}: {e}", handler.job_type());
             span.in_scope(|| tracing::error!(error = %message, "dead-lettered: the payload cannot succeed on retry"));
+            record.payload = payload.to_vec();
             record.push_error(AttemptError::new(attempt, now_ms(), message.clone()));
             return Finish::Dead {
                 record: record.encode(),
@@ -94,31 +124,28 @@ async fn execute<S: Send + Sync + 'static>(
         }
     };
     let timeout = handler.timeout();
-    let task = tokio::spawn(
-        async move {
-            match timeout {
-                Some(t) => tokio::time::timeout(t, future)
-                    .await
-                    .unwrap_or_else(|_| Err(JobError::msg(format!("timed out after {t:?}")))),
-                None => future.await,
-            }
+    // The handler runs in this task (one task per job): `abortable` stands in for a task's abort
+    // handle (the shutdown grace period), `catch_unwind` for its panic catching.
+    let (future, abort) = abortable(async move {
+        match timeout {
+            Some(t) => tokio::time::timeout(t, future)
+                .await
+                .unwrap_or_else(|_| Err(JobError::msg(format!("timed out after {t:?}")))),
+            None => future.await,
         }
-        .instrument(span.clone()),
-    );
-    topic
-        .inflight
-        .insert(id.to_owned(), token, stop, task.abort_handle());
-    let error = match task.await {
-        Ok(Ok(())) => {
+    });
+    topic.inflight.insert(id.to_owned(), token, stop, abort);
+    let error = match AssertUnwindSafe(future.instrument(span.clone()))
+        .catch_unwind()
+        .await
+    {
+        Ok(Ok(Ok(()))) => {
             span.in_scope(|| tracing::debug!("job done"));
             return Finish::Done;
         }
-        Ok(Err(e)) => e,
-        Err(join) if join.is_panic() => JobError::msg(format!(
-            "handler panicked: {}",
-            panic_message(join.into_panic())
-        )),
-        Err(_) => {
+        Ok(Ok(Err(e))) => e,
+        Err(panic) => JobError::msg(format!("handler panicked: {}", panic_message(panic))),
+        Ok(Err(Aborted)) => {
             // Aborted at the end of the shutdown grace period: hand the job back, no attempt used.
             span.in_scope(|| tracing::info!("shutdown: job handed back"));
             return Finish::Retry {
@@ -129,6 +156,7 @@ async fn execute<S: Send + Sync + 'static>(
         }
     };
     let _enter = span.enter();
+    record.payload = payload.to_vec();
     failure(record, &schedule, error, original)
 }
 

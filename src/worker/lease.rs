@@ -5,8 +5,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::future::AbortHandle;
 use tokio::sync::watch;
-use tokio::task::AbortHandle;
 
 use super::runtime::{Shared, TopicRt};
 use crate::handler::{StopReason, StopSender};

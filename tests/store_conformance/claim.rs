@@ -47,6 +47,11 @@ pub(crate) async fn claim_reports_next_due_next_lease_deadline_and_now(store: Ar
         before <= batch.now_ms && batch.now_ms <= after,
         "{batch:?} vs [{before}, {after}]"
     );
+    assert_eq!(
+        batch.now_us.div_euclid(1000),
+        batch.now_ms,
+        "now_us is the same time, finer"
+    );
     assert_eq!(batch.jobs.len(), 1);
     assert_eq!(batch.jobs[0].id, "a");
     assert_eq!(batch.jobs[0].record, REC);

@@ -261,3 +261,52 @@ pub(crate) async fn due_times_are_capped_at_max_due_ms(store: Arc<dyn Store>) {
     };
     assert_eq!(state(s, t, "retried").await, Some(capped));
 }
+
+pub(crate) async fn bulk_enqueue_has_the_outcomes_of_single_enqueues(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("bulk_outcomes"));
+    let due_a = create(s, t, "a", b"a1", Due::In(60_000)).await;
+    create(s, t, "b", b"b1", Due::In(0)).await;
+    claim_id(s, t, "b", LONG).await;
+
+    let before = now(s).await;
+    let out = s
+        .enqueue(
+            t,
+            vec![
+                new_job("a", b"a2", Due::In(0)),
+                replacing("b", b"b2", Due::In(0)),
+                new_job("b", b"b3", Due::In(0)),
+                replacing("c", b"c1", Due::In(60_000)),
+                replacing("a", b"a3", Due::In(30_000)),
+                new_job("d", b"d1", Due::In(0)),
+            ],
+        )
+        .await
+        .unwrap();
+    let after = now(s).await;
+    assert_eq!(out[0], EnqueueOutcome::Exists { due_at_ms: due_a });
+    assert_eq!(
+        out[1..3],
+        [EnqueueOutcome::Running, EnqueueOutcome::Running]
+    );
+    assert!(
+        matches!(out[3], EnqueueOutcome::Created { due_at_ms } if due_at_ms >= before + 60_000)
+    );
+    let EnqueueOutcome::Replaced { due_at_ms: due_a3 } = out[4] else {
+        panic!("{out:?}");
+    };
+    assert!(before + 30_000 <= due_a3 && due_a3 <= after + 30_000);
+    assert!(matches!(out[5], EnqueueOutcome::Created { .. }));
+
+    let a = s.job(t, "a").await.unwrap().unwrap();
+    assert_eq!(
+        (a.state, a.record),
+        (StoredState::Due { due_at_ms: due_a3 }, b"a3".to_vec())
+    );
+    let b = s.job(t, "b").await.unwrap().unwrap();
+    assert!(matches!(b.state, StoredState::Active { .. }));
+    assert_eq!(b.record, b"b1", "a running job is never replaced");
+    assert_eq!(s.job(t, "c").await.unwrap().unwrap().record, b"c1");
+    let counts = s.counts(t).await.unwrap();
+    assert_eq!((counts.scheduled, counts.ready, counts.active), (2, 1, 1));
+}

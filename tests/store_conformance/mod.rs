@@ -62,6 +62,7 @@ macro_rules! store_conformance {
             due_at_in_the_future_is_not_claimable_before_its_time,
             due_times_are_capped_at_max_due_ms,
             bulk_enqueue_reports_one_outcome_per_job_in_order,
+            bulk_enqueue_has_the_outcomes_of_single_enqueues,
             // claim
             claim_takes_the_earliest_due_first_up_to_max,
             claim_reports_next_due_next_lease_deadline_and_now,

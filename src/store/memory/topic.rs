@@ -127,6 +127,7 @@ impl Topic {
     pub(super) fn claim(&mut self, request: ClaimRequest, now: i64) -> ClaimBatch {
         let mut batch = ClaimBatch {
             now_ms: now,
+            now_us: now.saturating_mul(1000),
             ..ClaimBatch::default()
         };
         for (_, id) in self.active.take_up_to(now, request.sweep_limit) {

@@ -51,6 +51,17 @@ impl RedisStore {
         keys: &TopicKeys,
         args: impl Fn(&mut Cmd),
     ) -> Result<Value> {
+        self.eval_with(context, script, &keys.0, args).await
+    }
+
+    /// [`eval`](Self::eval) with only the first keys of a topic, for a script that touches only those.
+    pub(super) async fn eval_with(
+        &self,
+        context: &'static str,
+        script: &Script,
+        keys: &[String],
+        args: impl Fn(&mut Cmd),
+    ) -> Result<Value> {
         let call = |by_source: bool| {
             let mut cmd = if by_source {
                 let mut c = redis::cmd("EVAL");
@@ -61,7 +72,7 @@ impl RedisStore {
                 c.arg(&script.sha1);
                 c
             };
-            cmd.arg(keys.0.len()).arg(&keys.0[..]);
+            cmd.arg(keys.len()).arg(keys);
             args(&mut cmd);
             cmd
         };

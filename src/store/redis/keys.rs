@@ -26,7 +26,7 @@ use crate::error::Result;
 use crate::partition::validate_store_topic;
 
 /// The suffixes of a topic's keys, in the order every script receives them as `KEYS` (see
-/// `scripts/prelude.lua`).
+/// `scripts/prelude.lua`). `enqueue_one.lua` gets only the first three.
 const SUFFIXES: [&str; 11] = [
     "due",
     "active",

@@ -1,5 +1,6 @@
 //! Live jobs: enqueue, claim, finish, extend, cancel, reschedule, lookup and counts.
 
+use super::keys::TopicKeys;
 use super::reply::{ints, Reply};
 use super::scripts::SCRIPTS;
 use super::{due_args, RedisStore};
@@ -18,6 +19,16 @@ const EXTEND_CHUNK: usize = 2000;
 /// Most jobs one claim takes, and most expired leases one claim sweeps (bounds the script's run time).
 const CLAIM_CAP: usize = 10_000;
 
+/// An enqueue script's outcome code and due time.
+fn outcome(code: i64, due_at_ms: i64) -> EnqueueOutcome {
+    match code {
+        1 => EnqueueOutcome::Created { due_at_ms },
+        2 => EnqueueOutcome::Replaced { due_at_ms },
+        3 => EnqueueOutcome::Exists { due_at_ms },
+        _ => EnqueueOutcome::Running,
+    }
+}
+
 impl RedisStore {
     pub(super) async fn enqueue_jobs(
         &self,
@@ -25,6 +36,9 @@ impl RedisStore {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         let keys = self.keys(topic)?;
+        if let [job] = &jobs[..] {
+            return self.enqueue_one(topic, &keys, job).await.map(|o| vec![o]);
+        }
         let mut out = Vec::with_capacity(jobs.len());
         for chunk in jobs.chunks(ENQUEUE_CHUNK) {
             let reply = self
@@ -47,14 +61,34 @@ impl RedisStore {
                     "the script's reply has the wrong length",
                 ));
             }
-            out.extend(codes.chunks(2).map(|c| match c[0] {
-                1 => EnqueueOutcome::Created { due_at_ms: c[1] },
-                2 => EnqueueOutcome::Replaced { due_at_ms: c[1] },
-                3 => EnqueueOutcome::Exists { due_at_ms: c[1] },
-                _ => EnqueueOutcome::Running,
-            }));
+            out.extend(codes.chunks(2).map(|c| outcome(c[0], c[1])));
         }
         Ok(out)
+    }
+
+    /// One job: `enqueue_one.lua`, which needs only the first three keys (due, active, jobs).
+    async fn enqueue_one(
+        &self,
+        topic: &str,
+        keys: &TopicKeys,
+        job: &NewJob,
+    ) -> Result<EnqueueOutcome> {
+        const CONTEXT: &str = "enqueueing a job";
+        let (kind, value) = due_args(job.due);
+        let reply = self
+            .eval_with(CONTEXT, &SCRIPTS.enqueue_one, &keys.0[..3], |cmd| {
+                cmd.arg(&self.inner.channel)
+                    .arg(topic)
+                    .arg(&job.id)
+                    .arg(&job.record[..])
+                    .arg(kind)
+                    .arg(value)
+                    .arg(u8::from(job.replace));
+            })
+            .await?;
+        let mut r = Reply::new(reply, CONTEXT)?;
+        let (code, due_at_ms) = (r.int()?, r.int()?);
+        Ok(outcome(code, due_at_ms))
     }
 
     pub(super) async fn claim_jobs(
@@ -80,9 +114,10 @@ impl RedisStore {
             next_due_ms: r.opt_int()?,
             next_lease_deadline_ms: r.opt_int()?,
             dead_pending: r.int()? > 0,
-            jobs: Vec::new(),
+            ..ClaimBatch::default()
         };
         let token = u64::try_from(r.int()?).map_err(|e| Error::backend(CONTEXT, e))?;
+        batch.now_us = batch.now_ms.saturating_mul(1000) + r.int()?.clamp(0, 999);
         batch.jobs.reserve(r.remaining() / 3);
         while r.remaining() > 0 {
             let (id, due_at_ms, record) = (r.bytes()?, r.int()?, r.bytes()?);
@@ -121,7 +156,7 @@ impl RedisStore {
                     for item in chunk {
                         inv.arg(&item.id).arg(item.token);
                         match &item.finish {
-                            Finish::Done => inv.arg("done").arg("").arg("").arg(""),
+                            Finish::Done => inv.arg("done"),
                             Finish::Retry {
                                 record,
                                 delay_ms,

@@ -39,8 +39,9 @@ mod live;
 mod reply;
 mod scripts;
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -126,8 +127,13 @@ pub struct RedisStore {
     inner: Arc<Inner>,
 }
 
+/// Most topics whose keys a store keeps built.
+const KEY_CACHE_LIMIT: usize = 1024;
+
 struct Inner {
     namespace: String,
+    /// Each topic's keys, built once.
+    keys: RwLock<HashMap<Box<str>, Arc<TopicKeys>>>,
     /// `host:port`, or the seeds' `host:port,...` on a cluster.
     addr: String,
     channel: String,
@@ -187,6 +193,7 @@ impl RedisStore {
         Ok(RedisStore {
             inner: Arc::new(Inner {
                 namespace: options.namespace,
+                keys: RwLock::new(HashMap::new()),
                 addr,
                 channel,
                 conns: Conns::Single(pool),
@@ -237,6 +244,7 @@ impl RedisStore {
         Ok(RedisStore {
             inner: Arc::new(Inner {
                 namespace: options.namespace,
+                keys: RwLock::default(),
                 addr: connected.addrs,
                 channel,
                 conns: Conns::Cluster(connected.conn),
@@ -255,8 +263,19 @@ impl RedisStore {
         matches!(self.inner.conns, Conns::Cluster(_))
     }
 
-    fn keys(&self, topic: &str) -> Result<TopicKeys> {
-        TopicKeys::new(&self.inner.namespace, topic)
+    /// The keys of `topic`, built once per topic and kept (fails on an invalid topic).
+    fn keys(&self, topic: &str) -> Result<Arc<TopicKeys>> {
+        let cache = &self.inner.keys;
+        if let Some(keys) = cache.read().unwrap_or_else(|p| p.into_inner()).get(topic) {
+            return Ok(keys.clone());
+        }
+        let keys = Arc::new(TopicKeys::new(&self.inner.namespace, topic)?);
+        let mut cache = cache.write().unwrap_or_else(|p| p.into_inner());
+        // Topics are the application's job types; a tool looping over made-up names stops caching.
+        if cache.len() < KEY_CACHE_LIMIT {
+            cache.insert(topic.into(), keys.clone());
+        }
+        Ok(keys)
     }
 }
 

@@ -14,6 +14,7 @@ pub(super) struct Script {
 /// Every script of the backend.
 pub(super) struct Scripts {
     pub(super) enqueue: Script,
+    pub(super) enqueue_one: Script,
     pub(super) claim: Script,
     pub(super) finish: Script,
     pub(super) extend: Script,
@@ -38,6 +39,7 @@ fn script(body: &str) -> Script {
 /// The scripts, built once per process.
 pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     enqueue: script(include_str!("scripts/enqueue.lua")),
+    enqueue_one: script(include_str!("scripts/enqueue_one.lua")),
     claim: script(include_str!("scripts/claim.lua")),
     finish: script(include_str!("scripts/finish.lua")),
     extend: script(include_str!("scripts/extend.lua")),

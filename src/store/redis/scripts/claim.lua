@@ -1,14 +1,18 @@
 -- Sweeps expired leases, then claims due jobs under one fresh lease token (see ClaimBatch in store/mod.rs).
 -- ARGV: max, lease ms, sweep limit, stall limit.
 -- Returns: now, swept, swept_dead, next due|nil, next lease deadline|nil, dead pending (0|1), token,
--- then three fields per claimed job: id, due time, record.
+-- the microseconds of now past its millisecond (0-999), then three fields per claimed job: id, due time,
+-- record.
 -- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (earliest due), ZRANGE (due <= now),
--- ZREMRANGEBYRANK, HINCRBY (token), ZADD (active), HSET (leases), HMGET (records), ZRANGE (next due),
--- ZRANGE (dead pending) = 11, whatever the batch size; a call that finds nothing due makes 4. A sweep
+-- ZREMRANGEBYRANK, HINCRBY (token), ZADD and HSETNX (the marker of prelude.lua), ZADD (active), HSET
+-- (leases), HMGET (records), ZRANGE (next due), ZRANGE (dead pending) = 13, whatever the batch size;
+-- a call that finds nothing due makes 4. A sweep
 -- that finds expired leases adds 4 calls, plus 1 to 4 per expired lease (rare: a worker died or stalled).
 local max, lease = tonumber(ARGV[1]), tonumber(ARGV[2])
 local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
-local now = now_ms()
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now_us_part = tonumber(time[2]) % 1000
 local swept, swept_dead = 0, 0
 
 local next_lease = earliest(K_ACTIVE)
@@ -55,6 +59,7 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
     redis.call('HINCRBY', K_STATS, 'cancelled', n_cancelled)
   end
   kill_many(dead_ids, dead_recs, dead_reasons, now)
+  drop_marker_if_last()
   next_lease = earliest(K_ACTIVE)
 end
 
@@ -71,23 +76,27 @@ if max > 0 and next_due and next_due <= now then
     redis.call('ZREMRANGEBYRANK', K_DUE, 0, k - 1)
     token = redis.call('HINCRBY', K_STATS, 'seq', 1)
     local deadline = now + lease
+    -- Numbers go to redis.call as strings made once: Redis would format each with %.17g.
+    local deadline_s, token_s = string.format('%d', deadline), string.format('%d', token)
     local ids, active, leases = {}, {}, {}
     for i = 1, k do
       local id = got[2 * i - 1]
       ids[i] = id
-      active[2 * i - 1] = deadline
+      active[2 * i - 1] = deadline_s
       active[2 * i] = id
       leases[2 * i - 1] = id
-      leases[2 * i] = token
+      leases[2 * i] = token_s
     end
+    hashed_leases()
     call_many('ZADD', K_ACTIVE, active, 2)
     call_many('HSET', K_LEASES, leases, 2)
     local recs = fetch_many('HMGET', K_JOBS, ids)
     local lost_ids, lost_recs, lost_reasons = {}, {}, {}
     for i = 1, k do
       if recs[i] then
+        -- The due time goes back as Redis wrote it (an integer's digits): no parsing here.
         out[#out + 1] = ids[i]
-        out[#out + 1] = tonumber(got[2 * i])
+        out[#out + 1] = got[2 * i]
         out[#out + 1] = recs[i]
       else
         -- A due id without a record (deleted outside postpone): dead-letter it with the reason, so the
@@ -101,6 +110,9 @@ if max > 0 and next_due and next_due <= now then
       end
     end
     kill_many(lost_ids, lost_recs, lost_reasons, now)
+    if #lost_ids > 0 then
+      drop_marker_if_last()
+    end
     if next_lease == nil or deadline < next_lease then
       next_lease = deadline
     end
@@ -109,8 +121,8 @@ if max > 0 and next_due and next_due <= now then
 end
 
 local pending = redis.call('ZRANGE', K_DEAD_PENDING, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1)
-local reply = { now, swept, swept_dead, next_due or false, next_lease or false, #pending, token }
+local reply = { now, swept, swept_dead, next_due or false, next_lease or false, #pending, token, now_us_part }
 for i = 1, #out do
-  reply[7 + i] = out[i]
+  reply[8 + i] = out[i]
 end
 return reply

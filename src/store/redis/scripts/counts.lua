@@ -7,7 +7,7 @@ local ready = redis.call('ZCOUNT', K_DUE, '-inf', now)
 local out = {
   total - ready,
   ready,
-  redis.call('ZCARD', K_ACTIVE),
+  redis.call('ZCARD', K_ACTIVE) - (redis.call('ZSCORE', K_ACTIVE, HASHED) and 1 or 0),
   redis.call('ZCARD', K_DEAD),
   redis.call('ZCARD', K_DEAD_PENDING),
 }

@@ -1,17 +1,21 @@
 -- Finishes claimed jobs, each only if its token matches its current lease (see Finish in store/mod.rs).
--- ARGV: channel, topic, then per item six fields:
---   id, token, 'done'|'retry'|'dead', record ('' for done), delay ms (retry) or reason (dead),
---   '1'|'0' (retry: count it in `retried`).
+-- ARGV: channel, topic, then per item: id, token, kind, and for kind 'retry' or 'dead' three more:
+--   'done':  id, token, 'done'
+--   'retry': id, token, 'retry', record, delay ms, '1'|'0' (count it in `retried`)
+--   'dead':  id, token, 'dead', record, reason, ''
 -- Returns one integer per item: 1 applied, 2 cancelled, 3 stale.
 -- redis.call per batch of done jobs: TIME, HMGET (leases), SCARD (cancels), ZREM (active), HDEL (leases),
--- HDEL (jobs), HDEL (stalls), HINCRBY (processed) = 8. Retries add ZRANGE, HSET, ZADD and HINCRBY;
--- dead jobs add HSET x2, ZADD x2 and HINCRBY x2.
+-- ZCARD (active: the marker of prelude.lua goes with the last lease), EXISTS (stalls), HDEL (jobs),
+-- HINCRBY (processed) = 9, and HDEL (stalls) when a job of the topic ever stalled. Retries add ZRANGE, HSET, ZADD and HINCRBY; dead jobs add HSET x2, ZADD x2 and HINCRBY x2.
 local channel, topic = ARGV[1], ARGV[2]
-local n = (#ARGV - 2) / 6
 local now = now_ms()
-local ids = {}
-for i = 1, n do
-  ids[i] = ARGV[2 + (i - 1) * 6 + 1]
+-- Where each item starts in ARGV.
+local ids, at_arg = {}, {}
+local b, n = 2, 0
+while b < #ARGV do
+  n = n + 1
+  ids[n], at_arg[n] = ARGV[b + 1], b
+  b = b + (ARGV[b + 3] == 'done' and 3 or 6)
 end
 local leases = fetch_many('HMGET', K_LEASES, ids)
 local any_cancels = redis.call('SCARD', K_CANCELS) > 0
@@ -27,8 +31,8 @@ local dead_ids, dead_recs, dead_reasons = {}, {}, {}
 local processed, retried, n_cancelled = 0, 0, 0
 local first_retry = nil
 for i = 1, n do
-  local b = 2 + (i - 1) * 6
-  local id, token, kind = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
+  local b = at_arg[i]
+  local id, token, kind = ids[i], ARGV[b + 2], ARGV[b + 3]
   if seen[id] or leases[i] ~= token then
     out[i] = 3
   else
@@ -68,10 +72,13 @@ end
 if #gone > 0 then
   call_many('ZREM', K_ACTIVE, gone, 1)
   call_many('HDEL', K_LEASES, gone, 1)
+  drop_marker_if_last()
 end
 if #ended > 0 then
   call_many('HDEL', K_JOBS, ended, 1)
-  call_many('HDEL', K_STALLS, ended, 1)
+  if redis.call('EXISTS', K_STALLS) == 1 then
+    call_many('HDEL', K_STALLS, ended, 1)
+  end
   if any_cancels then
     call_many('SREM', K_CANCELS, ended, 1)
   end

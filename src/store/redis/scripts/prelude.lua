@@ -12,6 +12,15 @@ local MAX_MS = 253402300799999
 -- Why a job whose record was deleted outside postpone is dead-lettered (with an empty record).
 local DAMAGED = 'damaged: its record was missing from Redis (deleted outside postpone)'
 
+-- A member of `active` and a field of `leases` while any job is active: no id can be it (ids hold no
+-- control characters), and it is longer than Redis's largest listpack entry (64 bytes by default), so
+-- while it is there both keys keep their hashed encodings (skiplist, hash table). In a listpack every
+-- ZADD, ZREM, HSET, HMGET and HDEL scans the whole key: at 50 to 100 active jobs that cost 2.4 to
+-- 3.2 us per claimed and finished job in `active` and 1.8 to 2.3 us in `leases`, against 0.9 and 0.8
+-- us hashed. It sorts last in `active` (score +inf); it is added with a topic's first lease and
+-- removed with its last, so a topic with no active job has neither key.
+local HASHED = '\1postpone: not a job id; keeps this key in its hashed encoding (see prelude.lua)'
+
 -- Lua's unpack() takes at most ~8000 values: calls with a list argument go in slices of SLICE.
 local SLICE = 4000
 
@@ -47,13 +56,26 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The lowest score of a sorted set, or nil when it is empty.
+-- The lowest score of a sorted set, or nil when it is empty (or holds only the marker below).
 local function earliest(key)
   local r = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if r[2] then
+  if r[2] and r[1] ~= HASHED then
     return tonumber(r[2])
   end
   return nil
+end
+
+-- Before leases are added: puts the marker in `active` and `leases`.
+local function hashed_leases()
+  redis.call('ZADD', K_ACTIVE, 'NX', '+inf', HASHED)
+  redis.call('HSETNX', K_LEASES, HASHED, '')
+end
+
+-- After leases are removed: when only the marker is left, deletes `active` and `leases`.
+local function drop_marker_if_last()
+  if redis.call('ZCARD', K_ACTIVE) == 1 and redis.call('ZSCORE', K_ACTIVE, HASHED) then
+    redis.call('DEL', K_ACTIVE, K_LEASES)
+  end
 end
 
 -- A due time from ('in', delay ms) or ('at', absolute ms; the past means now).

@@ -1,0 +1,154 @@
+//! The command line: `postpone-bench <workload> [--jobs N] [--concurrency C] [--redis URL] ...`.
+
+use std::fmt;
+
+/// The workloads of BENCHMARKS.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Workload {
+    Enqueue,
+    EnqueueBulk,
+    Drain,
+    Delayed,
+    Memory,
+    Backlog,
+    Idle,
+}
+
+impl Workload {
+    const ALL: [(&'static str, Workload); 7] = [
+        ("enqueue", Workload::Enqueue),
+        ("enqueue-bulk", Workload::EnqueueBulk),
+        ("drain", Workload::Drain),
+        ("delayed", Workload::Delayed),
+        ("memory", Workload::Memory),
+        ("backlog", Workload::Backlog),
+        ("idle", Workload::Idle),
+    ];
+
+    fn parse(s: &str) -> Option<Self> {
+        Self::ALL.iter().find(|(n, _)| *n == s).map(|(_, w)| *w)
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, w)| *w == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("?")
+    }
+
+    /// The job count of BENCHMARKS.md.
+    fn default_jobs(self) -> u64 {
+        match self {
+            Workload::Delayed => 2_000,
+            Workload::Memory => 100_000,
+            Workload::Idle => 0,
+            _ => 50_000,
+        }
+    }
+}
+
+impl fmt::Display for Workload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Parsed options.
+#[derive(Debug, Clone)]
+pub(crate) struct Args {
+    pub(crate) workload: Workload,
+    pub(crate) jobs: u64,
+    pub(crate) concurrency: usize,
+    pub(crate) redis: String,
+    /// `backlog`: jobs due in an hour sitting beside the drained ones.
+    pub(crate) backlog: u64,
+    /// `idle`: registered topics, and seconds measured.
+    pub(crate) topics: usize,
+    pub(crate) secs: u64,
+}
+
+pub(crate) const USAGE: &str = "\
+usage: postpone-bench <workload> [--jobs N] [--concurrency C] [--redis URL]
+                      [--backlog N] [--topics N] [--secs S]
+
+workloads: enqueue, enqueue-bulk, drain, delayed, memory, backlog, idle (see BENCHMARKS.md)
+  --jobs N         jobs (defaults: 50,000; delayed 2,000; memory 100,000)
+  --concurrency C  worker concurrency (default 50)
+  --redis URL      Redis to use; it is FLUSHALLed (default redis://127.0.0.1:6379)
+  --backlog N      backlog: jobs due in an hour beside the drained ones (default 1,000,000)
+  --topics N       idle: registered topics (default 10, at most 10)
+  --secs S         idle: seconds measured (default 10)
+
+Prints human-readable lines, then one line of JSON; exits 1 if a job was lost or failed.";
+
+impl Args {
+    /// Parses `args` (without the program name).
+    pub(crate) fn parse(args: &[String]) -> Result<Self, String> {
+        let mut it = args.iter();
+        let name = it.next().ok_or("no workload given")?;
+        let workload = Workload::parse(name).ok_or_else(|| format!("unknown workload {name:?}"))?;
+        let mut out = Args {
+            workload,
+            jobs: workload.default_jobs(),
+            concurrency: 50,
+            redis: "redis://127.0.0.1:6379".into(),
+            backlog: 1_000_000,
+            topics: 10,
+            secs: 10,
+        };
+        while let Some(flag) = it.next() {
+            let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+            match flag.as_str() {
+                "--jobs" => out.jobs = number(flag, value()?)?,
+                "--concurrency" => out.concurrency = number(flag, value()?)? as usize,
+                "--redis" => out.redis = value()?.clone(),
+                "--backlog" => out.backlog = number(flag, value()?)?,
+                "--topics" => out.topics = number(flag, value()?)? as usize,
+                "--secs" => out.secs = number(flag, value()?)?,
+                other => return Err(format!("unknown option {other:?}")),
+            }
+        }
+        if out.concurrency == 0 || !(1..=10).contains(&out.topics) || out.secs == 0 {
+            return Err("--concurrency, --secs must be at least 1; --topics 1 to 10".into());
+        }
+        if out.jobs == 0 && workload != Workload::Idle {
+            return Err("--jobs must be at least 1".into());
+        }
+        Ok(out)
+    }
+}
+
+fn number(flag: &str, s: &str) -> Result<u64, String> {
+    s.replace(['_', ','], "")
+        .parse()
+        .map_err(|_| format!("{flag} wants a number, not {s:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Args, String> {
+        Args::parse(&s.split_whitespace().map(String::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn defaults_and_flags() {
+        let a = parse("drain").unwrap();
+        assert_eq!(
+            (a.workload, a.jobs, a.concurrency),
+            (Workload::Drain, 50_000, 50)
+        );
+        assert_eq!(a.redis, "redis://127.0.0.1:6379");
+        let a = parse("delayed --jobs 1_000 --redis redis://x:1 --concurrency 5").unwrap();
+        assert_eq!(
+            (a.jobs, a.concurrency, a.redis.as_str()),
+            (1000, 5, "redis://x:1")
+        );
+        assert_eq!(parse("memory").unwrap().jobs, 100_000);
+        assert!(parse("nope").is_err());
+        assert!(parse("drain --jobs").is_err());
+        assert!(parse("idle --topics 11").is_err());
+    }
+}

@@ -1,0 +1,227 @@
+//! The worker process: the harness runs itself again as `postpone-bench __worker <workload> ...`, so that
+//! the worker has a process (and CPU figures) of its own, as in production.
+//!
+//! The child prints `ready` once its worker runs, and, when it is done, one line of JSON (a
+//! [`ChildReport`]). `drain` and `delayed` end by themselves once every job was handled and acknowledged;
+//! `idle` ends when its stdin closes.
+
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use postpone::{Client, Job, JobContext, JobError, Worker};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
+use tokio::sync::Notify;
+
+use crate::args::{Args, Workload};
+use crate::jobs::*;
+use crate::probe::Probe;
+use crate::report::own_cpu_s;
+use crate::BoxResult;
+
+/// The hidden subcommand.
+pub(crate) const SUBCOMMAND: &str = "__worker";
+
+/// What the worker process reports.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct ChildReport {
+    /// Handler runs.
+    pub(crate) handled: u64,
+    /// From just before the worker connected to the last job acknowledged.
+    pub(crate) secs: f64,
+    /// This process's CPU over that time (user + system).
+    pub(crate) cpu_s: f64,
+    /// Redis CPU over that time.
+    pub(crate) redis_cpu_s: f64,
+    /// `delayed`: handler start minus due time by the Redis clock, ms, per job.
+    pub(crate) lateness_ms: Vec<f64>,
+    /// `delayed`: each job's due time (ms since the epoch), in the order of `lateness_ms`.
+    pub(crate) due_ms: Vec<i64>,
+}
+
+/// The parent's handle on a worker process.
+pub(crate) struct WorkerProcess {
+    child: Child,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+impl WorkerProcess {
+    /// Starts `postpone-bench __worker <workload> ...` with `args`, and waits until its worker runs.
+    pub(crate) async fn start(workload: Workload, args: &Args) -> BoxResult<Self> {
+        let mut child = Command::new(std::env::current_exe()?)
+            .arg(SUBCOMMAND)
+            .arg(workload.name())
+            .args(["--jobs", &args.jobs.to_string()])
+            .args(["--concurrency", &args.concurrency.to_string()])
+            .args(["--redis", &args.redis])
+            .args(["--topics", &args.topics.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        match lines.next_line().await? {
+            Some(line) if line == "ready" => Ok(WorkerProcess { child, lines }),
+            other => Err(format!("worker process did not start: {other:?}").into()),
+        }
+    }
+
+    /// Closes its stdin (which stops an idle worker) and reads its report.
+    pub(crate) async fn finish(mut self) -> BoxResult<ChildReport> {
+        drop(self.child.stdin.take());
+        let line = self.lines.next_line().await?;
+        let status = self.child.wait().await?;
+        let line =
+            line.ok_or_else(|| format!("worker process ended without a report ({status})"))?;
+        if !status.success() {
+            return Err(format!("worker process failed ({status})").into());
+        }
+        Ok(serde_json::from_str(&line)?)
+    }
+}
+
+/// Counts handler runs and wakes the main task when the target is reached.
+struct Counter {
+    handled: AtomicU64,
+    target: u64,
+    done: Notify,
+}
+
+impl Counter {
+    fn hit(&self) {
+        let n = self.handled.fetch_add(1, Ordering::Relaxed) + 1;
+        if n == self.target {
+            self.done.notify_one();
+        }
+        if n % 5000 == 0 && std::env::var_os("BENCH_PROGRESS").is_some() {
+            eprintln!("    {n} handled at {:?}", START.get().map(|s| s.elapsed()));
+        }
+    }
+}
+
+static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+
+#[derive(Clone)]
+struct State {
+    counter: Arc<Counter>,
+    /// `delayed`: Redis, for its clock, and the lateness of each job.
+    redis: Option<redis::aio::MultiplexedConnection>,
+    lateness: Arc<Mutex<Vec<(f64, i64)>>>,
+}
+
+/// The drain handler: does nothing (the payload is decoded into `Order` by the worker).
+async fn drain_order(_job: Order, _ctx: JobContext, state: State) -> Result<(), JobError> {
+    state.counter.hit();
+    Ok(())
+}
+
+/// The delayed handler: reads the Redis clock first thing, and records how late it started.
+async fn delayed_order(_job: Order, ctx: JobContext, state: State) -> Result<(), JobError> {
+    let mut redis = state.redis.clone().expect("delayed has a connection");
+    let (secs, micros): (i64, i64) = redis::cmd("TIME")
+        .query_async(&mut redis)
+        .await
+        .map_err(JobError::msg)?;
+    let late_us = secs * 1_000_000 + micros - ctx.due_at().timestamp_millis() * 1000;
+    let due_ms = ctx.due_at().timestamp_millis();
+    state
+        .lateness
+        .lock()
+        .unwrap()
+        .push((late_us as f64 / 1000.0, due_ms));
+    state.counter.hit();
+    Ok(())
+}
+
+async fn noop<J: Job>(_job: J, _ctx: JobContext, _state: State) -> Result<(), JobError> {
+    Ok(())
+}
+
+/// `postpone-bench __worker <workload> ...`: runs a worker for `workload` and reports.
+pub(crate) async fn main(args: Args) -> BoxResult<()> {
+    let start = *START.get_or_init(Instant::now);
+    let mut probe = Probe::connect(&args.redis).await?;
+    let redis_cpu = probe.cpu_s().await?;
+    let client = Client::connect(&args.redis).await?;
+    let redis = match args.workload {
+        Workload::Delayed => Some(crate::probe::connection(&args.redis).await?),
+        _ => None,
+    };
+    let state = State {
+        counter: Arc::new(Counter {
+            handled: AtomicU64::new(0),
+            target: args.jobs,
+            done: Notify::new(),
+        }),
+        redis,
+        lateness: Arc::new(Mutex::new(Vec::with_capacity(args.jobs as usize))),
+    };
+    let mut builder = Worker::with_state(&client, state.clone()).concurrency(args.concurrency);
+    builder = match args.workload {
+        Workload::Drain | Workload::Backlog => builder.handle(drain_order),
+        Workload::Delayed => builder.handle(delayed_order),
+        Workload::Idle => idle_handlers(builder, args.topics),
+        other => return Err(format!("no worker process for {other}").into()),
+    };
+    let worker = builder.build()?;
+    let shutdown = worker.shutdown_handle();
+    let running = tokio::spawn(worker.run());
+    println!("ready");
+
+    if args.workload == Workload::Idle {
+        let mut sink = Vec::new();
+        tokio::io::stdin().read_to_end(&mut sink).await?;
+    } else {
+        // Every job handled, then acknowledged (the counter of processed jobs says so).
+        let limit = Duration::from_secs(120 + args.jobs / 500);
+        let counter = state.counter.clone();
+        let handled = async {
+            while counter.handled.load(Ordering::Relaxed) < counter.target {
+                counter.done.notified().await;
+            }
+        };
+        if tokio::time::timeout(limit, handled).await.is_err() {
+            return Err(format!(
+                "only {} of {} jobs ran within {limit:?}",
+                counter.handled.load(Ordering::Relaxed),
+                args.jobs
+            )
+            .into());
+        }
+        let topic = client.topic::<Order>();
+        while topic.counts().await?.processed < args.jobs {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    let lateness = std::mem::take(&mut *state.lateness.lock().unwrap());
+    let report = ChildReport {
+        handled: state.counter.handled.load(Ordering::Relaxed),
+        secs: start.elapsed().as_secs_f64(),
+        cpu_s: own_cpu_s(),
+        redis_cpu_s: probe.cpu_s().await? - redis_cpu,
+        lateness_ms: lateness.iter().map(|l| l.0).collect(),
+        due_ms: lateness.iter().map(|l| l.1).collect(),
+    };
+    shutdown.shutdown();
+    running.await??;
+    println!("{}", serde_json::to_string(&report)?);
+    Ok(())
+}
+
+fn idle_handlers(
+    mut b: postpone::WorkerBuilder<State>,
+    topics: usize,
+) -> postpone::WorkerBuilder<State> {
+    macro_rules! register {
+        ($($i:literal $t:ident),*) => {
+            $( if topics > $i { b = b.handle(noop::<$t>); } )*
+        };
+    }
+    register!(0 Idle0, 1 Idle1, 2 Idle2, 3 Idle3, 4 Idle4, 5 Idle5, 6 Idle6, 7 Idle7, 8 Idle8, 9 Idle9);
+    b
+}

@@ -1,0 +1,152 @@
+//! The result of a workload: printed as human lines, then as one line of JSON.
+
+use serde::Serialize;
+
+/// The JSON line (BENCHMARKS.md's fields, those that apply, then a few of the harness's own).
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct Report {
+    pub(crate) workload: &'static str,
+    pub(crate) jobs: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) secs: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) jobs_per_sec: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) worker_cpu_s: Option<f64>,
+    /// `enqueue`, `enqueue-bulk`: CPU of the enqueueing process (the harness itself).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) client_cpu_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) redis_cpu_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) p50_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) p99_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) max_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) min_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) bytes_per_job: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) commands_per_sec: Option<f64>,
+    /// `idle`: commands per second per registered topic.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) commands_per_sec_per_topic: Option<f64>,
+    /// `idle`: calls made inside scripts per second (counted in commandstats, not sent by the worker).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) script_calls_per_sec: Option<f64>,
+    /// Redis CPU per job, microseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) redis_us_per_job: Option<f64>,
+    /// `backlog`: the jobs due in an hour beside the drained ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) backlog: Option<u64>,
+    /// `backlog`: the same run's plain drain, and the ratio to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) drain_jobs_per_sec: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) ratio_to_drain: Option<f64>,
+    /// Whether every job ended as it should (none lost, failed, or left behind).
+    pub(crate) ok: bool,
+    /// The 1-minute load average when the run ended (the machine is shared).
+    pub(crate) load1: f64,
+}
+
+/// Rounds for printing: 3 significant decimals are plenty.
+pub(crate) fn round(x: f64, decimals: i32) -> f64 {
+    let m = 10f64.powi(decimals);
+    (x * m).round() / m
+}
+
+/// The load averages, from /proc/loadavg (0 where unavailable).
+pub(crate) fn load() -> (f64, f64, f64) {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut it = text.split_whitespace().map(|s| s.parse().unwrap_or(0.0));
+    (
+        it.next().unwrap_or(0.0),
+        it.next().unwrap_or(0.0),
+        it.next().unwrap_or(0.0),
+    )
+}
+
+/// CPU this process used so far (user + system), seconds: the sum of its threads' run times from
+/// /proc/self/task/*/schedstat (nanoseconds), or /proc/self/stat (10 ms ticks, exited threads included)
+/// when that is larger or unavailable.
+pub(crate) fn own_cpu_s() -> f64 {
+    let ticks = {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        // Fields after the command name, which is in parentheses and may hold spaces.
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after ")".
+        let t = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|s| s.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        (t(11) + t(12)) / 100.0
+    };
+    let mut ns = 0u64;
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for task in tasks.flatten() {
+            let text = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+            ns += text
+                .split_whitespace()
+                .next()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+        }
+    }
+    let precise = ns as f64 / 1e9;
+    // Threads that exited are only in the ticks: trust those when they say clearly more.
+    if precise > 0.0 && precise + 0.02 >= ticks {
+        precise
+    } else {
+        ticks
+    }
+}
+
+/// Percentile `p` (0..=100) of sorted values, nearest rank.
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 50.0), 50.0);
+        assert_eq!(percentile(&v, 99.0), 99.0);
+        assert_eq!(percentile(&v, 100.0), 100.0);
+        assert_eq!(percentile(&[3.0], 99.0), 3.0);
+    }
+
+    #[test]
+    fn own_cpu_reads() {
+        assert!(own_cpu_s() >= 0.0);
+    }
+
+    #[test]
+    fn json_leaves_out_what_does_not_apply() {
+        let r = Report {
+            workload: "enqueue",
+            jobs: 5,
+            secs: Some(1.0),
+            ..Report::default()
+        };
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(
+            json.starts_with(r#"{"workload":"enqueue","jobs":5,"secs":1.0,"ok":false"#),
+            "{json}"
+        );
+    }
+}

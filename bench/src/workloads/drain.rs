@@ -1,0 +1,96 @@
+//! `drain` (jobs already due, one worker process) and `backlog` (the same beside a million jobs due in
+//! an hour).
+
+use std::time::Instant;
+
+use super::{client, counts_ok, enqueue_bulk, rate};
+use crate::args::{Args, Workload};
+use crate::child::WorkerProcess;
+use crate::jobs::Order;
+use crate::probe::Probe;
+use crate::report::{round, Report};
+use crate::BoxResult;
+
+/// An hour, in ms.
+const HOUR_MS: u64 = 3_600_000;
+
+/// `drain`.
+pub(super) async fn plain(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
+    drain(args, probe, 0).await
+}
+
+/// `backlog`: a plain drain, then the same with `args.backlog` jobs due in an hour in the topic.
+pub(super) async fn backlog(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
+    println!("  plain drain first, for the ratio:");
+    let plain = drain(args, probe, 0).await?;
+    probe.flushall().await?;
+    println!("  with {} jobs due in an hour:", args.backlog);
+    let with = drain(args, probe, args.backlog).await?;
+    let (a, b) = (
+        plain.jobs_per_sec.unwrap_or(0.0),
+        with.jobs_per_sec.unwrap_or(0.0),
+    );
+    let ratio = b / a;
+    println!("  backlog / drain = {b:.0} / {a:.0} = {ratio:.3}");
+    Ok(Report {
+        backlog: Some(args.backlog),
+        drain_jobs_per_sec: Some(a),
+        ratio_to_drain: Some(round(ratio, 3)),
+        ok: plain.ok && with.ok,
+        ..with
+    })
+}
+
+async fn drain(args: &Args, probe: &mut Probe, backlog: u64) -> BoxResult<Report> {
+    let client = client(args).await?;
+    let mut ok = true;
+    if backlog > 0 {
+        let start = Instant::now();
+        ok &= enqueue_bulk(&client, 1_000_000_000, backlog, |_| HOUR_MS).await?;
+        println!(
+            "  enqueued the backlog in {:.1} s; Redis used_memory {} MB",
+            start.elapsed().as_secs_f64(),
+            probe.used_memory().await? >> 20
+        );
+    }
+    ok &= enqueue_bulk(&client, 0, args.jobs, |_| 0).await?;
+    let stats = probe.command_stats().await?;
+    let worker = WorkerProcess::start(Workload::Drain, args).await?;
+    let r = worker.finish().await?;
+    let after = probe.command_stats().await?;
+    let (sent, _, _) = after.since(&stats);
+    let counts = client.topic::<Order>().counts().await?;
+    ok &= counts_ok(&counts, args.jobs, backlog);
+    if r.handled != args.jobs {
+        println!(
+            "  FAILED: {} handler runs for {} jobs",
+            r.handled, args.jobs
+        );
+        ok = false;
+    }
+    let jobs_per_sec = rate(args.jobs, r.secs);
+    let redis_us = r.redis_cpu_s * 1e6 / args.jobs as f64;
+    println!(
+        "  {} jobs in {:.3} s: {jobs_per_sec:.0} jobs/s, concurrency {}; worker CPU {:.2} s ({:.1} us/job); \
+         Redis CPU {:.3} s ({redis_us:.1} us/job)",
+        args.jobs,
+        r.secs,
+        args.concurrency,
+        r.cpu_s,
+        r.cpu_s * 1e6 / args.jobs as f64,
+        r.redis_cpu_s,
+    );
+    println!(
+        "  Redis commands: {sent} sent by the worker; with calls inside scripts: {}",
+        after.time_since(&stats)
+    );
+    Ok(Report {
+        secs: Some(round(r.secs, 3)),
+        jobs_per_sec: Some(round(jobs_per_sec, 0)),
+        worker_cpu_s: Some(round(r.cpu_s, 2)),
+        redis_cpu_s: Some(round(r.redis_cpu_s, 3)),
+        redis_us_per_job: Some(round(redis_us, 2)),
+        ok,
+        ..Report::default()
+    })
+}

@@ -1,0 +1,100 @@
+//! The workloads of BENCHMARKS.md. Each flushes Redis, runs, checks that every job ended as it should,
+//! and returns its [`Report`].
+
+mod delayed;
+mod drain;
+mod enqueue;
+mod idle;
+mod memory;
+
+use postpone::{Client, EnqueueStatus, Enqueued, TopicCounts};
+
+use crate::args::{Args, Workload};
+use crate::jobs::Order;
+use crate::probe::Probe;
+use crate::report::Report;
+use crate::BoxResult;
+
+/// Runs `args.workload`.
+pub(crate) async fn run(args: &Args) -> BoxResult<Report> {
+    let mut probe = Probe::connect(&args.redis).await?;
+    println!(
+        "postpone-bench {}: Redis {} at {}",
+        args.workload,
+        probe.version().await?,
+        args.redis
+    );
+    probe.flushall().await?;
+    match args.workload {
+        Workload::Enqueue => enqueue::single(args, &mut probe).await,
+        Workload::EnqueueBulk => enqueue::bulk(args, &mut probe).await,
+        Workload::Drain => drain::plain(args, &mut probe).await,
+        Workload::Backlog => drain::backlog(args, &mut probe).await,
+        Workload::Delayed => delayed::run(args, &mut probe).await,
+        Workload::Memory => memory::run(args, &mut probe).await,
+        Workload::Idle => idle::run(args, &mut probe).await,
+    }
+}
+
+/// A client of the library, as an application would make one.
+async fn client(args: &Args) -> BoxResult<Client> {
+    Ok(Client::connect(&args.redis).await?)
+}
+
+/// Loads the scripts (the first EVALSHA of a script meets NOSCRIPT), leaving nothing behind.
+async fn warm_up(client: &Client) -> BoxResult<()> {
+    client
+        .enqueue(Order::new(0))
+        .id("warm-up")
+        .after(std::time::Duration::from_secs(3600))
+        .await?;
+    client.cancel::<Order>("warm-up").await?;
+    Ok(())
+}
+
+/// Whether every enqueue created a job.
+fn all_created(done: &[Enqueued]) -> bool {
+    done.iter().all(|e| e.status == EnqueueStatus::Created)
+}
+
+/// Checks counts; prints what is wrong. `live` is how many jobs should still be waiting.
+fn counts_ok(c: &TopicCounts, processed: u64, live: u64) -> bool {
+    let ok = c.processed == processed
+        && c.scheduled + c.ready == live
+        && c.active == 0
+        && c.dead == 0
+        && c.failed == 0
+        && c.retried == 0
+        && c.stalled == 0;
+    if !ok {
+        println!("  FAILED: expected {processed} processed and {live} waiting, found {c:?}");
+    }
+    ok
+}
+
+/// Jobs per second.
+fn rate(jobs: u64, secs: f64) -> f64 {
+    jobs as f64 / secs
+}
+
+/// Enqueues `n` jobs due after `delay_ms(i)` with the bulk API, 1,000 per call; returns whether all
+/// were created.
+async fn enqueue_bulk(
+    client: &Client,
+    first: u64,
+    n: u64,
+    delay_ms: impl Fn(u64) -> u64,
+) -> BoxResult<bool> {
+    let mut ok = true;
+    let mut i = first;
+    while i < first + n {
+        let end = (i + 1000).min(first + n);
+        let items = (i..end).map(|k| {
+            postpone::EnqueueItem::new(Order::new(k))
+                .after(std::time::Duration::from_millis(delay_ms(k)))
+        });
+        ok &= all_created(&client.enqueue_many(items).await?);
+        i = end;
+    }
+    Ok(ok)
+}

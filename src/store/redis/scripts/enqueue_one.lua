@@ -1,0 +1,34 @@
+-- Enqueues one job: enqueue.lua's outcomes for a batch of one, in fewer calls (the common single
+-- enqueue, one round trip per job, so every call here counts).
+-- KEYS: due, active, jobs (the first three of keys.rs; the others are not touched).
+-- ARGV: channel, topic, id, record, 'in'|'at', due value (ms), '1'|'0' (replace).
+-- Returns outcome (1 created, 2 replaced, 3 exists, 4 running) and due time (ms; 0 when running).
+-- redis.call for a new job: TIME, ZRANGE (earliest), HSETNX, ZADD = 4, and PUBLISH when it is now the
+-- topic's earliest. (A live job, due or active, always has its record in `jobs`: HSETNX both checks
+-- and stores.)
+local channel, topic, id, rec = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local at = resolve_due(now_ms(), ARGV[5], tonumber(ARGV[6]))
+local first = earliest(K_DUE)
+local outcome = 1
+if ARGV[7] == '1' then
+  if redis.call('ZSCORE', K_ACTIVE, id) then
+    return { 4, 0 }
+  end
+  if redis.call('ZSCORE', K_DUE, id) then
+    outcome = 2
+  end
+  redis.call('HSET', K_JOBS, id, rec)
+elseif redis.call('HSETNX', K_JOBS, id, rec) == 0 then
+  if redis.call('ZSCORE', K_ACTIVE, id) then
+    return { 4, 0 }
+  end
+  local current = redis.call('ZSCORE', K_DUE, id)
+  if current then
+    return { 3, tonumber(current) }
+  end
+  -- A record with no due or active entry breaks the invariant: store the job as new.
+  redis.call('HSET', K_JOBS, id, rec)
+end
+redis.call('ZADD', K_DUE, string.format('%d', at), id)
+hint_if_earlier(channel, topic, first, at)
+return { outcome, at }
