@@ -231,8 +231,10 @@ impl RedisStore {
         keys: &[String],
         args: impl FnOnce(&mut redis::Cmd),
     ) -> Result<Value> {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(script.get_hash()).arg(keys.len());
+        // Room for a single job's arguments (batches grow it a few times, not once per argument).
+        let key_bytes: usize = keys.iter().map(String::len).sum();
+        let mut cmd = redis::Cmd::with_capacity(keys.len() + 16, key_bytes + 512);
+        cmd.arg("EVALSHA").arg(script.get_hash()).arg(keys.len());
         for key in keys {
             cmd.arg(key);
         }
