@@ -93,7 +93,12 @@ impl JobContext {
             stop: AtomicU8::new(NOT_STOPPED),
             stopped: Notify::new(),
         });
-        (JobContext { inner: inner.clone() }, StopSender(inner))
+        (
+            JobContext {
+                inner: inner.clone(),
+            },
+            StopSender(inner),
+        )
     }
 
     /// A context for calling a handler directly in a test: attempt 1 of `attempts_allowed`, enqueued and
