@@ -3,7 +3,10 @@
 //! ```text
 //! cargo run --example quickstart                                      # in memory, no Redis needed
 //! REDIS_URL=redis://127.0.0.1:6379 cargo run --example quickstart    # on Redis
+//! REDIS_CLUSTER_NODES=redis://127.0.0.1:7000,redis://127.0.0.1:7001 cargo run --example quickstart
 //! ```
+//!
+//! `REDIS_CLUSTER_NODES` (seed URLs of a Redis Cluster, separated by commas) wins over `REDIS_URL`.
 //!
 //! It uses a short demo schedule so it finishes in about two seconds, and exits 0 when every job ended
 //! as expected.
@@ -101,9 +104,18 @@ async fn charge(job: Charge, ctx: JobContext, _app: App) -> Result<(), JobError>
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let started = Instant::now();
     let client = Client::builder().namespace("quickstart");
-    let client = match std::env::var("REDIS_URL") {
-        Ok(url) if !url.is_empty() => client.redis(&url).await?,
-        _ => client.store(postpone::store::memory::MemoryStore::new()),
+    let env = |name| {
+        std::env::var(name)
+            .ok()
+            .filter(|v: &String| !v.trim().is_empty())
+    };
+    let client = if let Some(nodes) = env("REDIS_CLUSTER_NODES") {
+        let nodes: Vec<&str> = nodes.split(',').map(str::trim).collect();
+        client.redis_cluster(&nodes).await?
+    } else if let Some(url) = env("REDIS_URL") {
+        client.redis(&url).await?
+    } else {
+        client.store(postpone::store::memory::MemoryStore::new())
     };
     println!("postpone quickstart, backend: {}", client.backend_name());
 

@@ -118,6 +118,18 @@ pub enum Error {
         /// The underlying error.
         source: BoxError,
     },
+    /// An operation on one partition of a partitioned topic failed (its Redis Cluster node is down, say).
+    /// The other partitions are unaffected.
+    Partition {
+        /// The topic.
+        topic: String,
+        /// The partition that failed (`0..partitions`).
+        partition: u16,
+        /// How many partitions the topic has.
+        partitions: u16,
+        /// What went wrong there.
+        source: Box<Error>,
+    },
     /// The worker was already running or has shut down.
     WorkerState {
         /// What is wrong.
@@ -166,7 +178,11 @@ impl Error {
 
     /// True for failures of the connection to the backend (worth retrying later), false for bad input.
     pub fn is_transient(&self) -> bool {
-        matches!(self, Error::Connect { .. } | Error::Backend { .. })
+        match self {
+            Error::Connect { .. } | Error::Backend { .. } => true,
+            Error::Partition { source, .. } => source.is_transient(),
+            _ => false,
+        }
     }
 }
 
@@ -223,6 +239,16 @@ impl fmt::Display for Error {
                 "Redis {version} is too old: postpone needs Redis 6.2 or later"
             ),
             Error::Backend { context, source } => write!(f, "{context}: {source}"),
+            Error::Partition {
+                topic,
+                partition,
+                partitions,
+                source,
+            } => write!(
+                f,
+                "partition {partition} of {partitions} of topic {topic:?} (stored as \"{topic}#{partition}\") \
+                 failed: {source}"
+            ),
             Error::WorkerState { reason } => write!(f, "worker: {reason}"),
         }
     }
@@ -235,6 +261,7 @@ impl std::error::Error for Error {
             | Error::Decode { source, .. }
             | Error::Connect { source, .. }
             | Error::Backend { source, .. } => Some(source.as_ref()),
+            Error::Partition { source, .. } => Some(source.as_ref()),
             _ => None,
         }
     }
@@ -243,6 +270,23 @@ impl std::error::Error for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn partition_errors_name_the_partition_and_keep_the_cause() {
+        let e = Error::Partition {
+            topic: "orders".into(),
+            partition: 2,
+            partitions: 3,
+            source: Box::new(Error::backend("claiming jobs", "connection refused")),
+        };
+        assert_eq!(
+            e.to_string(),
+            "partition 2 of 3 of topic \"orders\" (stored as \"orders#2\") failed: claiming jobs: \
+             connection refused"
+        );
+        assert!(e.is_transient());
+        assert!(std::error::Error::source(&e).is_some());
+    }
 
     #[test]
     fn long_inputs_are_cut_in_messages() {

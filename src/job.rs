@@ -27,6 +27,19 @@ use crate::schedule::RetrySchedule;
 ///
 /// Durations are written as `"500ms"`, `"30s"`, `"5m"`, `"2h"`, `"1d"` or `"0"`. The topic must match
 /// `[A-Za-z0-9_.-]{1,128}`; the derive checks it at compile time.
+///
+/// A hot topic can be split into partitions, each stored under its own key prefix (and so, on a Redis
+/// Cluster, spread over slots and nodes), with `partitions = N` (1 to 1024):
+///
+/// ```
+/// # use postpone::Job;
+/// # use serde::{Deserialize, Serialize};
+/// #[derive(Serialize, Deserialize, Job)]
+/// #[job(topic = "webhooks", partitions = 3)]
+/// struct Webhook { url: String }
+///
+/// assert_eq!(Webhook::partitions(), 3);
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a postpone job",
     label = "not a job type",
@@ -50,5 +63,13 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// How long one attempt may run before it counts as failed. `None` means no limit.
     fn timeout() -> Option<Duration> {
         None
+    }
+
+    /// How many partitions the topic is split into (1 to [`MAX_PARTITIONS`](crate::MAX_PARTITIONS);
+    /// default 1). A job's id decides its partition ([`partition_of`](crate::partition_of)), so
+    /// cancel, reschedule and lookup by id touch one partition. Changing it for a topic that holds jobs
+    /// strands the jobs whose partition changes: drain the topic first.
+    fn partitions() -> u16 {
+        1
     }
 }

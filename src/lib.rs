@@ -53,17 +53,23 @@
 //!   [`Client::reschedule`], and per-topic inspection and dead letters through [`Topic`].
 //! - [`Worker`]: handlers ([`Handler`], [`JobHandler`]), [`JobContext`], [`JobError`], limits, leases,
 //!   shutdown; [`DeadLetterSink`]: where dead jobs go.
-//! - [`store`]: the backend seam, with the [`store::redis`] and [`store::memory`] backends.
+//! - [`store`]: the backend seam, with the [`store::redis`] (one Redis or a Redis Cluster) and
+//!   [`store::memory`] backends; [`partition_of`]: where a job of a partitioned topic is stored.
+//! - [`guide`]: longer guides, such as [testing your handlers](guide::testing).
 //!
-//! The README covers the concepts, the default schedule's table and the delivery guarantee.
+//! The README covers the concepts, the default schedule's table and the delivery guarantee, and lists
+//! the examples: an order timeout in an axum service, a retried webhook, dead letters kept in
+//! PostgreSQL, and graceful shutdown.
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 
 mod client;
 mod dead_letter;
 mod error;
+pub mod guide;
 mod handler;
 mod id;
 mod job;
+mod partition;
 mod record;
 mod schedule;
 pub mod store;
@@ -78,6 +84,7 @@ pub use dead_letter::{sink_fn, DeadLetter, DeadLetterSink, FnSink, LogSink};
 pub use error::{BoxError, Error, Result};
 pub use handler::{Handler, HandlerFuture, JobContext, JobError, JobHandler, Outcome, StopReason};
 pub use job::Job;
+pub use partition::{partition_of, MAX_PARTITIONS};
 pub use record::AttemptError;
 pub use schedule::{RetrySchedule, MAX_DELAY, MAX_SLOTS};
 pub use store::TopicCounts;
@@ -91,6 +98,7 @@ pub use postpone_macros::Job;
 pub mod __private {
     pub use crate::handler::{ViaTrait, WithState, WithoutState};
     pub use crate::schedule::RetrySchedule;
+    pub use crate::worker::failpoint;
     pub use core::option::Option;
     pub use std::time::Duration;
 

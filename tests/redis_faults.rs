@@ -5,7 +5,9 @@ mod support;
 use std::time::Duration;
 
 use postpone::store::redis::{RedisOptions, RedisStore};
-use postpone::store::{Due, Finish, FinishItem, FinishOutcome, Store};
+use postpone::store::{
+    ClaimRequest, Due, Finish, FinishItem, FinishOutcome, LeaseStatus, NewJob, Store, StoredState,
+};
 use postpone::Error;
 use support::redis_server::RedisServer;
 use support::store::*;
@@ -85,4 +87,181 @@ async fn script_flush_is_survived() {
     server.cli(&["SCRIPT", "FLUSH"]).unwrap();
     s.enqueue(T, vec![job("b", Due::In(0))]).await.unwrap();
     assert_eq!(s.claim(T, claim(10)).await.unwrap().jobs.len(), 2);
+}
+
+/// Fills Redis (maxmemory, noeviction) with jobs due later, until an enqueue is refused.
+async fn fill(s: &RedisStore) {
+    let big = vec![b'x'; 8192];
+    for batch in 0..10_000 {
+        let jobs = (0..10)
+            .map(|i| {
+                NewJob::new(
+                    format!("fill{batch}-{i}"),
+                    big.clone(),
+                    Due::In(3_600_000),
+                    false,
+                )
+            })
+            .collect();
+        if let Err(e) = s.enqueue(T, jobs).await {
+            assert!(e.to_string().contains("OOM"), "{e}");
+            return;
+        }
+    }
+    panic!("Redis never filled up");
+}
+
+#[tokio::test]
+async fn a_full_redis_still_claims_extends_and_finishes() {
+    let server = RedisServer::builder()
+        .arg("--maxmemory")
+        .arg("2mb")
+        .arg("--maxmemory-policy")
+        .arg("noeviction")
+        .start();
+    let s = store(&server, "shop").await;
+    let jobs = (0..3).map(|i| job(&format!("j{i}"), Due::In(0))).collect();
+    s.enqueue(T, jobs).await.unwrap();
+    fill(&s).await;
+    // Claims and heartbeats only move jobs, and acknowledgements free memory: a full Redis must take
+    // them, or it could never be drained and every running job would stall.
+    let claimed = s.claim(T, claim(3)).await.unwrap();
+    assert_eq!(claimed.jobs.len(), 3);
+    let leases: Vec<(String, u64)> = claimed
+        .jobs
+        .iter()
+        .map(|j| (j.id.clone(), j.token))
+        .collect();
+    assert_eq!(
+        s.extend(T, &leases, 30_000).await.unwrap(),
+        vec![LeaseStatus::Held; 3]
+    );
+    let items = vec![
+        FinishItem::new("j0".into(), claimed.jobs[0].token, Finish::Done),
+        FinishItem::new(
+            "j1".into(),
+            claimed.jobs[1].token,
+            Finish::Dead {
+                record: b"r".to_vec(),
+                reason: "failed".into(),
+            },
+        ),
+    ];
+    assert_eq!(
+        s.finish(T, items).await.unwrap(),
+        vec![FinishOutcome::Applied; 2]
+    );
+    // The dead-letter hook's jobs come through too.
+    assert_eq!(s.dead_claim(T, 10, 1000).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_due_job_whose_record_was_deleted_is_dead_lettered_with_a_reason() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    let jobs = ["a", "b"].iter().map(|id| job(id, Due::In(0))).collect();
+    s.enqueue(T, jobs).await.unwrap();
+    server
+        .cli(&["HDEL", "postpone:{shop:orders.close}:jobs", "a"])
+        .unwrap();
+    let claimed = s.claim(T, claim(10)).await.unwrap();
+    let ids: Vec<&str> = claimed.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["b"]);
+    match s.job(T, "a").await.unwrap().map(|j| j.state) {
+        Some(StoredState::Dead { reason, .. }) => assert!(reason.contains("damaged"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    let counts = s.counts(T).await.unwrap();
+    assert_eq!((counts.dead, counts.dead_pending, counts.active), (1, 1, 1));
+    // The hook gets it, with the damage named.
+    let dead = s.dead_claim(T, 10, 1000).await.unwrap();
+    assert_eq!(dead[0].id, "a");
+}
+
+#[tokio::test]
+async fn a_stalled_job_whose_record_was_deleted_is_dead_lettered_with_a_reason() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    s.enqueue(T, vec![job("a", Due::In(0))]).await.unwrap();
+    let request = |max| ClaimRequest::new(max, 20, 100, 0);
+    assert_eq!(s.claim(T, request(1)).await.unwrap().jobs.len(), 1);
+    server
+        .cli(&["HDEL", "postpone:{shop:orders.close}:jobs", "a"])
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let batch = s.claim(T, request(0)).await.unwrap();
+    assert_eq!(batch.swept_dead, 1);
+    match s.job(T, "a").await.unwrap().map(|j| j.state) {
+        Some(StoredState::Dead { reason, .. }) => {
+            assert!(
+                reason.contains("stalled") && reason.contains("damaged"),
+                "{reason}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_lease_entry_deleted_under_a_running_job_is_put_back_by_its_heartbeat() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    s.enqueue(T, vec![job("a", Due::In(0))]).await.unwrap();
+    let claimed = s.claim(T, claim(1)).await.unwrap();
+    server
+        .cli(&["ZREM", "postpone:{shop:orders.close}:active", "a"])
+        .unwrap();
+    // Without its lease entry the job is in no set: were its worker to die now, nothing would sweep it.
+    assert!(s.job(T, "a").await.unwrap().is_none());
+    let leases = [("a".to_owned(), claimed.jobs[0].token)];
+    assert_eq!(
+        s.extend(T, &leases, 30_000).await.unwrap(),
+        [LeaseStatus::Held]
+    );
+    assert!(matches!(
+        s.job(T, "a").await.unwrap().map(|j| j.state),
+        Some(StoredState::Active { .. })
+    ));
+}
+
+/// Runs a command with binary arguments on a fresh connection.
+fn raw(server: &RedisServer, args: &[&[u8]]) {
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut conn = client.get_connection().unwrap();
+    let mut cmd = redis::cmd(std::str::from_utf8(args[0]).unwrap());
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    let _: redis::Value = cmd.query(&mut conn).unwrap();
+}
+
+#[tokio::test]
+async fn an_id_that_is_not_utf8_strands_no_other_job() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    let key = |suffix: &str| format!("postpone:{{shop:orders.close}}:{suffix}").into_bytes();
+    // Written by something other than postpone: an id that is not UTF-8, due first.
+    raw(&server, &[b"ZADD", &key("due"), b"0", b"\xff"]);
+    raw(&server, &[b"HSET", &key("jobs"), b"\xff", b"record"]);
+    s.enqueue(T, vec![job("a", Due::In(0))]).await.unwrap();
+    let claimed = s.claim(T, claim(10)).await.unwrap();
+    let ids: Vec<&str> = claimed.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["a"]);
+    // The same among dead jobs: the others still reach the hook and the listing.
+    raw(&server, &[b"ZADD", &key("dead"), b"0", b"\xfe"]);
+    raw(&server, &[b"ZADD", &key("dead_pending"), b"0", b"\xfe"]);
+    raw(&server, &[b"HSET", &key("dead_jobs"), b"\xfe", b"record"]);
+    let items = vec![FinishItem::new(
+        "a".into(),
+        claimed.jobs[0].token,
+        Finish::Dead {
+            record: b"r".to_vec(),
+            reason: "failed".into(),
+        },
+    )];
+    s.finish(T, items).await.unwrap();
+    let dead = s.dead_claim(T, 10, 1000).await.unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].id, "a");
+    assert_eq!(s.dead_list(T, 0, 10).await.unwrap().len(), 1);
 }

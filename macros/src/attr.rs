@@ -13,6 +13,8 @@ use crate::topic::topic_problem;
 
 /// Most slots a retry schedule may hold (`postpone::schedule::MAX_SLOTS`).
 const MAX_SLOTS: usize = 1001;
+/// Most partitions a topic may have (`postpone::MAX_PARTITIONS`).
+const MAX_PARTITIONS: u16 = 1024;
 
 /// The checked contents of `#[job(...)]`; durations in milliseconds.
 pub(crate) struct JobAttr {
@@ -24,6 +26,8 @@ pub(crate) struct JobAttr {
     pub(crate) lease: Option<u64>,
     /// The timeout: more than 0.
     pub(crate) timeout: Option<u64>,
+    /// The partition count: 1 to 1024.
+    pub(crate) partitions: Option<u16>,
 }
 
 /// A key `#[job(...)]` knows.
@@ -33,6 +37,7 @@ enum Key {
     Retry,
     Lease,
     Timeout,
+    Partitions,
 }
 
 impl Key {
@@ -42,6 +47,7 @@ impl Key {
             "retry" => Key::Retry,
             "lease" => Key::Lease,
             "timeout" => Key::Timeout,
+            "partitions" => Key::Partitions,
             _ => return None,
         })
     }
@@ -52,6 +58,7 @@ impl Key {
             Key::Retry => "retry",
             Key::Lease => "lease",
             Key::Timeout => "timeout",
+            Key::Partitions => "partitions",
         }
     }
 
@@ -62,11 +69,12 @@ impl Key {
             Key::Retry => r#"`retry = ["0", "0", "2m", "10m"]`"#,
             Key::Lease => r#"`lease = "30s"`"#,
             Key::Timeout => r#"`timeout = "5m"`"#,
+            Key::Partitions => "`partitions = 4`",
         }
     }
 }
 
-const KNOWN_KEYS: &str = "`topic`, `retry`, `lease` or `timeout`";
+const KNOWN_KEYS: &str = "`topic`, `retry`, `lease`, `timeout` or `partitions`";
 
 /// One `key = value` inside `#[job(...)]`.
 struct Setting {
@@ -112,7 +120,7 @@ pub(crate) fn parse_job_attrs(attrs: &[Attribute], ident: &Ident) -> syn::Result
     for extra in job_attrs {
         errors.push(syn::Error::new_spanned(
             extra,
-            "more than one #[job] attribute: put topic, retry, lease and timeout in one #[job(...)]",
+            "more than one #[job] attribute: put topic, retry, lease, timeout and partitions in one #[job(...)]",
         ));
     }
     errors.check()?;
@@ -137,7 +145,8 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
 
     let mut errors = Errors::default();
     let mut seen = Vec::new();
-    let (mut topic, mut retry, mut lease, mut timeout) = (None, None, None, None);
+    let (mut topic, mut retry, mut lease, mut timeout, mut partitions) =
+        (None, None, None, None, None);
     for Setting { ident, key, value } in &settings {
         if seen.contains(key) {
             errors.push(syn::Error::new(
@@ -152,6 +161,7 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
             Key::Retry => retry = errors.keep(retry_value(value)),
             Key::Lease => lease = errors.keep(lease_value(value)),
             Key::Timeout => timeout = errors.keep(timeout_value(value)),
+            Key::Partitions => partitions = errors.keep(partitions_value(value)),
         }
     }
     if !seen.contains(&Key::Topic) {
@@ -164,6 +174,7 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
         retry,
         lease,
         timeout,
+        partitions,
     })
 }
 
@@ -286,6 +297,37 @@ fn timeout_value(value: &Expr) -> syn::Result<u64> {
         ));
     }
     Ok(ms)
+}
+
+/// A partition count: an integer literal from 1 to 1024.
+fn partitions_value(value: &Expr) -> syn::Result<u16> {
+    let Expr::Lit(syn::ExprLit {
+        lit: Lit::Int(lit), ..
+    }) = unwrap_group(value)
+    else {
+        return Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "partitions must be an integer literal: write {}",
+                Key::Partitions.example()
+            ),
+        ));
+    };
+    match lit.base10_parse::<u64>() {
+        Ok(n) if (1..=u64::from(MAX_PARTITIONS)).contains(&n) => Ok(n as u16),
+        Ok(0) => Err(syn::Error::new(
+            lit.span(),
+            "partitions must be at least 1: a topic is stored in 1 to 1024 partitions; leave \
+             `partitions` out for one",
+        )),
+        _ => Err(syn::Error::new(
+            lit.span(),
+            format!(
+                "partitions is {}, and at most {MAX_PARTITIONS} are allowed",
+                lit.base10_digits()
+            ),
+        )),
+    }
 }
 
 /// A duration: a string literal such as `"30s"`, or the integer literal `0`.

@@ -55,6 +55,14 @@ fn impl_job(input: &DeriveInput, attr: &JobAttr) -> TokenStream2 {
     let timeout = attr
         .timeout
         .map(|ms| optional_duration(quote!(timeout), ms));
+    let partitions = attr.partitions.map(|n| {
+        let n = Literal::u16_unsuffixed(n);
+        quote! {
+            fn partitions() -> ::core::primitive::u16 {
+                #n
+            }
+        }
+    });
     quote! {
         #[automatically_derived]
         impl #impl_generics ::postpone::Job for #ident #ty_generics #where_clause {
@@ -62,6 +70,7 @@ fn impl_job(input: &DeriveInput, attr: &JobAttr) -> TokenStream2 {
             #retry
             #lease
             #timeout
+            #partitions
         }
     }
 }
@@ -126,6 +135,24 @@ mod tests {
                 }
                 fn timeout() -> ::postpone::__private::Option<::postpone::__private::Duration> {
                     ::postpone::__private::Option::Some(::postpone::__private::Duration::from_millis(86400000))
+                }
+            }
+        };
+        assert_eq!(got, want.to_string());
+    }
+
+    #[test]
+    fn partitions() {
+        let got = expand_ok(parse_quote! {
+            #[job(topic = "hot", partitions = 3)]
+            struct Hot;
+        });
+        let want = quote! {
+            #[automatically_derived]
+            impl ::postpone::Job for Hot {
+                const TOPIC: &'static str = "hot";
+                fn partitions() -> ::core::primitive::u16 {
+                    3
                 }
             }
         };

@@ -1,5 +1,6 @@
 //! `#[derive(Job)]` for [postpone](https://docs.rs/postpone): binds a serde type to a topic, and
-//! optionally to a retry schedule, a lease and a timeout, all checked at compile time.
+//! optionally to a retry schedule, a lease, a timeout and a partition count, all checked at compile
+//! time.
 //!
 //! Use it through `postpone::Job` (the `macros` feature, on by default); the generated code names only
 //! `::postpone` paths. This crate is a thin shim: the expansion lives in plain functions over
@@ -27,6 +28,7 @@ mod topic;
 ///   durations, each at most a year.
 /// - `lease`: how long a worker holds a claimed job unless renewed; more than 0, at most a day.
 /// - `timeout`: how long one attempt may run; more than 0.
+/// - `partitions`: how many partitions the topic is stored in; an integer from 1 to 1024 (default 1).
 ///
 /// Durations are strings: `"0"`, `"500ms"`, `"30s"`, `"5m"`, `"2h"`, `"1d"` (`0` may also be written
 /// bare in `retry`). The type must not be generic: a job type is bound to one topic.

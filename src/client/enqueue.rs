@@ -1,14 +1,17 @@
 //! Enqueueing: one job with a builder, or many at once.
 
+use std::collections::BTreeMap;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use futures_util::future::join_all;
 
 use super::{ms_to_time, Client};
 use crate::error::{Error, Result};
 use crate::job::Job;
+use crate::partition::{partition_error, partition_of, store_topic};
 use crate::record::Record;
 use crate::schedule::RetrySchedule;
 use crate::store::{Due, EnqueueOutcome, NewJob};
@@ -305,12 +308,15 @@ impl Client {
                 jobs.push(job);
                 generated.push(gen);
             }
-            let outcomes = self.inner.store.enqueue(J::TOPIC, jobs.clone()).await?;
+            let outcomes = self
+                .enqueue_routed(J::TOPIC, J::partitions(), &jobs)
+                .await?;
             for ((job, gen), outcome) in jobs.into_iter().zip(generated).zip(outcomes) {
                 let enqueued = match (outcome, gen) {
                     // A generated id that collided with a live job: draw a random one, never drop the job.
                     (EnqueueOutcome::Exists { .. } | EnqueueOutcome::Running, true) => {
-                        self.enqueue_with_fresh_id(J::TOPIC, job).await?
+                        self.enqueue_with_fresh_id(J::TOPIC, J::partitions(), job)
+                            .await?
                     }
                     (outcome, _) => to_enqueued(job.id, outcome),
                 };
@@ -320,10 +326,58 @@ impl Client {
         Ok(out)
     }
 
-    async fn enqueue_with_fresh_id(&self, topic: &str, mut job: NewJob) -> Result<Enqueued> {
+    /// Sends jobs to the store: in one call, or on a partitioned topic one call per partition (at once),
+    /// each job to its id's partition. Outcomes come back in the jobs' order.
+    async fn enqueue_routed(
+        &self,
+        topic: &str,
+        partitions: u16,
+        jobs: &[NewJob],
+    ) -> Result<Vec<EnqueueOutcome>> {
+        let store = self.inner.store.as_ref();
+        if partitions <= 1 {
+            return store.enqueue(topic, jobs.to_vec()).await;
+        }
+        let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+        for (i, job) in jobs.iter().enumerate() {
+            groups
+                .entry(partition_of(&job.id, partitions))
+                .or_default()
+                .push(i);
+        }
+        let calls = groups.iter().map(|(p, members)| {
+            let batch: Vec<NewJob> = members.iter().map(|i| jobs[*i].clone()).collect();
+            let stored_as = store_topic(topic, *p, partitions).into_owned();
+            async move { store.enqueue(&stored_as, batch).await }
+        });
+        let results = join_all(calls).await;
+        let mut out = vec![None; jobs.len()];
+        for ((p, members), result) in groups.iter().zip(results) {
+            let outcomes = result.map_err(|e| partition_error(topic, *p, partitions, e))?;
+            if outcomes.len() != members.len() {
+                return Err(Error::backend(
+                    "enqueueing jobs",
+                    "the store returned the wrong number of outcomes",
+                ));
+            }
+            for (i, outcome) in members.iter().zip(outcomes) {
+                out[*i] = Some(outcome);
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    async fn enqueue_with_fresh_id(
+        &self,
+        topic: &str,
+        partitions: u16,
+        mut job: NewJob,
+    ) -> Result<Enqueued> {
         for _ in 0..8 {
             job.id = crate::id::generate_random();
-            let outcome = self.inner.store.enqueue(topic, vec![job.clone()]).await?;
+            let outcome = self
+                .enqueue_routed(topic, partitions, std::slice::from_ref(&job))
+                .await?;
             if let Some(EnqueueOutcome::Created { due_at_ms }) = outcome.first() {
                 return Ok(to_enqueued(
                     job.id,

@@ -13,6 +13,7 @@ pub use topic::{CancelStatus, JobInfo, JobState, Topic};
 
 use crate::error::Result;
 use crate::job::Job;
+use crate::partition::validate_partitions;
 use crate::store::memory::MemoryStore;
 use crate::store::redis::RedisStore;
 use crate::store::Store;
@@ -62,12 +63,25 @@ impl Client {
         Self::builder().redis(url).await
     }
 
-    /// Redis when the `REDIS_URL` environment variable is set, else in memory. The namespace comes from
-    /// `POSTPONE_NAMESPACE` when set.
+    /// A client on a Redis Cluster, from seed node URLs, in the default namespace: see
+    /// [`ClientBuilder::redis_cluster`].
+    pub async fn connect_cluster<S: AsRef<str>>(nodes: &[S]) -> Result<Self> {
+        Self::builder().redis_cluster(nodes).await
+    }
+
+    /// From the environment: a Redis Cluster when `REDIS_CLUSTER_NODES` is set (seed URLs separated by
+    /// commas, e.g. `redis://127.0.0.1:7000,redis://127.0.0.1:7001`), else Redis when `REDIS_URL` is
+    /// set, else in memory. The namespace comes from `POSTPONE_NAMESPACE` when set.
     pub async fn from_env() -> Result<Self> {
         let mut builder = Self::builder();
         if let Ok(ns) = std::env::var("POSTPONE_NAMESPACE") {
             builder = builder.namespace(ns);
+        }
+        if let Ok(nodes) = std::env::var("REDIS_CLUSTER_NODES") {
+            let nodes = split_nodes(&nodes);
+            if !nodes.is_empty() {
+                return builder.redis_cluster(&nodes).await;
+            }
         }
         match std::env::var("REDIS_URL") {
             Ok(url) if !url.is_empty() => builder.redis(&url).await,
@@ -83,7 +97,7 @@ impl Client {
         }
     }
 
-    /// "redis" or "memory".
+    /// "redis", "redis-cluster" or "memory".
     pub fn backend_name(&self) -> &'static str {
         self.inner.store.backend_name()
     }
@@ -101,6 +115,11 @@ impl Client {
     /// Enqueues many jobs of one type in few round trips. Each item is a job (due now, generated id) or
     /// an [`EnqueueItem`] with its own id and time. Returns one result per job, in order. A `replace` of
     /// a running job reports [`EnqueueStatus::AlreadyRunning`] instead of failing the batch.
+    ///
+    /// Jobs go to the store in batches (one per partition, sent at once, on a partitioned topic). When a
+    /// batch fails the call fails ([`Error::Partition`](crate::Error::Partition) names a failed
+    /// partition), and jobs of other batches may have been stored: enqueueing by id is idempotent, so
+    /// retrying the whole call with the same ids is safe.
     pub async fn enqueue_many<J, I>(&self, items: I) -> Result<Vec<Enqueued>>
     where
         J: Job,
@@ -130,17 +149,26 @@ impl Client {
 
     /// The topic of a job type, for inspection and dead letters.
     pub fn topic<J: Job>(&self) -> Topic {
-        Topic::new(self.clone(), J::TOPIC.into())
+        Topic::new(self.clone(), J::TOPIC.into(), J::partitions())
     }
 
-    /// A topic by name (for tools that do not know the job types). Fails on an invalid name.
+    /// A topic by name (for tools that do not know the job types), in one partition. Fails on an invalid
+    /// name.
     pub fn topic_named(&self, name: &str) -> Result<Topic> {
+        self.topic_partitioned(name, 1)
+    }
+
+    /// A topic by name stored in `partitions` partitions (as its job type declares them). Fails on an
+    /// invalid name or a count outside 1 to [`MAX_PARTITIONS`](crate::MAX_PARTITIONS).
+    pub fn topic_partitioned(&self, name: &str, partitions: u16) -> Result<Topic> {
         validate_topic(name)?;
-        Ok(Topic::new(self.clone(), name.to_owned().into()))
+        validate_partitions(name, partitions)?;
+        Ok(Topic::new(self.clone(), name.to_owned().into(), partitions))
     }
 
     pub(crate) fn check_topic<J: Job>(&self) -> Result<()> {
-        validate_topic(J::TOPIC)
+        validate_topic(J::TOPIC)?;
+        validate_partitions(J::TOPIC, J::partitions())
     }
 }
 
@@ -173,6 +201,24 @@ impl ClientBuilder {
         Ok(self.store(store))
     }
 
+    /// Connects to a Redis Cluster from seed node URLs (a few of its nodes; the others are found from
+    /// them). The client and worker work as on one Redis; declare hot topics with `partitions = N` to
+    /// spread them over the cluster's nodes.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> postpone::Result<()> {
+    /// let client = postpone::Client::builder()
+    ///     .namespace("shop")
+    ///     .redis_cluster(&["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"])
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn redis_cluster<S: AsRef<str>>(self, nodes: &[S]) -> Result<Client> {
+        validate_namespace(&self.namespace)?;
+        let store = RedisStore::connect_cluster(nodes, &self.namespace).await?;
+        Ok(self.store(store))
+    }
+
     /// Uses a store you built (for example a [`MemoryStore`] with a manual clock).
     pub fn store(self, store: impl Store) -> Client {
         self.store_arc(Arc::new(store))
@@ -189,7 +235,28 @@ impl ClientBuilder {
     }
 }
 
+/// The seed URLs of a `REDIS_CLUSTER_NODES` value: comma-separated, blanks ignored.
+fn split_nodes(value: &str) -> Vec<&str> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
 /// Converts a duration to whole ms for the store, saturating.
 pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cluster_nodes_from_the_environment_value() {
+        assert_eq!(
+            super::split_nodes(" redis://a:7000, redis://b:7001,,"),
+            ["redis://a:7000", "redis://b:7001"]
+        );
+        assert!(super::split_nodes(" , ").is_empty());
+    }
 }

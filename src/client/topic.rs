@@ -3,11 +3,13 @@
 use std::borrow::Cow;
 
 use chrono::{DateTime, Utc};
+use futures_util::future::join_all;
 
 use super::{ms_to_time, Client, When};
 use crate::dead_letter::DeadLetter;
 use crate::error::{Error, Result};
 use crate::job::Job;
+use crate::partition::{partition_error, partition_of, store_topic, validate_partitions};
 use crate::record::{AttemptError, Record};
 use crate::store::{CancelOutcome, RescheduleOutcome, StoredState, TopicCounts};
 use crate::validate::validate_id;
@@ -76,15 +78,23 @@ impl JobInfo {
 
 /// One topic: its jobs by id, its counts, its dead letters. Get one from [`Client::topic`] or
 /// [`Client::topic_named`].
+///
+/// On a partitioned topic, calls by id go to the id's partition, counts are summed and dead letters
+/// merged over all partitions, and a failure of one partition is an [`Error::Partition`] naming it.
 #[derive(Debug, Clone)]
 pub struct Topic {
     client: Client,
     name: Cow<'static, str>,
+    partitions: u16,
 }
 
 impl Topic {
-    pub(crate) fn new(client: Client, name: Cow<'static, str>) -> Self {
-        Topic { client, name }
+    pub(crate) fn new(client: Client, name: Cow<'static, str>, partitions: u16) -> Self {
+        Topic {
+            client,
+            name,
+            partitions,
+        }
     }
 
     /// The topic's name.
@@ -92,8 +102,46 @@ impl Topic {
         &self.name
     }
 
+    /// How many partitions the topic is stored in (1 unless declared with `partitions = N`).
+    pub fn partitions(&self) -> u16 {
+        self.partitions
+    }
+
     fn store(&self) -> &dyn crate::store::Store {
         self.client.inner.store.as_ref()
+    }
+
+    /// The partition count, checked (a hand-written [`Job`] impl may return anything).
+    fn count(&self) -> Result<u16> {
+        validate_partitions(&self.name, self.partitions)?;
+        Ok(self.partitions)
+    }
+
+    /// The partition of `id` and the store's name for it.
+    fn partition(&self, id: &str) -> Result<(u16, String)> {
+        let n = self.count()?;
+        let p = partition_of(id, n);
+        Ok((p, store_topic(&self.name, p, n).into_owned()))
+    }
+
+    fn in_partition(&self, p: u16) -> impl FnOnce(Error) -> Error + '_ {
+        move |e| partition_error(&self.name, p, self.partitions, e)
+    }
+
+    /// Runs `f` on every partition at once (the store's name of each), in partition order.
+    async fn each<'a, T, F, Fut>(&'a self, f: F) -> Result<Vec<T>>
+    where
+        F: Fn(String) -> Fut,
+        Fut: std::future::Future<Output = Result<T>> + 'a,
+    {
+        let n = self.count()?;
+        let calls = (0..n).map(|p| f(store_topic(&self.name, p, n).into_owned()));
+        join_all(calls)
+            .await
+            .into_iter()
+            .zip(0..)
+            .map(|(r, p)| r.map_err(self.in_partition(p)))
+            .collect()
     }
 
     fn not_found(&self, id: &str) -> Error {
@@ -106,7 +154,13 @@ impl Topic {
     /// Cancels a job by id (see [`Client::cancel`]).
     pub async fn cancel(&self, id: &str) -> Result<CancelStatus> {
         validate_id(id)?;
-        match self.store().cancel(&self.name, id).await? {
+        let (p, stored_as) = self.partition(id)?;
+        let outcome = self
+            .store()
+            .cancel(&stored_as, id)
+            .await
+            .map_err(self.in_partition(p))?;
+        match outcome {
             CancelOutcome::Removed => Ok(CancelStatus::Removed),
             CancelOutcome::Marked => Ok(CancelStatus::WillNotRetry),
             CancelOutcome::NotFound => Err(self.not_found(id)),
@@ -117,7 +171,13 @@ impl Topic {
     pub async fn reschedule(&self, id: &str, when: impl Into<When>) -> Result<DateTime<Utc>> {
         validate_id(id)?;
         let due = when.into().to_due(std::time::Duration::ZERO);
-        match self.store().reschedule(&self.name, id, due).await? {
+        let (p, stored_as) = self.partition(id)?;
+        let outcome = self
+            .store()
+            .reschedule(&stored_as, id, due)
+            .await
+            .map_err(self.in_partition(p))?;
+        match outcome {
             RescheduleOutcome::Rescheduled { due_at_ms } => Ok(ms_to_time(due_at_ms)),
             RescheduleOutcome::Running => Err(Error::JobRunning {
                 topic: self.name.to_string(),
@@ -131,7 +191,13 @@ impl Topic {
     /// existed.
     pub async fn job(&self, id: &str) -> Result<Option<JobInfo>> {
         validate_id(id)?;
-        let Some(stored) = self.store().job(&self.name, id).await? else {
+        let (p, stored_as) = self.partition(id)?;
+        let Some(stored) = self
+            .store()
+            .job(&stored_as, id)
+            .await
+            .map_err(self.in_partition(p))?
+        else {
             return Ok(None);
         };
         let record = self.decode(id, &stored.record)?;
@@ -159,17 +225,38 @@ impl Topic {
         }))
     }
 
-    /// Counts by state (scheduled, ready, active, dead) and the topic's counters.
+    /// Counts by state (scheduled, ready, active, dead) and the topic's counters, summed over its
+    /// partitions.
     pub async fn counts(&self) -> Result<TopicCounts> {
-        self.store().counts(&self.name).await
+        let store = self.store();
+        let per_partition = self.each(|t| async move { store.counts(&t).await }).await?;
+        let mut total = TopicCounts::default();
+        for c in per_partition {
+            total += c;
+        }
+        Ok(total)
     }
 
-    /// Dead jobs, newest first.
+    /// Dead jobs, newest first (over all partitions: each partition gives its newest `offset + limit`,
+    /// merged by time of death).
     pub async fn dead_letters(&self, offset: usize, limit: usize) -> Result<Vec<DeadLetter>> {
-        let entries = self
-            .store()
-            .dead_list(&self.name, offset, limit.min(10_000))
-            .await?;
+        let limit = limit.min(10_000);
+        let store = self.store();
+        let mut entries = if self.count()? == 1 {
+            store.dead_list(&self.name, offset, limit).await?
+        } else {
+            let want = offset.saturating_add(limit);
+            let lists = self
+                .each(|t| async move { store.dead_list(&t, 0, want).await })
+                .await?;
+            let mut all: Vec<_> = lists.into_iter().flatten().collect();
+            // Newest first; ties as one sorted set would order them (by id, descending).
+            all.sort_by(|a, b| {
+                (b.died_at_ms, b.id.as_bytes()).cmp(&(a.died_at_ms, a.id.as_bytes()))
+            });
+            all.into_iter().skip(offset).take(limit).collect()
+        };
+        entries.truncate(limit);
         Ok(entries
             .into_iter()
             .map(|e| DeadLetter::from_entry(&self.name, e))
@@ -180,7 +267,13 @@ impl Topic {
     /// [`Error::JobNotFound`] when no dead job has this id and [`Error::JobExists`] when a live one does.
     pub async fn requeue_dead(&self, id: &str) -> Result<()> {
         validate_id(id)?;
-        let Some(stored) = self.store().job(&self.name, id).await? else {
+        let (p, stored_as) = self.partition(id)?;
+        let Some(stored) = self
+            .store()
+            .job(&stored_as, id)
+            .await
+            .map_err(self.in_partition(p))?
+        else {
             return Err(self.not_found(id));
         };
         if !matches!(stored.state, StoredState::Dead { .. }) {
@@ -191,11 +284,12 @@ impl Topic {
         }
         let mut record = self.decode(id, &stored.record)?;
         record.attempt = 1;
-        if self
+        let requeued = self
             .store()
-            .dead_requeue(&self.name, id, record.encode())
-            .await?
-        {
+            .dead_requeue(&stored_as, id, record.encode())
+            .await
+            .map_err(self.in_partition(p))?;
+        if requeued {
             Ok(())
         } else {
             Err(self.not_found(id))
@@ -205,15 +299,25 @@ impl Topic {
     /// Deletes one dead job. Fails with [`Error::JobNotFound`] when there is none with this id.
     pub async fn purge_dead(&self, id: &str) -> Result<()> {
         validate_id(id)?;
-        match self.store().dead_purge(&self.name, Some(id)).await? {
+        let (p, stored_as) = self.partition(id)?;
+        let purged = self
+            .store()
+            .dead_purge(&stored_as, Some(id))
+            .await
+            .map_err(self.in_partition(p))?;
+        match purged {
             0 => Err(self.not_found(id)),
             _ => Ok(()),
         }
     }
 
-    /// Deletes every dead job of the topic; returns how many.
+    /// Deletes every dead job of the topic (of every partition); returns how many.
     pub async fn purge_all_dead(&self) -> Result<u64> {
-        self.store().dead_purge(&self.name, None).await
+        let store = self.store();
+        let purged = self
+            .each(|t| async move { store.dead_purge(&t, None).await })
+            .await?;
+        Ok(purged.into_iter().sum())
     }
 
     fn decode(&self, id: &str, bytes: &[u8]) -> Result<Record> {

@@ -110,8 +110,34 @@ impl JobContext {
     /// assert!(!ctx.is_stopped());
     /// ```
     pub fn for_test(topic: &'static str, id: impl Into<String>) -> Self {
+        Self::for_test_attempt(topic, id, 1, 8)
+    }
+
+    /// A context for calling a handler directly in a test, on attempt `attempt` of `attempts_allowed`:
+    /// for a handler that acts on the attempt, for example differently on its last one.
+    ///
+    /// ```
+    /// let ctx = postpone::JobContext::for_test_attempt("emails", "welcome:7", 3, 3);
+    /// assert_eq!(ctx.attempt(), 3);
+    /// assert!(ctx.is_last_attempt());
+    /// ```
+    pub fn for_test_attempt(
+        topic: &'static str,
+        id: impl Into<String>,
+        attempt: u32,
+        attempts_allowed: u32,
+    ) -> Self {
         let now = Utc::now();
-        Self::new(topic, id.into(), 1, 8, now, now, Vec::new()).0
+        Self::new(
+            topic,
+            id.into(),
+            attempt,
+            attempts_allowed,
+            now,
+            now,
+            Vec::new(),
+        )
+        .0
     }
 
     /// The job's topic.
@@ -209,5 +235,15 @@ mod tests {
         assert_eq!(waiter.await.unwrap(), StopReason::Cancelled);
         assert!(ctx.is_stopped());
         assert!(!ctx.is_last_attempt());
+    }
+
+    #[test]
+    fn test_contexts_say_their_attempt() {
+        let first = JobContext::for_test("t", "1");
+        assert_eq!((first.attempt(), first.attempts_allowed()), (1, 8));
+        assert!(!first.is_last_attempt() && !first.is_stopped());
+        let last = JobContext::for_test_attempt("t", "1", 3, 3);
+        assert_eq!((last.topic(), last.id(), last.attempt()), ("t", "1", 3));
+        assert!(last.is_last_attempt() && !last.is_stopped());
     }
 }

@@ -1,6 +1,7 @@
 //! The store seam: what a backend must do, with the semantics every backend shares.
 //!
-//! A backend holds, per topic of its namespace:
+//! A backend holds, per topic of its namespace (where a topic is a topic name, or `<topic>#<p>` for
+//! partition `p` of a partitioned topic: the backend treats each partition as a topic of its own):
 //! - `due`: ids by due time (ms since the epoch, by the backend's clock);
 //! - `active`: ids by lease deadline, each with the lease token of its current claim;
 //! - `jobs`: id -> record (opaque bytes, see `record.rs`), for due and active jobs;
@@ -347,6 +348,24 @@ pub struct TopicCounts {
     pub trimmed: u64,
 }
 
+impl std::ops::AddAssign for TopicCounts {
+    /// Adds every count and counter (the counts of a partitioned topic are the sums over its partitions).
+    fn add_assign(&mut self, o: TopicCounts) {
+        self.scheduled += o.scheduled;
+        self.ready += o.ready;
+        self.active += o.active;
+        self.dead += o.dead;
+        self.dead_pending += o.dead_pending;
+        self.processed += o.processed;
+        self.retried += o.retried;
+        self.failed += o.failed;
+        self.dead_total += o.dead_total;
+        self.cancelled += o.cancelled;
+        self.stalled += o.stalled;
+        self.trimmed += o.trimmed;
+    }
+}
+
 /// A wake-up hint: a job became due earlier than a sleeping worker may know.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -365,7 +384,7 @@ pub enum Hint {
 /// A backend: the seam between the client/worker and where jobs live.
 #[async_trait]
 pub trait Store: Send + Sync + std::fmt::Debug + 'static {
-    /// A short name for logs and the quickstart ("redis", "memory").
+    /// A short name for logs and the quickstart ("redis", "redis-cluster", "memory").
     fn backend_name(&self) -> &'static str;
 
     /// The backend's current time, ms since the epoch.

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
+use super::failpoint::{self, Point};
 use super::runtime::{Shared, TopicRt};
 use crate::store::{Finish, FinishItem, FinishOutcome};
 
@@ -23,19 +24,37 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
     let mut batch = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut batch, BATCH).await > 0 {
         let mut backoff = Duration::from_millis(20);
+        // After a failed try, a stale outcome may mean that the failed try was applied and only its
+        // reply was lost.
+        let mut tried = false;
+        failpoint::hit(Point::Finishing {
+            topic: topic.name,
+            items: &batch,
+        });
         loop {
-            match shared.store.finish(topic.name, batch.clone()).await {
+            match shared.store.finish(&topic.stored_as, batch.clone()).await {
                 Ok(outcomes) => {
+                    failpoint::hit(Point::Finished {
+                        topic: topic.name,
+                        items: &batch,
+                        outcomes: &outcomes,
+                    });
                     wake_for_dead(&topic, &batch, &outcomes);
                     for (item, outcome) in batch.iter().zip(outcomes) {
                         topic.inflight.remove(&item.id, item.token);
                         match outcome {
                             FinishOutcome::Applied => {}
                             FinishOutcome::Cancelled => {
-                                tracing::info!(topic = topic.name, job_id = %item.id, "job was cancelled; not retried")
+                                tracing::info!(topic = topic.name, partition = topic.partition, job_id = %item.id, "job was cancelled; not retried")
                             }
-                            FinishOutcome::Stale => tracing::warn!(
+                            FinishOutcome::Stale if tried => tracing::info!(
                                 topic = topic.name,
+                                job_id = %item.id,
+                                "result not recorded again: an earlier try was applied (its reply was \
+                                 lost), or the lease expired meanwhile and the job was taken back"
+                            ),
+                            FinishOutcome::Stale => tracing::warn!(
+                                topic = topic.name, partition = topic.partition,
                                 job_id = %item.id,
                                 "result ignored: the lease had expired and the job was taken back"
                             ),
@@ -45,7 +64,7 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                 }
                 Err(e) if *give_up.borrow() => {
                     tracing::error!(
-                        topic = topic.name,
+                        topic = topic.name, partition = topic.partition,
                         jobs = batch.len(),
                         error = %e,
                         "could not record results before stopping; these jobs will run again after their leases"
@@ -53,7 +72,8 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                     break;
                 }
                 Err(e) => {
-                    tracing::warn!(topic = topic.name, jobs = batch.len(), error = %e, "could not record results; retrying");
+                    tracing::warn!(topic = topic.name, partition = topic.partition, jobs = batch.len(), error = %e, "could not record results; retrying");
+                    tried = true;
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(2));
                 }

@@ -37,13 +37,13 @@ pub(crate) async fn pump<S: Send + Sync + 'static>(
         loop {
             let entries = match shared
                 .store
-                .dead_claim(topic.name, BATCH, millis(SINK_LEASE))
+                .dead_claim(&topic.stored_as, BATCH, millis(SINK_LEASE))
                 .await
             {
                 Ok(entries) if !entries.is_empty() => entries,
                 Ok(_) => break,
                 Err(e) => {
-                    tracing::warn!(topic = topic.name, error = %e, "could not read dead jobs for the sink");
+                    tracing::warn!(topic = topic.name, partition = topic.partition, error = %e, "could not read dead jobs for the sink");
                     break;
                 }
             };
@@ -65,25 +65,36 @@ pub(crate) async fn pump<S: Send + Sync + 'static>(
             if delivered.is_empty() {
                 continue;
             }
-            if let Err(e) = shared.store.dead_ack(topic.name, &delivered).await {
-                tracing::warn!(topic = topic.name, error = %e, "could not mark dead jobs delivered; the sink will see them again");
+            if let Err(e) = shared.store.dead_ack(&topic.stored_as, &delivered).await {
+                tracing::warn!(topic = topic.name, partition = topic.partition, error = %e, "could not mark dead jobs delivered; the sink will see them again");
                 continue;
             }
-            let older_than =
-                chrono::Utc::now().timestamp_millis() - millis(shared.config.dead_max_age) as i64;
+            // Ages are judged by the store's clock, like every other time: a worker whose own clock is
+            // off must not trim dead jobs early.
+            let now = match shared.store.now_ms().await {
+                Ok(now) => now,
+                Err(e) => {
+                    tracing::warn!(topic = topic.name, error = %e, "could not read the store's time; dead jobs not trimmed this round");
+                    continue;
+                }
+            };
+            let older_than = now.saturating_sub(
+                i64::try_from(millis(shared.config.dead_max_age)).unwrap_or(i64::MAX),
+            );
             match shared
                 .store
-                .dead_trim(topic.name, older_than, shared.config.dead_keep, 1000)
+                .dead_trim(&topic.stored_as, older_than, shared.config.dead_keep, 1000)
                 .await
             {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(
                     topic = topic.name,
+                    partition = topic.partition,
                     trimmed = n,
                     "trimmed delivered dead jobs"
                 ),
                 Err(e) => {
-                    tracing::warn!(topic = topic.name, error = %e, "could not trim dead jobs")
+                    tracing::warn!(topic = topic.name, partition = topic.partition, error = %e, "could not trim dead jobs")
                 }
             }
         }
@@ -100,8 +111,12 @@ async fn retry<S: Send + Sync + 'static>(
     let n = failures.entry(id.to_owned()).or_insert(0);
     *n += 1;
     let delay = backoff(*n);
-    tracing::warn!(topic = topic.name, job_id = %id, error, retry_in = ?delay, "dead-letter sink failed; will retry");
-    if let Err(e) = shared.store.dead_retry(topic.name, id, millis(delay)).await {
-        tracing::warn!(topic = topic.name, job_id = %id, error = %e, "could not reschedule the sink call; it comes back after its lease");
+    tracing::warn!(topic = topic.name, partition = topic.partition, job_id = %id, error, retry_in = ?delay, "dead-letter sink failed; will retry");
+    if let Err(e) = shared
+        .store
+        .dead_retry(&topic.stored_as, id, millis(delay))
+        .await
+    {
+        tracing::warn!(topic = topic.name, partition = topic.partition, job_id = %id, error = %e, "could not reschedule the sink call; it comes back after its lease");
     }
 }

@@ -57,7 +57,7 @@ pub(crate) async fn run_job<S: Send + Sync + 'static>(
             execute(&shared, &topic, job, record).await
         }
         Err(e) => {
-            tracing::error!(topic = topic.name, job_id = %id, error = %e, "damaged job record: dead-lettered");
+            tracing::error!(topic = topic.name, partition = topic.partition, job_id = %id, error = %e, "damaged job record: dead-lettered");
             Finish::Dead {
                 record: bytes,
                 reason: format!("damaged record: {e}"),
@@ -100,7 +100,7 @@ async fn execute<S: Send + Sync + 'static>(
         None => Cow::Borrowed(handler.schedule()),
     };
     let attempt = record.attempt;
-    let span = tracing::info_span!("job", topic = topic.name, job_id = %id, attempt);
+    let span = tracing::info_span!("job", topic = topic.name, partition = topic.partition, job_id = %id, attempt);
     let (ctx, stop) = JobContext::new(
         topic.name,
         id.to_owned(),

@@ -81,7 +81,7 @@ pub(crate) async fn heartbeat<S: Send + Sync + 'static>(
         if !leases.is_empty() {
             match shared
                 .store
-                .extend(topic.name, &leases, topic.lease_ms)
+                .extend(&topic.stored_as, &leases, topic.lease_ms)
                 .await
             {
                 Ok(statuses) => {
@@ -92,14 +92,14 @@ pub(crate) async fn heartbeat<S: Send + Sync + 'static>(
                                 topic.inflight.stop(id, *token, StopReason::Cancelled)
                             }
                             LeaseStatus::Lost => {
-                                tracing::warn!(topic = topic.name, job_id = %id, "lease lost: the job may run elsewhere; this run's result will be ignored");
+                                tracing::warn!(topic = topic.name, partition = topic.partition, job_id = %id, "lease lost: the job may run elsewhere; this run's result will be ignored");
                                 topic.inflight.stop(id, *token, StopReason::LeaseLost);
                             }
                         }
                     }
                 }
                 Err(e) => {
-                    tracing::warn!(topic = topic.name, error = %e, "could not renew leases; retrying at the next heartbeat")
+                    tracing::warn!(topic = topic.name, partition = topic.partition, error = %e, "could not renew leases; retrying at the next heartbeat")
                 }
             }
         }
@@ -110,7 +110,7 @@ pub(crate) async fn heartbeat<S: Send + Sync + 'static>(
                 shared.config.sweep_limit,
                 shared.config.stall_limit,
             );
-            if let Ok(batch) = shared.store.claim(topic.name, request).await {
+            if let Ok(batch) = shared.store.claim(&topic.stored_as, request).await {
                 if batch.dead_pending {
                     topic.dead_wake.notify_one();
                 }

@@ -3,6 +3,7 @@
 mod ack;
 mod dead;
 mod execute;
+pub mod failpoint;
 mod lease;
 mod registry;
 mod runtime;
@@ -176,6 +177,8 @@ impl<S: Send + Sync + 'static> WorkerBuilder<S> {
         let topic = handler.topic();
         if let Err(e) = crate::validate::validate_topic(topic) {
             self.errors.push(e);
+        } else if let Err(e) = crate::partition::validate_partitions(topic, handler.partitions()) {
+            self.errors.push(e);
         } else if self.handlers.iter().any(|h| h.topic() == topic) {
             self.errors.push(Error::InvalidConfig {
                 reason: format!(
@@ -204,7 +207,8 @@ impl<S: Send + Sync + 'static> WorkerBuilder<S> {
         self
     }
 
-    /// Most jobs of one type running at once (default: only the global limit).
+    /// Most jobs of one type running at once (default: only the global limit); on a partitioned topic,
+    /// over all its partitions together.
     pub fn topic_concurrency<J: Job>(mut self, n: usize) -> Self {
         self.topic_limits.insert(J::TOPIC.to_owned(), n);
         self

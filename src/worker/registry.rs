@@ -17,6 +17,7 @@ pub(crate) trait ErasedHandler<S>: Send + Sync + 'static {
     fn schedule(&self) -> &RetrySchedule;
     fn lease(&self) -> Option<Duration>;
     fn timeout(&self) -> Option<Duration>;
+    fn partitions(&self) -> u16;
     /// Decodes the payload and starts the handler; a payload that does not decode is an error.
     fn start(
         &self,
@@ -69,6 +70,10 @@ where
 
     fn timeout(&self) -> Option<Duration> {
         H::Job::timeout()
+    }
+
+    fn partitions(&self) -> u16 {
+        H::Job::partitions()
     }
 
     fn start(

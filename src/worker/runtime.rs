@@ -1,5 +1,10 @@
 //! The worker's moving parts: per-topic claim loops, heartbeats, ackers and dead-letter pumps, and the
 //! shutdown sequence that ties them together.
+//!
+//! A partitioned topic runs all four per partition. Its partitions share the topic's handler and its
+//! concurrency limit: each claim loop waits for a slot in the same (first-come, first-served)
+//! semaphores, so partitions with work take turns and none starves, and an idle partition costs one
+//! claim per poll interval.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -14,6 +19,7 @@ use super::{ack, dead, lease, topic, Config, WorkerBuilder};
 use crate::client::millis;
 use crate::dead_letter::DeadLetterSink;
 use crate::error::Result;
+use crate::partition::store_topic;
 use crate::store::{FinishItem, Hint, Store};
 
 /// What every part of a worker shares.
@@ -28,9 +34,14 @@ pub(crate) struct Shared<S> {
     pub(crate) jobs: Arc<Tracker>,
 }
 
-/// One topic's part of a worker.
+/// One topic's part of a worker (one partition's, on a partitioned topic).
 pub(crate) struct TopicRt<S> {
+    /// The topic, as the user named it.
     pub(crate) name: &'static str,
+    /// Its partition, on a partitioned topic.
+    pub(crate) partition: Option<u16>,
+    /// The store's name for it (`<topic>#<p>` on a partitioned topic).
+    pub(crate) stored_as: String,
     pub(crate) handler: Arc<dyn ErasedHandler<S>>,
     pub(crate) lease_ms: u64,
     pub(crate) limit: Option<Arc<Semaphore>>,
@@ -51,7 +62,7 @@ impl<S> TopicRt<S> {
             None => false,
         };
         if !sent {
-            tracing::error!(topic = self.name, "worker stopped before a result could be recorded; the job runs again after its lease");
+            tracing::error!(topic = self.name, partition = self.partition, "worker stopped before a result could be recorded; the job runs again after its lease");
         }
     }
 }
@@ -143,7 +154,7 @@ impl Drop for TrackGuard {
 
 async fn dispatch_hints<S>(
     mut rx: broadcast::Receiver<Hint>,
-    topics: HashMap<&'static str, Arc<TopicRt<S>>>,
+    topics: HashMap<String, Arc<TopicRt<S>>>,
 ) {
     loop {
         match rx.recv().await {
@@ -182,43 +193,52 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     let (mut fetchers, mut ackers, mut background) = (Vec::new(), Vec::new(), Vec::new());
     let mut topics = HashMap::new();
     for handler in builder.handlers {
-        let (tx, rx) = mpsc::unbounded_channel();
         let name = handler.topic();
-        let rt = Arc::new(TopicRt {
-            name,
-            lease_ms: millis(handler.lease().unwrap_or(shared.config.lease)),
-            limit: builder
-                .topic_limits
-                .get(name)
-                .map(|n| Arc::new(Semaphore::new(*n))),
-            handler,
-            wake: Notify::new(),
-            dead_wake: Notify::new(),
-            inflight: InFlight::default(),
-            saturated: AtomicBool::new(false),
-            finishes: Mutex::new(Some(tx)),
-        });
-        ackers.push(tokio::spawn(ack::acker(
-            shared.clone(),
-            rt.clone(),
-            rx,
-            stop_rx.clone(),
-        )));
-        background.push(tokio::spawn(lease::heartbeat(
-            shared.clone(),
-            rt.clone(),
-            stop_rx.clone(),
-        )));
-        background.push(tokio::spawn(dead::pump(
-            shared.clone(),
-            rt.clone(),
-            stop_rx.clone(),
-        )));
-        fetchers.push(tokio::spawn(topic::claim_loop(shared.clone(), rt.clone())));
-        topics.insert(name, rt);
+        let partitions = handler.partitions();
+        let lease_ms = millis(handler.lease().unwrap_or(shared.config.lease));
+        // One limit per topic, shared by its partitions.
+        let limit = builder
+            .topic_limits
+            .get(name)
+            .map(|n| Arc::new(Semaphore::new(*n)));
+        for p in 0..partitions {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let rt = Arc::new(TopicRt {
+                name,
+                partition: (partitions > 1).then_some(p),
+                stored_as: store_topic(name, p, partitions).into_owned(),
+                lease_ms,
+                limit: limit.clone(),
+                handler: handler.clone(),
+                wake: Notify::new(),
+                dead_wake: Notify::new(),
+                inflight: InFlight::default(),
+                saturated: AtomicBool::new(false),
+                finishes: Mutex::new(Some(tx)),
+            });
+            ackers.push(tokio::spawn(ack::acker(
+                shared.clone(),
+                rt.clone(),
+                rx,
+                stop_rx.clone(),
+            )));
+            background.push(tokio::spawn(lease::heartbeat(
+                shared.clone(),
+                rt.clone(),
+                stop_rx.clone(),
+            )));
+            background.push(tokio::spawn(dead::pump(
+                shared.clone(),
+                rt.clone(),
+                stop_rx.clone(),
+            )));
+            fetchers.push(tokio::spawn(topic::claim_loop(shared.clone(), rt.clone())));
+            topics.insert(rt.stored_as.clone(), rt);
+        }
     }
     background.push(tokio::spawn(dispatch_hints(hints, topics.clone())));
-    let names: Vec<_> = topics.keys().collect();
+    let mut names: Vec<_> = topics.keys().collect();
+    names.sort();
     tracing::info!(backend = store.backend_name(), topics = ?names, concurrency = shared.config.concurrency, "worker started");
 
     let mut signal = shutdown.subscribe();

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::execute::run_job;
+use super::failpoint::{self, Point};
 use super::runtime::{Shared, TopicRt};
 use crate::client::millis;
 use crate::store::ClaimRequest;
@@ -41,11 +42,11 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
             config.sweep_limit,
             config.stall_limit,
         );
-        let batch = match shared.store.claim(topic.name, request).await {
+        let batch = match shared.store.claim(&topic.stored_as, request).await {
             Ok(batch) => batch,
             Err(e) => {
                 drop(slots);
-                tracing::warn!(topic = topic.name, error = %e, retry_in = ?backoff, "claim failed; retrying");
+                tracing::warn!(topic = topic.name, partition = topic.partition, error = %e, retry_in = ?backoff, "claim failed; retrying");
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}
                     _ = shutdown.wait_for(|s| *s) => break,
@@ -63,12 +64,20 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
         if batch.swept > 0 || batch.swept_dead > 0 {
             tracing::info!(
                 topic = topic.name,
+                partition = topic.partition,
                 returned = batch.swept,
                 ended = batch.swept_dead,
                 "swept expired leases"
             );
         }
         let claimed = batch.jobs.len();
+        if claimed > 0 {
+            failpoint::hit(Point::Claimed {
+                topic: topic.name,
+                now_ms: batch.now_ms,
+                jobs: &batch.jobs,
+            });
+        }
         for (job, slot) in batch.jobs.into_iter().zip(slots.drain(..claimed)) {
             let guard = shared.jobs.enter();
             tokio::spawn(run_job(shared.clone(), topic.clone(), job, slot, guard));

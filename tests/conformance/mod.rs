@@ -8,6 +8,7 @@
 
 pub mod jobs;
 pub mod lifecycle;
+pub mod partitions;
 pub mod retry;
 pub mod worker;
 
@@ -152,6 +153,12 @@ macro_rules! conformance_tests {
             worker::one_worker_serves_many_topics,
             worker::state_and_trait_handlers,
             worker::two_workers_never_run_a_job_twice,
+            partitions::partitioned_topic_routes_by_id_and_sums_counts,
+            partitions::worker_runs_every_partition_once_per_job,
+            partitions::partitions_take_turns_under_one_limit,
+            partitions::hints_wake_each_partition,
+            partitions::expired_leases_are_swept_in_every_partition,
+            partitions::dead_letters_merge_over_partitions,
         );
     };
     (@each $factory:path, $($module:ident :: $name:ident),* $(,)?) => {

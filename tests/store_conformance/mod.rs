@@ -310,9 +310,15 @@ pub(crate) async fn make_dead(s: &dyn Store, topic: &str, ids: &[&str]) -> Vec<i
     died
 }
 
-/// The due times of the hints for `topic` that arrive before a barrier: a hint for a job enqueued in a
-/// fresh topic after everything the test did (hints are ordered, so any hint for `topic` comes first).
-/// Called once before the test's actions, it also waits until the receiver is live.
+/// How long [`hints_for`] keeps listening after its barrier: on a Redis Cluster, hints published by
+/// different nodes reach a subscriber over different links, so a barrier from one node may overtake a
+/// hint from another.
+pub(crate) const SETTLE: Duration = Duration::from_millis(200);
+
+/// The due times of the hints for `topic` that arrive before a barrier (a hint for a job enqueued in a
+/// fresh topic after everything the test did; hints from one server are ordered, so any hint for
+/// `topic` comes first), or within [`SETTLE`] after it. Called once before the test's actions, it also
+/// waits until the receiver is live.
 pub(crate) async fn hints_for(
     s: &dyn Store,
     rx: &mut broadcast::Receiver<Hint>,
@@ -320,13 +326,19 @@ pub(crate) async fn hints_for(
 ) -> Vec<i64> {
     let mut seen = Vec::new();
     let start = Instant::now();
+    let mut settle_until = None;
     while start.elapsed() < WAIT {
         let barrier = self::topic("barrier");
         create(s, &barrier, "barrier", REC, Due::In(0)).await;
         let attempt = Instant::now();
-        while attempt.elapsed() < Duration::from_millis(500) {
+        while attempt.elapsed() < Duration::from_millis(500) || settle_until.is_some() {
+            if settle_until.is_some_and(|t| Instant::now() >= t) {
+                return seen;
+            }
             match tokio::time::timeout(Duration::from_millis(50), rx.recv()).await {
-                Ok(Ok(Hint::Topic { topic: t, .. })) if t == barrier => return seen,
+                Ok(Ok(Hint::Topic { topic: t, .. })) if t == barrier => {
+                    settle_until = Some(Instant::now() + SETTLE);
+                }
                 Ok(Ok(Hint::Topic {
                     topic: t,
                     due_at_ms,

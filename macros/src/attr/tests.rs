@@ -19,7 +19,7 @@ fn first_error(input: DeriveInput) -> String {
 fn reads_every_key() {
     let attr = parse(parse_quote! {
         #[serde(rename_all = "snake_case")]
-        #[job(topic = "t", retry = [0, "0", "10ms", "365d"], lease = "1d", timeout = "90s")]
+        #[job(topic = "t", retry = [0, "0", "10ms", "365d"], lease = "1d", timeout = "90s", partitions = 1024)]
         struct A;
     })
     .unwrap_or_else(|err| panic!("{err}"));
@@ -27,6 +27,44 @@ fn reads_every_key() {
     assert_eq!(attr.retry, Some(vec![0, 0, 10, YEAR_MS]));
     assert_eq!(attr.lease, Some(DAY_MS));
     assert_eq!(attr.timeout, Some(90_000));
+    assert_eq!(attr.partitions, Some(1024));
+}
+
+#[test]
+fn partition_counts() {
+    let cases: Vec<(DeriveInput, &str)> = vec![
+        (
+            parse_quote!(
+                #[job(topic = "a", partitions = 0)]
+                struct A;
+            ),
+            "partitions must be at least 1: a topic is stored in 1 to 1024 partitions; leave `partitions` out for one",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", partitions = 1025)]
+                struct A;
+            ),
+            "partitions is 1025, and at most 1024 are allowed",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", partitions = 99999999999999999999999)]
+                struct A;
+            ),
+            "partitions is 99999999999999999999999, and at most 1024 are allowed",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", partitions = "3")]
+                struct A;
+            ),
+            "partitions must be an integer literal: write `partitions = 4`",
+        ),
+    ];
+    for (input, want) in cases {
+        assert_eq!(first_error(input), want);
+    }
 }
 
 #[test]
@@ -71,7 +109,7 @@ fn structural_errors() {
                 #[job(topic = "a", retries = ["0", "0"])]
                 struct A;
             ),
-            "unknown key `retries` in #[job]: expected `topic`, `retry`, `lease` or `timeout`",
+            "unknown key `retries` in #[job]: expected `topic`, `retry`, `lease`, `timeout` or `partitions`",
         ),
         (
             parse_quote!(
@@ -85,7 +123,7 @@ fn structural_errors() {
                 #[job("a")]
                 struct A;
             ),
-            "expected a key: `topic`, `retry`, `lease` or `timeout`",
+            "expected a key: `topic`, `retry`, `lease`, `timeout` or `partitions`",
         ),
         (
             parse_quote!(

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bb8_redis::bb8;
-use redis::aio::MultiplexedConnection;
+use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{
     AsyncConnectionConfig, Client, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisError,
 };
@@ -218,7 +218,9 @@ impl bb8::ErrorSink<RedisError> for LogErrors {
 }
 
 /// The server's version, from `INFO server`.
-pub(super) async fn server_version(conn: &mut MultiplexedConnection) -> Result<String, RedisError> {
+pub(super) async fn server_version(
+    conn: &mut (impl ConnectionLike + Send),
+) -> Result<String, RedisError> {
     let info: String = redis::cmd("INFO").arg("server").query_async(conn).await?;
     Ok(info_field(&info, "redis_version")
         .unwrap_or("unknown")
@@ -246,7 +248,7 @@ pub(super) fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
 }
 
 /// The eviction policy, from `CONFIG GET` or, when CONFIG is disabled, from `INFO memory`.
-pub(super) async fn eviction_policy(conn: &mut MultiplexedConnection) -> Option<String> {
+pub(super) async fn eviction_policy(conn: &mut (impl ConnectionLike + Send)) -> Option<String> {
     let config: Result<Vec<String>, _> = redis::cmd("CONFIG")
         .arg("GET")
         .arg("maxmemory-policy")
@@ -263,6 +265,24 @@ pub(super) async fn eviction_policy(conn: &mut MultiplexedConnection) -> Option<
         .await
         .ok()?;
     info_field(&info, "maxmemory_policy").map(str::to_owned)
+}
+
+/// Warns loudly unless the eviction policy of the Redis at `addr` is `noeviction`.
+pub(super) fn warn_about_eviction(addr: &str, policy: Option<String>) {
+    match policy {
+        Some(policy) if policy == "noeviction" => {}
+        Some(policy) => tracing::warn!(
+            %addr,
+            %policy,
+            "postpone: Redis maxmemory-policy is {policy:?}, not \"noeviction\": when Redis runs out of \
+             memory it will silently delete jobs. Set `maxmemory-policy noeviction`."
+        ),
+        None => tracing::warn!(
+            %addr,
+            "postpone: could not read Redis maxmemory-policy (CONFIG GET and INFO memory refused); make \
+             sure it is \"noeviction\", or Redis may silently delete jobs when it runs out of memory."
+        ),
+    }
 }
 
 /// A connect error for `addr`, its message scrubbed of the URL's credentials.

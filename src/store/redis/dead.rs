@@ -22,10 +22,19 @@ fn entries(reply: redis::Value, context: &'static str) -> Result<Vec<DeadEntry>>
     let mut r = Reply::new(reply, context)?;
     let mut out = Vec::with_capacity(r.remaining() / 4);
     while r.remaining() > 0 {
-        let id = r.string()?;
+        let id = r.bytes()?;
         let died_at_ms = r.int()?;
         let record = r.bytes()?;
         let reason = String::from_utf8_lossy(&r.bytes()?).into_owned();
+        let Ok(id) = String::from_utf8(id) else {
+            // Not an id this crate wrote: skip it rather than fail the call, which would keep every
+            // other dead job from its hook and its listing.
+            tracing::error!(
+                context,
+                "postpone: a dead job id is not UTF-8 (written outside postpone); skipped"
+            );
+            continue;
+        };
         out.push(DeadEntry {
             id,
             record,

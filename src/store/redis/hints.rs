@@ -5,6 +5,10 @@
 //! pub/sub connection, forwards messages as [`Hint::Topic`], reconnects with backoff forever after an
 //! error, and sends [`Hint::All`] after every (re)subscribe, since messages may have been missed while
 //! it was away. It stops when the store is dropped.
+//!
+//! On a Redis Cluster a PUBLISH reaches the subscribers of every node, so one subscription on any node
+//! hears every hint of the namespace. The listener subscribes on one seed node and, when that node fails,
+//! moves to the next seed.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -25,7 +29,8 @@ const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// The hint channel of one store.
 pub(super) struct Hints {
     tx: broadcast::Sender<Hint>,
-    client: Client,
+    /// Where to subscribe, tried in turn (one on a single Redis, the seeds on a cluster).
+    clients: Vec<Client>,
     channel: String,
     timeout: Duration,
     /// Dropping it stops the task; `None` until the task starts.
@@ -33,11 +38,11 @@ pub(super) struct Hints {
 }
 
 impl Hints {
-    pub(super) fn new(client: Client, channel: String, timeout: Duration) -> Self {
+    pub(super) fn new(clients: Vec<Client>, channel: String, timeout: Duration) -> Self {
         let (tx, _) = broadcast::channel(CAPACITY);
         Hints {
             tx,
-            client,
+            clients,
             channel,
             timeout,
             stop: Mutex::new(None),
@@ -54,7 +59,7 @@ impl Hints {
                     let (stop_tx, stop_rx) = watch::channel(());
                     let listener = Listener {
                         tx: self.tx.clone(),
-                        client: self.client.clone(),
+                        clients: self.clients.clone(),
                         channel: self.channel.clone(),
                         timeout: self.timeout,
                     };
@@ -73,7 +78,7 @@ impl Hints {
 
 struct Listener {
     tx: broadcast::Sender<Hint>,
-    client: Client,
+    clients: Vec<Client>,
     channel: String,
     timeout: Duration,
 }
@@ -81,11 +86,12 @@ struct Listener {
 impl Listener {
     async fn run(self, mut stop: watch::Receiver<()>) {
         let mut backoff = BACKOFF_MIN;
-        loop {
+        for turn in 0.. {
+            let client = &self.clients[turn % self.clients.len()];
             let mut subscribed = false;
             let result = tokio::select! {
                 _ = stop.changed() => return,
-                r = self.session(&mut subscribed) => r,
+                r = self.session(client, &mut subscribed) => r,
             };
             if subscribed {
                 backoff = BACKOFF_MIN;
@@ -101,8 +107,12 @@ impl Listener {
     }
 
     /// One connection's life: subscribe, announce `Hint::All`, forward messages until it fails.
-    async fn session(&self, subscribed: &mut bool) -> Result<(), redis::RedisError> {
-        let pubsub = tokio::time::timeout(self.timeout, self.client.get_async_pubsub())
+    async fn session(
+        &self,
+        client: &Client,
+        subscribed: &mut bool,
+    ) -> Result<(), redis::RedisError> {
+        let pubsub = tokio::time::timeout(self.timeout, client.get_async_pubsub())
             .await
             .map_err(|_| timed_out("connecting for hints"))??;
         let (mut sink, mut stream) = pubsub.split();

@@ -15,11 +15,15 @@
 //! postpone:{<ns>}:wake                  pub/sub channel: "<due ms> <topic>"
 //! ```
 //!
+//! A partition of a partitioned topic is a topic of its own here, named `<topic>#<p>`
+//! (`postpone:{<ns>:<topic>#<p>}:due`, ...), so each partition has its own hash tag and slot.
+//!
 //! Ids are only ever members and fields, never part of a key; namespaces and topics are validated to
-//! `[A-Za-z0-9_.-]`, so no input can reach another topic's keys or break the hash tag.
+//! `[A-Za-z0-9_.-]` (plus exactly one `#<0-1023>` partition suffix), so no input can reach another
+//! topic's keys or break the hash tag.
 
 use crate::error::Result;
-use crate::validate::validate_topic;
+use crate::partition::validate_store_topic;
 
 /// The suffixes of a topic's keys, in the order every script receives them as `KEYS` (see
 /// `scripts/prelude.lua`). `enqueue_one.lua` gets only the first three.
@@ -45,9 +49,10 @@ pub(super) const DEAD_PENDING: usize = 9;
 pub(super) struct TopicKeys(pub(super) [String; 11]);
 
 impl TopicKeys {
-    /// The keys of `topic` in namespace `ns` (already validated); fails on an invalid topic.
+    /// The keys of `topic` (a topic or one partition of it) in namespace `ns` (already validated);
+    /// fails on an invalid name.
     pub(super) fn new(ns: &str, topic: &str) -> Result<Self> {
-        validate_topic(topic)?;
+        validate_store_topic(topic)?;
         Ok(TopicKeys(
             SUFFIXES.map(|s| format!("postpone:{{{ns}:{topic}}}:{s}")),
         ))
@@ -74,5 +79,16 @@ mod tests {
         assert_eq!(k.0[10], "postpone:{shop:orders.close}:stats");
         assert_eq!(wake_channel("shop"), "postpone:{shop}:wake");
         assert!(TopicKeys::new("shop", "a}b").is_err());
+        let p = TopicKeys::new("shop", "orders.close#2").unwrap();
+        assert_eq!(p.0[0], "postpone:{shop:orders.close#2}:due");
+        for bad in [
+            "orders#",
+            "orders#01",
+            "orders#1024",
+            "orders#1}x",
+            "orders#1#1",
+        ] {
+            assert!(TopicKeys::new("shop", bad).is_err(), "{bad}");
+        }
     }
 }

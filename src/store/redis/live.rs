@@ -120,12 +120,23 @@ impl RedisStore {
         batch.now_us = batch.now_ms.saturating_mul(1000) + r.int()?.clamp(0, 999);
         batch.jobs.reserve(r.remaining() / 3);
         while r.remaining() > 0 {
-            batch.jobs.push(ClaimedJob {
-                id: r.string()?,
-                token,
-                due_at_ms: r.int()?,
-                record: r.bytes()?,
-            });
+            let (id, due_at_ms, record) = (r.bytes()?, r.int()?, r.bytes()?);
+            match String::from_utf8(id) {
+                Ok(id) => batch.jobs.push(ClaimedJob {
+                    id,
+                    token,
+                    due_at_ms,
+                    record,
+                }),
+                // Not an id this crate wrote. Failing the whole claim would strand every job claimed
+                // with it (again at each sweep, until the stall limit killed them all): leave this one
+                // to its lease, after which it is swept and, past the stall limit, dead-lettered.
+                Err(e) => tracing::error!(
+                    topic,
+                    id = %String::from_utf8_lossy(e.as_bytes()),
+                    "postpone: a claimed job id is not UTF-8 (written outside postpone); not run"
+                ),
+            }
         }
         Ok(batch)
     }

@@ -1,4 +1,5 @@
-//! The Redis backend: jobs in Redis 6.2+, every state change one Lua script.
+//! The Redis backend: jobs in Redis 6.2+, on one server or a Redis Cluster, every state change one Lua
+//! script.
 //!
 //! ```no_run
 //! # async fn demo() -> postpone::Result<()> {
@@ -13,17 +14,25 @@
 //!     .pool_size(16)
 //!     .response_timeout(Duration::from_secs(5));
 //! let store = RedisStore::connect_with("redis://:secret@redis.internal:6379/2", options).await?;
+//!
+//! // A Redis Cluster, from a few of its nodes:
+//! let seeds = ["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"];
+//! let store = RedisStore::connect_cluster(&seeds, "shop").await?;
 //! # Ok(()) }
 //! ```
 //!
-//! Layout: see `keys.rs` (one hash tag per topic, so the layout works on Redis Cluster). Due times and
-//! leases are judged by the server's clock (`TIME` inside scripts). A dropped connection or a Redis
-//! restart needs no new store: operations fail with [`Error::Backend`] until Redis is back, then carry
-//! on. Hints use one dedicated pub/sub connection that reconnects by itself. Run Redis with
-//! `maxmemory-policy noeviction` (a worker warns at start otherwise) and, for durability, with AOF.
+//! Layout: see `keys.rs` (one hash tag per topic, or per partition of a partitioned topic, so every
+//! script touches one slot and the layout works on Redis Cluster). Due times and leases are judged by the
+//! server's clock (`TIME` inside scripts; on a cluster, the clock of the master holding the topic). A
+//! dropped connection or a Redis restart needs no new store: operations fail with [`Error::Backend`] until
+//! Redis is back, then carry on. Hints use one dedicated pub/sub connection that reconnects by itself.
+//! Run Redis with `maxmemory-policy noeviction` (a worker warns at start otherwise) and, for durability,
+//! with AOF.
 
+mod cluster;
 mod conn;
 mod dead;
+mod exec;
 mod hints;
 mod keys;
 mod live;
@@ -36,7 +45,6 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::{ErrorKind, Script, ServerErrorKind, Value};
 use tokio::sync::broadcast;
 
 use crate::error::{Error, Result};
@@ -47,6 +55,7 @@ use crate::store::{
 use crate::validate::validate_namespace;
 
 use conn::{Pool, PoolSettings};
+use exec::Conns;
 use hints::Hints;
 use keys::TopicKeys;
 
@@ -85,7 +94,8 @@ impl RedisOptions {
     }
 
     /// Most pooled connections (default 8, at least 1). Each is multiplexed; the pub/sub connection for
-    /// hints comes on top.
+    /// hints comes on top. One Redis only: on a cluster, one multiplexed connection per node serves
+    /// every command.
     pub fn pool_size(mut self, size: u32) -> Self {
         self.pool_size = size.max(1);
         self
@@ -117,15 +127,16 @@ pub struct RedisStore {
     inner: Arc<Inner>,
 }
 
-/// Most topics whose keys a store keeps built.
-const KEY_CACHE_LIMIT: usize = 1024;
+/// Most topics (or partitions) whose keys a store keeps built.
+const KEY_CACHE_LIMIT: usize = 4096;
 
 struct Inner {
     namespace: String,
     keys: RwLock<HashMap<Box<str>, Arc<TopicKeys>>>,
+    /// `host:port`, or the seeds' `host:port,...` on a cluster.
     addr: String,
     channel: String,
-    pool: Pool,
+    conns: Conns,
     hints: Hints,
 }
 
@@ -173,7 +184,7 @@ impl RedisStore {
         tracing::debug!(%addr, %version, namespace = %options.namespace, "postpone: connected to Redis");
         let channel = keys::wake_channel(&options.namespace);
         let hints = Hints::new(
-            client.clone(),
+            vec![client.clone()],
             channel.clone(),
             options.connect_timeout.max(options.response_timeout),
         );
@@ -184,7 +195,58 @@ impl RedisStore {
                 keys: RwLock::new(HashMap::new()),
                 addr,
                 channel,
-                pool,
+                conns: Conns::Single(pool),
+                hints,
+            }),
+        })
+    }
+
+    /// Connects to a Redis Cluster from seed node URLs (any few of its nodes; the rest are discovered),
+    /// with default [`RedisOptions`] for `namespace`.
+    ///
+    /// The store behaves exactly as on one Redis. Each topic (each partition of a partitioned topic)
+    /// lives in one hash slot, so on one master; commands follow MOVED and ASK redirections and slot
+    /// migrations. Hints come from one node at a time (PUBLISH reaches every node of a cluster), moving
+    /// to the next seed when that node fails. Each command, redirections and retries included, fails
+    /// after the response timeout. Masters that do not answer at connect are logged and skipped; the
+    /// store fails with [`Error::Connect`] only when none answers.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> postpone::Result<()> {
+    /// use postpone::store::redis::RedisStore;
+    ///
+    /// let seeds = ["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"];
+    /// let store = RedisStore::connect_cluster(&seeds, "shop").await?;
+    /// assert!(store.is_cluster());
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_cluster<S: AsRef<str>>(urls: &[S], namespace: &str) -> Result<Self> {
+        Self::connect_cluster_with(urls, RedisOptions::new(namespace)).await
+    }
+
+    /// Connects to a Redis Cluster with `options` (the pool size does not apply: one multiplexed
+    /// connection per node serves every command). See [`RedisStore::connect_cluster`].
+    pub async fn connect_cluster_with<S: AsRef<str>>(
+        urls: &[S],
+        options: RedisOptions,
+    ) -> Result<Self> {
+        validate_namespace(&options.namespace)?;
+        let connected =
+            cluster::connect(urls, options.connect_timeout, options.response_timeout).await?;
+        tracing::debug!(seeds = %connected.addrs, namespace = %options.namespace, "postpone: connected to Redis Cluster");
+        let channel = keys::wake_channel(&options.namespace);
+        let hints = Hints::new(
+            connected.seed_clients,
+            channel.clone(),
+            options.connect_timeout.max(options.response_timeout),
+        );
+        Ok(RedisStore {
+            inner: Arc::new(Inner {
+                namespace: options.namespace,
+                keys: RwLock::new(HashMap::new()),
+                addr: connected.addrs,
+                channel,
+                conns: Conns::Cluster(connected.conn),
                 hints,
             }),
         })
@@ -195,7 +257,12 @@ impl RedisStore {
         &self.inner.namespace
     }
 
-    /// The keys of `topic`, built once per topic and kept (fails on an invalid topic).
+    /// Whether this store talks to a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.inner.conns, Conns::Cluster(_))
+    }
+
+    /// The keys of `topic`, built once per topic (or partition) and kept; fails on an invalid name.
     fn keys(&self, topic: &str) -> Result<Arc<TopicKeys>> {
         let cache = &self.inner.keys;
         if let Some(keys) = cache.read().unwrap_or_else(|p| p.into_inner()).get(topic) {
@@ -203,70 +270,12 @@ impl RedisStore {
         }
         let keys = Arc::new(TopicKeys::new(&self.inner.namespace, topic)?);
         let mut cache = cache.write().unwrap_or_else(|p| p.into_inner());
-        // Topics are the application's job types; a tool looping over made-up names stops caching.
+        // Topics are the application's job types (and their partitions); a tool looping over made-up
+        // names stops caching.
         if cache.len() < KEY_CACHE_LIMIT {
             cache.insert(topic.into(), keys.clone());
         }
         Ok(keys)
-    }
-
-    /// Runs `script` on `keys` with the arguments `args` writes: EVALSHA, and on NOSCRIPT (Redis
-    /// restarted or its script cache was flushed) SCRIPT LOAD and EVALSHA again. The command is built
-    /// once, straight into one buffer.
-    async fn eval(
-        &self,
-        context: &'static str,
-        script: &Script,
-        keys: &TopicKeys,
-        args: impl FnOnce(&mut redis::Cmd),
-    ) -> Result<Value> {
-        self.eval_with(context, script, &keys.0, args).await
-    }
-
-    /// [`eval`](Self::eval) with only the first keys of a topic, for a script that touches only those.
-    async fn eval_with(
-        &self,
-        context: &'static str,
-        script: &Script,
-        keys: &[String],
-        args: impl FnOnce(&mut redis::Cmd),
-    ) -> Result<Value> {
-        // Room for a single job's arguments (batches grow it a few times, not once per argument).
-        let key_bytes: usize = keys.iter().map(String::len).sum();
-        let mut cmd = redis::Cmd::with_capacity(keys.len() + 16, key_bytes + 512);
-        cmd.arg("EVALSHA").arg(script.get_hash()).arg(keys.len());
-        for key in keys {
-            cmd.arg(key);
-        }
-        args(&mut cmd);
-        let mut conn = self.inner.pool.get(context).await?;
-        let mut result = cmd.query_async::<Value>(&mut conn.inner).await;
-        if matches!(&result, Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript)) {
-            result = match script.prepare_invoke().load_async(&mut conn.inner).await {
-                Ok(_) => cmd.query_async::<Value>(&mut conn.inner).await,
-                Err(e) => Err(e),
-            };
-        }
-        result.map_err(|e| {
-            self.inner.pool.failed(&mut conn, &e);
-            Error::backend(context, e)
-        })
-    }
-
-    /// Runs one plain command.
-    async fn command<T: redis::FromRedisValue>(
-        &self,
-        context: &'static str,
-        cmd: &redis::Cmd,
-    ) -> Result<T> {
-        let mut conn = self.inner.pool.get(context).await?;
-        match cmd.query_async::<T>(&mut conn.inner).await {
-            Ok(v) => Ok(v),
-            Err(e) => {
-                self.inner.pool.failed(&mut conn, &e);
-                Err(Error::backend(context, e))
-            }
-        }
     }
 }
 
@@ -280,8 +289,12 @@ fn due_args(due: Due) -> (&'static str, i64) {
 
 #[async_trait]
 impl Store for RedisStore {
+    /// "redis", or "redis-cluster".
     fn backend_name(&self) -> &'static str {
-        "redis"
+        match self.inner.conns {
+            Conns::Single(_) => "redis",
+            Conns::Cluster(_) => "redis-cluster",
+        }
     }
 
     async fn now_ms(&self) -> Result<i64> {
@@ -374,29 +387,19 @@ impl Store for RedisStore {
     }
 
     async fn check_worker_start(&self) -> Result<()> {
-        let mut conn = self
-            .inner
-            .pool
-            .get("checking Redis at worker start")
-            .await?;
+        let pool = match &self.inner.conns {
+            Conns::Single(pool) => pool,
+            Conns::Cluster(conn) => return cluster::check_worker_start(conn).await,
+        };
+        let mut conn = pool.get("checking Redis at worker start").await?;
         let version = conn::server_version(&mut conn.inner)
             .await
             .map_err(|e| Error::backend("reading the Redis version (INFO server)", e))?;
         conn::require_6_2(&version)?;
-        match conn::eviction_policy(&mut conn.inner).await {
-            Some(policy) if policy == "noeviction" => {}
-            Some(policy) => tracing::warn!(
-                addr = %self.inner.addr,
-                %policy,
-                "postpone: Redis maxmemory-policy is {policy:?}, not \"noeviction\": when Redis runs out of \
-                 memory it will silently delete jobs. Set `maxmemory-policy noeviction`."
-            ),
-            None => tracing::warn!(
-                addr = %self.inner.addr,
-                "postpone: could not read Redis maxmemory-policy (CONFIG GET and INFO memory refused); make \
-                 sure it is \"noeviction\", or Redis may silently delete jobs when it runs out of memory."
-            ),
-        }
+        conn::warn_about_eviction(
+            &self.inner.addr,
+            conn::eviction_policy(&mut conn.inner).await,
+        );
         Ok(())
     }
 }

@@ -68,11 +68,6 @@ impl Reply {
             )
         })
     }
-
-    /// A UTF-8 string (ids and reasons: written as UTF-8 by this crate).
-    pub(super) fn string(&mut self) -> Result<String> {
-        String::from_utf8(self.bytes()?).map_err(|e| Error::backend(self.context, e))
-    }
 }
 
 /// An integer reply, also from its decimal text.

@@ -1,11 +1,15 @@
 //! The Lua scripts: one per state change, each loaded with `include_str!` behind a shared prelude and
-//! run with EVALSHA (reloaded on NOSCRIPT by `redis::Script`).
+//! run with EVALSHA, falling back to EVAL (which also caches the script) on NOSCRIPT: see `exec.rs`.
 
 use std::sync::LazyLock;
 
-use redis::Script;
-
 const PRELUDE: &str = include_str!("scripts/prelude.lua");
+
+/// A script's source and its SHA1 (the EVALSHA name).
+pub(super) struct Script {
+    pub(super) source: String,
+    pub(super) sha1: String,
+}
 
 /// Every script of the backend.
 pub(super) struct Scripts {
@@ -27,7 +31,9 @@ pub(super) struct Scripts {
 }
 
 fn script(body: &str) -> Script {
-    Script::new(&format!("{PRELUDE}\n{body}"))
+    let source = format!("{PRELUDE}\n{body}");
+    let sha1 = redis::Script::new(&source).get_hash().to_owned();
+    Script { source, sha1 }
 }
 
 /// The scripts, built once per process.

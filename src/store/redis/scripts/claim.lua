@@ -4,8 +4,9 @@
 -- the microseconds of now past its millisecond (0-999), then three fields per claimed job: id, due time,
 -- record.
 -- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (earliest due), ZRANGE (due <= now),
--- HINCRBY (token), ZREMRANGEBYRANK, ZADD and HSETNX (the marker of prelude.lua), ZADD (active), HSET
--- (leases), HMGET (records), ZRANGE (next due), ZRANGE (dead pending) = 13, whatever the batch size; a call that finds nothing due makes 4. A sweep
+-- ZREMRANGEBYRANK, HINCRBY (token), ZADD and HSETNX (the marker of prelude.lua), ZADD (active), HSET
+-- (leases), HMGET (records), ZRANGE (next due), ZRANGE (dead pending) = 13, whatever the batch size; a
+-- call that finds nothing due makes 4. A sweep
 -- that finds expired leases adds 4 calls, plus 1 to 4 per expired lease (rare: a worker died or stalled).
 local max, lease = tonumber(ARGV[1]), tonumber(ARGV[2])
 local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -35,11 +36,14 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
       local rec = redis.call('HGET', K_JOBS, id)
       redis.call('HDEL', K_JOBS, id)
       redis.call('HDEL', K_STALLS, id)
-      if rec then
-        dead_ids[#dead_ids + 1] = id
-        dead_recs[#dead_recs + 1] = rec
-        dead_reasons[#dead_reasons + 1] = 'stalled: lease expired ' .. string.format('%d', stalls) .. ' times'
+      local reason = 'stalled: lease expired ' .. string.format('%d', stalls) .. ' times'
+      if not rec then
+        rec = ''
+        reason = reason .. '; ' .. DAMAGED
       end
+      dead_ids[#dead_ids + 1] = id
+      dead_recs[#dead_recs + 1] = rec
+      dead_reasons[#dead_reasons + 1] = reason
       swept_dead = swept_dead + 1
     else
       back[#back + 1] = now
@@ -66,9 +70,11 @@ if max > 0 and next_due and next_due <= now then
   local got = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, max, 'WITHSCORES')
   local k = #got / 2
   if k > 0 then
-    token = redis.call('HINCRBY', K_STATS, 'seq', 1)
-    -- The claimed ids are exactly the k lowest ranks.
+    -- The claimed ids are exactly the k lowest ranks. Removing them comes first: when Redis is full
+    -- (maxmemory, noeviction) it refuses a script whose first write may grow memory, and a claim, which
+    -- only moves jobs, must still run then, or a full Redis could never be drained.
     redis.call('ZREMRANGEBYRANK', K_DUE, 0, k - 1)
+    token = redis.call('HINCRBY', K_STATS, 'seq', 1)
     local deadline = now + lease
     -- Numbers go to redis.call as strings made once: Redis would format each with %.17g.
     local deadline_s, token_s = string.format('%d', deadline), string.format('%d', token)
@@ -85,7 +91,7 @@ if max > 0 and next_due and next_due <= now then
     call_many('ZADD', K_ACTIVE, active, 2)
     call_many('HSET', K_LEASES, leases, 2)
     local recs = fetch_many('HMGET', K_JOBS, ids)
-    local dropped = false
+    local lost_ids, lost_recs, lost_reasons = {}, {}, {}
     for i = 1, k do
       if recs[i] then
         -- The due time goes back as Redis wrote it (an integer's digits): no parsing here.
@@ -93,13 +99,18 @@ if max > 0 and next_due and next_due <= now then
         out[#out + 1] = got[2 * i]
         out[#out + 1] = recs[i]
       else
-        -- A due id without a record breaks the invariant: drop it rather than hand out nothing.
+        -- A due id without a record (deleted outside postpone): dead-letter it with the reason, so the
+        -- damage is seen and counted, rather than hand out nothing or drop it silently.
         redis.call('ZREM', K_ACTIVE, ids[i])
         redis.call('HDEL', K_LEASES, ids[i])
-        dropped = true
+        redis.call('HDEL', K_STALLS, ids[i])
+        lost_ids[#lost_ids + 1] = ids[i]
+        lost_recs[#lost_recs + 1] = ''
+        lost_reasons[#lost_reasons + 1] = DAMAGED
       end
     end
-    if dropped then
+    if #lost_ids > 0 then
+      kill_many(lost_ids, lost_recs, lost_reasons, now)
       drop_marker_if_last()
     end
     if next_lease == nil or deadline < next_lease then

@@ -24,7 +24,14 @@ for i, id in ipairs(ids) do
     redis.call('ZREM', K_DEAD_PENDING, id)
   end
 end
-if #again > 0 then
-  call_many('ZADD', K_DEAD_PENDING, again, 2, 'XX')
+if #out > 0 then
+  -- Remove, then add (the ids are pending): a first write that cannot grow memory lets the hook's jobs
+  -- through even when Redis is full (maxmemory, noeviction).
+  local taken = {}
+  for i = 2, #again, 2 do
+    taken[#taken + 1] = again[i]
+  end
+  call_many('ZREM', K_DEAD_PENDING, taken, 1)
+  call_many('ZADD', K_DEAD_PENDING, again, 2)
 end
 return out

@@ -18,6 +18,9 @@ local MAX_MS = 253402300799999
 -- removed with its last, so a topic with no active job has neither key.
 local HASHED = '\1postpone: not a job id; keeps this key in its hashed encoding (see prelude.lua)'
 
+-- Why a job whose record was deleted outside postpone is dead-lettered (with an empty record).
+local DAMAGED = 'damaged: its record was missing from Redis (deleted outside postpone)'
+
 -- Lua's unpack() takes at most ~8000 values: calls with a list argument go in slices of SLICE.
 local SLICE = 4000
 

@@ -21,6 +21,11 @@ pub struct SendWebhook {
     body: Vec<u8>,
 }
 
+/// A partitioned topic.
+#[derive(Serialize, Deserialize, Job)]
+#[job(topic = "hot", partitions = 16)]
+struct Hot;
+
 /// Unit and tuple structs are jobs too.
 #[derive(Serialize, Deserialize, Job)]
 #[job(topic = "tick")]
@@ -30,4 +35,7 @@ struct Tick;
 #[job(topic = "pair")]
 struct Pair(u32, String);
 
-fn main() {}
+fn main() {
+    assert_eq!(Hot::partitions(), 16);
+    assert_eq!(Tick::partitions(), 1);
+}

@@ -1,0 +1,108 @@
+//! Order timeout in a web backend: an axum service that closes orders left unpaid.
+//!
+//! Placing an order (`POST /orders`) stores it in PostgreSQL and enqueues "close if unpaid" for the end
+//! of its payment window (30 minutes) under the job id `order:<id>`. Paying it (`POST /orders/{id}/pay`)
+//! cancels that timer; extending the payment window (`POST /orders/{id}/extend`) moves it. At the
+//! deadline a worker closes the order if it is still unpaid. `app.rs` holds the service and explains why
+//! it stays correct when a timer call fails or races a payment; `timer.rs` has the job and its handler,
+//! `api.rs` the HTTP handlers.
+//!
+//! ```text
+//! cargo run --example order_timeout                               # jobs in memory, orders in PostgreSQL
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run --example order_timeout -- --payment-window 20s
+//! ```
+//!
+//! Needs PostgreSQL: `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`); it creates the
+//! schema `postpone_orders` and its table `orders` when missing. Without `REDIS_URL` the timers live in
+//! this process, and at the next start the service sets them again for every pending order. Then:
+//!
+//! ```text
+//! curl -s localhost:3000/orders -H 'content-type: application/json' -d '{"item":"book","amount_cents":1200}'
+//! curl -s -X POST localhost:3000/orders/1/pay
+//! curl -s -X POST localhost:3000/orders/2/extend
+//! curl -s localhost:3000/orders/2
+//! ```
+//!
+//! Ctrl-C or SIGTERM stops it gracefully: the HTTP server finishes its requests, then the worker lets
+//! running jobs finish (10 s at most) and hands the rest back. `tests/example_order_timeout.rs` drives
+//! this service over HTTP with a payment window of seconds and checks the database.
+
+#[path = "../support/flags.rs"]
+mod flags;
+#[path = "../support/postgres.rs"]
+mod postgres;
+#[path = "../support/shutdown.rs"]
+mod shutdown;
+
+mod api;
+mod app;
+mod timer;
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+const USAGE: &str = "\
+usage: order_timeout [--listen ADDR] [--payment-window DURATION] [--schema NAME]
+
+  --listen ADDR               where to serve HTTP (default 127.0.0.1:3000)
+  --payment-window DURATION   time to pay, and what an extension adds: 500ms, 20s, 30m... (default 30m)
+  --schema NAME               PostgreSQL schema of the orders table (default postpone_orders)
+
+environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test), REDIS_URL (default: jobs in
+memory), POSTPONE_NAMESPACE, RUST_LOG (default info)";
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let flags = flags::Flags::from_env(USAGE, &["listen", "payment-window", "schema"]);
+    let listen: SocketAddr = flags.get("listen", SocketAddr::from(([127, 0, 0, 1], 3000)));
+    let settings = app::Settings {
+        payment_window: flags.duration("payment-window", Duration::from_secs(30 * 60)),
+        schema: flags.get("schema", "postpone_orders".to_owned()),
+    };
+    match run(listen, settings).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("order_timeout: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(listen: SocketAddr, settings: app::Settings) -> Result<(), postpone::BoxError> {
+    // PostgreSQL first: without it there is nothing to serve, and the error says so at once.
+    let db = postgres::connect(&postgres::database_url()).await?;
+    let jobs = postpone::Client::from_env().await?;
+    let app = app::App::new(db, jobs.clone(), &settings).await?;
+    let rearmed = app.rearm_timers().await?;
+    let listener = TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    println!(
+        "order service on http://{} (payment window {}; orders in schema {:?}; timers on {}{})",
+        listener.local_addr()?,
+        flags::show_duration(settings.payment_window),
+        settings.schema,
+        jobs.backend_name(),
+        if rearmed > 0 {
+            format!("; set {rearmed} missing timer(s) of pending orders")
+        } else {
+            String::new()
+        }
+    );
+    let stop = shutdown::signal();
+    app.serve(listener, async move {
+        let signal = stop.await;
+        println!("{signal}: finishing requests and running jobs, then stopping");
+    })
+    .await?;
+    println!("stopped");
+    Ok(())
+}

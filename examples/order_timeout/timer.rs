@@ -1,0 +1,65 @@
+//! The timer: the "close if unpaid" job, one per order, and its handler.
+
+use std::time::Duration;
+
+use postpone::{Job, JobContext, JobError};
+use serde::{Deserialize, Serialize};
+
+use crate::app::App;
+
+/// Closes an order that is still unpaid at its deadline: one per order, with the id `order:<id>`, so
+/// that paying can cancel it and extending can move it.
+#[derive(Debug, Serialize, Deserialize, Job)]
+#[job(topic = "orders.close_unpaid")]
+pub(crate) struct CloseUnpaidOrder {
+    pub(crate) order_id: i64,
+}
+
+/// The job id of an order's timer.
+pub(crate) fn timer_id(order_id: i64) -> String {
+    format!("order:{order_id}")
+}
+
+/// The job handler: closes the order if it is still pending at its deadline. It may run more than
+/// once for one timer (delivery is at least once); closing a closed or paid order changes nothing.
+pub(crate) async fn close_unpaid(
+    job: CloseUnpaidOrder,
+    ctx: JobContext,
+    app: App,
+) -> Result<(), JobError> {
+    let closed = app
+        .db
+        .execute(
+            "UPDATE orders SET status = 'closed', closed_at = now()
+             WHERE id = $1 AND status = 'pending' AND pay_by <= now()",
+            &[&job.order_id],
+        )
+        .await?;
+    if closed == 1 {
+        tracing::info!(
+            order_id = job.order_id,
+            attempt = ctx.attempt(),
+            "closed unpaid order"
+        );
+        return Ok(());
+    }
+    // Paid, closed already, deleted, or its deadline was moved after this timer was set.
+    let row = app
+        .db
+        .query_opt(
+            "SELECT status, (EXTRACT(EPOCH FROM pay_by - now()) * 1000)::bigint
+             FROM orders WHERE id = $1",
+            &[&job.order_id],
+        )
+        .await?;
+    match row {
+        Some(row) if row.get::<_, &str>(0) == "pending" => {
+            let wait_ms: i64 = row.get(1);
+            // Not due yet by the database's clock: run again then, without using an attempt.
+            Err(JobError::snooze(Duration::from_millis(
+                wait_ms.max(1) as u64
+            )))
+        }
+        _ => Ok(()),
+    }
+}
