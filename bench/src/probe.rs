@@ -127,6 +127,15 @@ impl Probe {
             + Self::field(&info, "used_cpu_sys")?.parse::<f64>()?)
     }
 
+    /// Microseconds per PING, `n` in a row, each awaited (the round trip a single enqueue cannot beat).
+    pub(crate) async fn ping_us(&mut self, n: u32) -> BoxResult<f64> {
+        let start = std::time::Instant::now();
+        for _ in 0..n {
+            redis::cmd("PING").query_async::<()>(&mut self.conn).await?;
+        }
+        Ok(start.elapsed().as_secs_f64() * 1e6 / f64::from(n))
+    }
+
     /// `used_memory`, bytes.
     pub(crate) async fn used_memory(&mut self) -> BoxResult<i64> {
         let info = self.info("memory").await?;

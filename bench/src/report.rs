@@ -36,6 +36,9 @@ pub(crate) struct Report {
     /// `idle`: calls made inside scripts per second (counted in commandstats, not sent by the worker).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) script_calls_per_sec: Option<f64>,
+    /// `enqueue`: a PING round trip from the harness, microseconds (the floor of one-at-a-time work).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) ping_us: Option<f64>,
     /// Redis CPU per job, microseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) redis_us_per_job: Option<f64>,

@@ -13,6 +13,8 @@ use crate::BoxResult;
 pub(super) async fn single(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     let client = client(args).await?;
     warm_up(&client).await?;
+    // The floor of one-at-a-time work on this machine now: a PING round trip, before and after.
+    let ping_before = probe.ping_us(PINGS).await?;
     let cpu = (probe.cpu_s().await?, own_cpu_s());
     let start = Instant::now();
     let mut created = true;
@@ -21,8 +23,20 @@ pub(super) async fn single(args: &Args, probe: &mut Probe) -> BoxResult<Report> 
         created &= done.status == postpone::EnqueueStatus::Created;
     }
     let secs = start.elapsed().as_secs_f64();
-    finish(args, probe, &client, cpu, secs, created).await
+    let mut report = finish(args, probe, &client, cpu, secs, created).await?;
+    let ping = (ping_before + probe.ping_us(PINGS).await?) / 2.0;
+    println!(
+        "  round-trip floor: a PING from this process takes {ping:.1} us (at most {:.0} round trips/s, \
+         one at a time); an enqueue took {:.1} us",
+        1e6 / ping,
+        secs * 1e6 / args.jobs as f64
+    );
+    report.ping_us = Some(round(ping, 1));
+    Ok(report)
 }
+
+/// PINGs timed for the round-trip floor.
+const PINGS: u32 = 3000;
 
 /// `enqueue-bulk`: `enqueue_many` with 1,000 jobs per call.
 pub(super) async fn bulk(args: &Args, probe: &mut Probe) -> BoxResult<Report> {

@@ -62,16 +62,15 @@ impl RedisStore {
         keys: &[String],
         args: impl Fn(&mut Cmd),
     ) -> Result<Value> {
+        // Room for a single job's arguments up front (batches grow it a few times, not once per argument).
+        let key_bytes: usize = keys.iter().map(String::len).sum();
         let call = |by_source: bool| {
-            let mut cmd = if by_source {
-                let mut c = redis::cmd("EVAL");
-                c.arg(&script.source);
-                c
+            let mut cmd = Cmd::with_capacity(keys.len() + 16, key_bytes + 512);
+            if by_source {
+                cmd.arg("EVAL").arg(&script.source);
             } else {
-                let mut c = redis::cmd("EVALSHA");
-                c.arg(&script.sha1);
-                c
-            };
+                cmd.arg("EVALSHA").arg(&script.sha1);
+            }
             cmd.arg(keys.len()).arg(keys);
             args(&mut cmd);
             cmd

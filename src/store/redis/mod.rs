@@ -127,12 +127,11 @@ pub struct RedisStore {
     inner: Arc<Inner>,
 }
 
-/// Most topics whose keys a store keeps built.
-const KEY_CACHE_LIMIT: usize = 1024;
+/// Most topics (or partitions) whose keys a store keeps built.
+const KEY_CACHE_LIMIT: usize = 4096;
 
 struct Inner {
     namespace: String,
-    /// Each topic's keys, built once.
     keys: RwLock<HashMap<Box<str>, Arc<TopicKeys>>>,
     /// `host:port`, or the seeds' `host:port,...` on a cluster.
     addr: String,
@@ -244,7 +243,7 @@ impl RedisStore {
         Ok(RedisStore {
             inner: Arc::new(Inner {
                 namespace: options.namespace,
-                keys: RwLock::default(),
+                keys: RwLock::new(HashMap::new()),
                 addr: connected.addrs,
                 channel,
                 conns: Conns::Cluster(connected.conn),
@@ -263,7 +262,7 @@ impl RedisStore {
         matches!(self.inner.conns, Conns::Cluster(_))
     }
 
-    /// The keys of `topic`, built once per topic and kept (fails on an invalid topic).
+    /// The keys of `topic`, built once per topic (or partition) and kept; fails on an invalid name.
     fn keys(&self, topic: &str) -> Result<Arc<TopicKeys>> {
         let cache = &self.inner.keys;
         if let Some(keys) = cache.read().unwrap_or_else(|p| p.into_inner()).get(topic) {
@@ -271,7 +270,8 @@ impl RedisStore {
         }
         let keys = Arc::new(TopicKeys::new(&self.inner.namespace, topic)?);
         let mut cache = cache.write().unwrap_or_else(|p| p.into_inner());
-        // Topics are the application's job types; a tool looping over made-up names stops caching.
+        // Topics are the application's job types (and their partitions); a tool looping over made-up
+        // names stops caching.
         if cache.len() < KEY_CACHE_LIMIT {
             cache.insert(topic.into(), keys.clone());
         }

@@ -5,8 +5,8 @@
 -- record.
 -- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (earliest due), ZRANGE (due <= now),
 -- ZREMRANGEBYRANK, HINCRBY (token), ZADD and HSETNX (the marker of prelude.lua), ZADD (active), HSET
--- (leases), HMGET (records), ZRANGE (next due), ZRANGE (dead pending) = 13, whatever the batch size;
--- a call that finds nothing due makes 4. A sweep
+-- (leases), HMGET (records), ZRANGE (next due), ZRANGE (dead pending) = 13, whatever the batch size; a
+-- call that finds nothing due makes 4. A sweep
 -- that finds expired leases adds 4 calls, plus 1 to 4 per expired lease (rare: a worker died or stalled).
 local max, lease = tonumber(ARGV[1]), tonumber(ARGV[2])
 local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -109,8 +109,8 @@ if max > 0 and next_due and next_due <= now then
         lost_reasons[#lost_reasons + 1] = DAMAGED
       end
     end
-    kill_many(lost_ids, lost_recs, lost_reasons, now)
     if #lost_ids > 0 then
+      kill_many(lost_ids, lost_recs, lost_reasons, now)
       drop_marker_if_last()
     end
     if next_lease == nil or deadline < next_lease then

@@ -9,9 +9,6 @@ local K_DEAD_REASON, K_DEAD_PENDING, K_STATS = KEYS[9], KEYS[10], KEYS[11]
 -- Latest time a job may be due (9999-12-31, ms): keeps every score an exact integer in a double.
 local MAX_MS = 253402300799999
 
--- Why a job whose record was deleted outside postpone is dead-lettered (with an empty record).
-local DAMAGED = 'damaged: its record was missing from Redis (deleted outside postpone)'
-
 -- A member of `active` and a field of `leases` while any job is active: no id can be it (ids hold no
 -- control characters), and it is longer than Redis's largest listpack entry (64 bytes by default), so
 -- while it is there both keys keep their hashed encodings (skiplist, hash table). In a listpack every
@@ -20,6 +17,9 @@ local DAMAGED = 'damaged: its record was missing from Redis (deleted outside pos
 -- us hashed. It sorts last in `active` (score +inf); it is added with a topic's first lease and
 -- removed with its last, so a topic with no active job has neither key.
 local HASHED = '\1postpone: not a job id; keeps this key in its hashed encoding (see prelude.lua)'
+
+-- Why a job whose record was deleted outside postpone is dead-lettered (with an empty record).
+local DAMAGED = 'damaged: its record was missing from Redis (deleted outside postpone)'
 
 -- Lua's unpack() takes at most ~8000 values: calls with a list argument go in slices of SLICE.
 local SLICE = 4000
