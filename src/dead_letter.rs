@@ -6,11 +6,11 @@ use std::future::Future;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::client::ms_to_time;
 use crate::error::{BoxError, Error, Result};
 use crate::job::Job;
 use crate::record::{AttemptError, Record};
 use crate::store::DeadEntry;
+use crate::time::ms_to_time;
 
 /// A dead job: its payload, its attempts, its error history and why it died.
 #[derive(Debug, Clone)]

@@ -130,11 +130,6 @@ pub enum Error {
         /// What went wrong there.
         source: Box<Error>,
     },
-    /// The worker was already running or has shut down.
-    WorkerState {
-        /// What is wrong.
-        reason: &'static str,
-    },
 }
 
 /// `Result` with postpone's [`Error`].
@@ -176,6 +171,17 @@ impl Error {
         }
     }
 
+    /// This error and its causes (the [`source`](std::error::Error::source) chain) on one line, separated
+    /// by `": "`: what to log or show when the error ends its journey.
+    ///
+    /// ```
+    /// let e = postpone::Error::InvalidConfig { reason: "concurrency must be at least 1".into() };
+    /// assert_eq!(e.report().to_string(), "invalid configuration: concurrency must be at least 1");
+    /// ```
+    pub fn report(&self) -> Report<'_> {
+        Report(self)
+    }
+
     /// True for failures of the connection to the backend (worth retrying later), false for bad input.
     pub fn is_transient(&self) -> bool {
         match self {
@@ -208,11 +214,8 @@ impl fmt::Display for Error {
             Error::InvalidSchedule { reason } => write!(f, "invalid retry schedule: {reason}"),
             Error::InvalidConfig { reason } => write!(f, "invalid configuration: {reason}"),
             Error::Encode { topic, .. } => write!(f, "could not encode job for topic {topic:?}"),
-            Error::Decode { topic, id, source } => {
-                write!(
-                    f,
-                    "could not decode job {id:?} of topic {topic:?}: {source}"
-                )
+            Error::Decode { topic, id, .. } => {
+                write!(f, "could not decode job {id:?} of topic {topic:?}")
             }
             Error::JobNotFound { topic, id } => write!(
                 f,
@@ -231,26 +234,39 @@ impl fmt::Display for Error {
                 write!(f, "no handler is registered for topic {topic:?}")
             }
             Error::InvalidUrl { reason } => write!(f, "invalid Redis URL: {reason}"),
-            Error::Connect { addr, source } => {
-                write!(f, "could not connect to Redis at {addr}: {source}")
-            }
+            Error::Connect { addr, .. } => write!(f, "could not connect to Redis at {addr}"),
             Error::UnsupportedRedis { version } => write!(
                 f,
                 "Redis {version} is too old: postpone needs Redis 6.2 or later"
             ),
-            Error::Backend { context, source } => write!(f, "{context}: {source}"),
+            Error::Backend { context, .. } => write!(f, "{context} failed"),
             Error::Partition {
                 topic,
                 partition,
                 partitions,
-                source,
+                ..
             } => write!(
                 f,
                 "partition {partition} of {partitions} of topic {topic:?} (stored as \"{topic}#{partition}\") \
-                 failed: {source}"
+                 failed"
             ),
-            Error::WorkerState { reason } => write!(f, "worker: {reason}"),
         }
+    }
+}
+
+/// An error with its causes, on one line: see [`Error::report`].
+#[derive(Debug, Clone, Copy)]
+pub struct Report<'a>(&'a Error);
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut cause = std::error::Error::source(self.0);
+        while let Some(e) = cause {
+            write!(f, ": {e}")?;
+            cause = e.source();
+        }
+        Ok(())
     }
 }
 
@@ -281,11 +297,30 @@ mod tests {
         };
         assert_eq!(
             e.to_string(),
-            "partition 2 of 3 of topic \"orders\" (stored as \"orders#2\") failed: claiming jobs: \
-             connection refused"
+            "partition 2 of 3 of topic \"orders\" (stored as \"orders#2\") failed"
+        );
+        assert_eq!(
+            e.report().to_string(),
+            "partition 2 of 3 of topic \"orders\" (stored as \"orders#2\") failed: claiming jobs \
+             failed: connection refused"
         );
         assert!(e.is_transient());
         assert!(std::error::Error::source(&e).is_some());
+    }
+
+    #[test]
+    fn every_cause_is_printed_once() {
+        let e = Error::Encode {
+            topic: "t".into(),
+            source: "key must be a string".into(),
+        };
+        assert_eq!(e.to_string(), "could not encode job for topic \"t\"");
+        assert_eq!(
+            e.report().to_string(),
+            "could not encode job for topic \"t\": key must be a string"
+        );
+        let e = Error::backend("claiming jobs", "timed out");
+        assert_eq!(e.report().to_string(), "claiming jobs failed: timed out");
     }
 
     #[test]

@@ -73,6 +73,7 @@ mod partition;
 mod record;
 mod schedule;
 pub mod store;
+mod time;
 mod validate;
 mod worker;
 
@@ -81,7 +82,7 @@ pub use client::{
     JobState, Topic, When, DEFAULT_MAX_PAYLOAD, DEFAULT_NAMESPACE,
 };
 pub use dead_letter::{sink_fn, DeadLetter, DeadLetterSink, FnSink, LogSink};
-pub use error::{BoxError, Error, Result};
+pub use error::{BoxError, Error, Report, Result};
 pub use handler::{Handler, HandlerFuture, JobContext, JobError, JobHandler, Outcome, StopReason};
 pub use job::Job;
 pub use partition::{partition_of, MAX_PARTITIONS};
@@ -98,6 +99,7 @@ pub use postpone_macros::Job;
 pub mod __private {
     pub use crate::handler::{ViaTrait, WithState, WithoutState};
     pub use crate::schedule::RetrySchedule;
+    #[cfg(feature = "test-hooks")]
     pub use crate::worker::failpoint;
     pub use core::option::Option;
     pub use std::time::Duration;

@@ -172,7 +172,7 @@ async fn a_full_redis_refuses_enqueues_keeps_what_it_has_and_drains() {
         }
     }
     let refused = refused.expect("Redis never ran out of memory");
-    let text = refused.to_string();
+    let text = refused.report().to_string();
     assert!(
         text.contains("OOM") && text.contains("maxmemory"),
         "unclear error: {text}"
@@ -196,7 +196,8 @@ async fn a_full_redis_refuses_enqueues_keeps_what_it_has_and_drains() {
         .id("one-more")
         .await
         .expect_err("Redis should still be full while the long jobs run");
-    assert!(still_full.to_string().contains("OOM"), "{still_full}");
+    let text = still_full.report().to_string();
+    assert!(text.contains("OOM"), "{text}");
     rig.drain(Duration::from_secs(60)).await;
     rig.check(Expect {
         once: true,

@@ -184,7 +184,7 @@ async fn seeds_that_do_not_answer_are_skipped_and_none_answering_is_a_connect_er
         .await
         .unwrap_err();
     assert!(matches!(err, Error::InvalidUrl { .. }), "{err}");
-    assert!(!err.to_string().contains("hunter2"), "{err}");
+    assert!(!err.report().to_string().contains("hunter2"), "{err}");
     assert!(matches!(
         RedisStore::connect_cluster(&cluster.urls(), "bad namespace").await,
         Err(Error::InvalidNamespace { .. })

@@ -104,7 +104,7 @@ async fn fill(s: &RedisStore) {
             })
             .collect();
         if let Err(e) = s.enqueue(T, jobs).await {
-            assert!(e.to_string().contains("OOM"), "{e}");
+            assert!(e.report().to_string().contains("OOM"), "{}", e.report());
             return;
         }
     }

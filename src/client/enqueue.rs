@@ -8,13 +8,14 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
 
-use super::{ms_to_time, Client};
+use super::Client;
 use crate::error::{Error, Result};
 use crate::job::Job;
 use crate::partition::{partition_error, partition_of, store_topic};
 use crate::record::Record;
 use crate::schedule::RetrySchedule;
 use crate::store::{Due, EnqueueOutcome, NewJob};
+use crate::time::{add_ms, millis, ms_to_time};
 use crate::validate::validate_id;
 
 /// When a job should run.
@@ -47,11 +48,11 @@ impl From<DateTime<Utc>> for When {
 impl When {
     /// The store's form, with `extra` (the schedule's slot 1) added.
     pub(crate) fn to_due(self, extra: Duration) -> Due {
-        let extra_ms = extra.as_millis() as u64;
+        let extra_ms = millis(extra);
         match self {
             When::Now => Due::In(extra_ms),
-            When::After(d) => Due::In((d.as_millis() as u64).saturating_add(extra_ms)),
-            When::At(t) => Due::At(t.timestamp_millis().saturating_add(extra_ms as i64)),
+            When::After(d) => Due::In(millis(d).saturating_add(extra_ms)),
+            When::At(t) => Due::At(add_ms(t.timestamp_millis(), extra_ms)),
         }
     }
 }

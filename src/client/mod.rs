@@ -4,7 +4,6 @@ mod enqueue;
 mod topic;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
@@ -23,10 +22,6 @@ use crate::validate::{validate_namespace, validate_topic};
 pub const DEFAULT_MAX_PAYLOAD: usize = 512 * 1024;
 /// Default namespace, so that several applications can share one Redis with their own namespaces.
 pub const DEFAULT_NAMESPACE: &str = "default";
-
-pub(crate) fn ms_to_time(ms: i64) -> DateTime<Utc> {
-    DateTime::from_timestamp_millis(ms).unwrap_or_default()
-}
 
 /// A handle to a job store: enqueue, cancel, reschedule, inspect. Cheap to clone; share one per process.
 ///
@@ -102,7 +97,10 @@ impl Client {
         self.inner.store.backend_name()
     }
 
-    /// The store behind this client.
+    /// The store behind this client, for postpone's own tests (the `test-hooks` feature): applications
+    /// go through the client and the worker, which validate input and encode jobs.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
     }
@@ -242,11 +240,6 @@ fn split_nodes(value: &str) -> Vec<&str> {
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .collect()
-}
-
-/// Converts a duration to whole ms for the store, saturating.
-pub(crate) fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -5,13 +5,14 @@ use std::borrow::Cow;
 use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
 
-use super::{ms_to_time, Client, When};
+use super::{Client, When};
 use crate::dead_letter::DeadLetter;
 use crate::error::{Error, Result};
 use crate::job::Job;
 use crate::partition::{partition_error, partition_of, store_topic, validate_partitions};
 use crate::record::{AttemptError, Record};
 use crate::store::{CancelOutcome, RescheduleOutcome, StoredState, TopicCounts};
+use crate::time::ms_to_time;
 use crate::validate::validate_id;
 
 /// What a cancel did.

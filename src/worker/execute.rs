@@ -9,16 +9,12 @@ use futures_util::future::{abortable, Aborted};
 use futures_util::FutureExt;
 use tracing::Instrument;
 
-use super::runtime::{Shared, Slot, TopicRt, TrackGuard};
-use crate::client::{millis, ms_to_time};
+use super::shared::{ServedTopic, Shared, Slot, TrackGuard};
 use crate::handler::{JobContext, JobError, Outcome};
 use crate::record::{AttemptError, Record};
 use crate::schedule::RetrySchedule;
 use crate::store::{ClaimedJob, Finish, FinishItem};
-
-fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
+use crate::time::{millis, ms_to_time, system_now_ms};
 
 fn panic_message(panic: Box<dyn Any + Send>) -> String {
     match panic.downcast::<String>() {
@@ -33,7 +29,7 @@ fn panic_message(panic: Box<dyn Any + Send>) -> String {
 /// Runs `job` on this worker. The slot and the tracker guard are released when it returns.
 pub(crate) async fn run_job<S: Send + Sync + 'static>(
     shared: Arc<Shared<S>>,
-    topic: Arc<TopicRt<S>>,
+    topic: Arc<ServedTopic<S>>,
     job: ClaimedJob,
     _slot: Slot,
     _guard: TrackGuard,
@@ -80,7 +76,7 @@ struct Attempt<'a> {
 
 async fn execute<S: Send + Sync + 'static>(
     shared: &Shared<S>,
-    topic: &TopicRt<S>,
+    topic: &ServedTopic<S>,
     job: Attempt<'_>,
     mut record: Record,
 ) -> Finish {
@@ -116,7 +112,7 @@ async fn execute<S: Send + Sync + 'static>(
             let message = format!("payload does not decode into {}: {e}", handler.job_type());
             span.in_scope(|| tracing::error!(error = %message, "dead-lettered: the payload cannot succeed on retry"));
             record.payload = payload.to_vec();
-            record.push_error(AttemptError::new(attempt, now_ms(), message.clone()));
+            record.push_error(AttemptError::new(attempt, system_now_ms(), message.clone()));
             return Finish::Dead {
                 record: record.encode(),
                 reason: message,
@@ -134,7 +130,7 @@ async fn execute<S: Send + Sync + 'static>(
             None => future.await,
         }
     });
-    topic.inflight.insert(id.to_owned(), token, stop, abort);
+    topic.in_flight.insert(id.to_owned(), token, stop, abort);
     let error = match AssertUnwindSafe(future.instrument(span.clone()))
         .catch_unwind()
         .await
@@ -182,7 +178,7 @@ fn failure(
         Outcome::Retry => schedule.retry_delay(attempt),
         Outcome::RetryAfter(d) => schedule.retry_delay(attempt).map(|_| d),
     };
-    record.push_error(AttemptError::new(attempt, now_ms(), message.clone()));
+    record.push_error(AttemptError::new(attempt, system_now_ms(), message.clone()));
     match delay {
         Some(delay) => {
             tracing::warn!(error = %message, retry_in = ?delay, "job failed; will retry");

@@ -1,13 +1,27 @@
 //! The worker: claims due jobs, runs their handlers, records the outcomes.
 
-mod ack;
-mod dead;
+/// Calls the fault tests' hook at a point of the worker's life (see `failpoint.rs`); compiled only with
+/// the `test-hooks` feature.
+macro_rules! failpoint {
+    ($point:ident $fields:tt) => {
+        #[cfg(feature = "test-hooks")]
+        $crate::worker::failpoint::hit($crate::worker::failpoint::Point::$point $fields);
+    };
+}
+
+mod acker;
+mod claim_loop;
+mod config;
+mod dead_letter_pump;
 mod execute;
+#[cfg(feature = "test-hooks")]
 pub mod failpoint;
-mod lease;
+mod heartbeat;
+mod in_flight;
 mod registry;
-mod runtime;
-mod topic;
+mod run;
+mod shared;
+mod shutdown;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -22,37 +36,8 @@ use crate::dead_letter::{DeadLetterSink, LogSink};
 use crate::error::{Error, Result};
 use crate::handler::{Handler, JobHandler, ViaTrait};
 use crate::job::Job;
+use config::Config;
 use registry::{ErasedHandler, Registered};
-
-/// Worker settings (see the [`WorkerBuilder`] methods for what each means).
-#[derive(Debug, Clone)]
-pub(crate) struct Config {
-    pub(crate) concurrency: usize,
-    pub(crate) claim_batch: usize,
-    pub(crate) lease: Duration,
-    pub(crate) poll_interval: Duration,
-    pub(crate) stall_limit: u32,
-    pub(crate) shutdown_grace: Duration,
-    pub(crate) dead_max_age: Duration,
-    pub(crate) dead_keep: u64,
-    pub(crate) sweep_limit: usize,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            concurrency: 10,
-            claim_batch: 100,
-            lease: Duration::from_secs(30),
-            poll_interval: Duration::from_secs(5),
-            stall_limit: 3,
-            shutdown_grace: Duration::from_secs(20),
-            dead_max_age: Duration::from_secs(30 * 24 * 3600),
-            dead_keep: 10_000,
-            sweep_limit: 100,
-        }
-    }
-}
 
 /// Builds a [`Worker`]: register handlers, set limits, then [`build`](Self::build).
 ///
@@ -156,7 +141,7 @@ impl<S: Send + Sync + 'static> Worker<S> {
     /// Runs until [`ShutdownHandle::shutdown`] is called, then shuts down gracefully. Returns an error
     /// only when the worker cannot start.
     pub async fn run(self) -> Result<()> {
-        runtime::run(self.builder, self.shutdown).await
+        run::run(self.builder, self.shutdown).await
     }
 
     /// Runs until `signal` completes (e.g. `tokio::signal::ctrl_c()`), then shuts down gracefully.

@@ -5,8 +5,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
-use super::failpoint::{self, Point};
-use super::runtime::{Shared, TopicRt};
+use super::shared::{ServedTopic, Shared};
 use crate::store::{Finish, FinishItem, FinishOutcome};
 
 /// Most outcomes recorded in one store call.
@@ -17,7 +16,7 @@ const BATCH: usize = 512;
 /// dropped with an error log: those jobs run again once their leases expire, without using an attempt.
 pub(crate) async fn acker<S: Send + Sync + 'static>(
     shared: Arc<Shared<S>>,
-    topic: Arc<TopicRt<S>>,
+    topic: Arc<ServedTopic<S>>,
     mut rx: mpsc::UnboundedReceiver<FinishItem>,
     give_up: watch::Receiver<bool>,
 ) {
@@ -27,21 +26,21 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
         // After a failed try, a stale outcome may mean that the failed try was applied and only its
         // reply was lost.
         let mut tried = false;
-        failpoint::hit(Point::Finishing {
+        failpoint!(Finishing {
             topic: topic.name,
             items: &batch,
         });
         loop {
             match shared.store.finish(&topic.stored_as, batch.clone()).await {
                 Ok(outcomes) => {
-                    failpoint::hit(Point::Finished {
+                    failpoint!(Finished {
                         topic: topic.name,
                         items: &batch,
                         outcomes: &outcomes,
                     });
                     wake_for_dead(&topic, &batch, &outcomes);
                     for (item, outcome) in batch.iter().zip(outcomes) {
-                        topic.inflight.remove(&item.id, item.token);
+                        topic.in_flight.remove(&item.id, item.token);
                         match outcome {
                             FinishOutcome::Applied => {}
                             FinishOutcome::Cancelled => {
@@ -66,13 +65,13 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                     tracing::error!(
                         topic = topic.name, partition = topic.partition,
                         jobs = batch.len(),
-                        error = %e,
+                        error = %e.report(),
                         "could not record results before stopping; these jobs will run again after their leases"
                     );
                     break;
                 }
                 Err(e) => {
-                    tracing::warn!(topic = topic.name, partition = topic.partition, jobs = batch.len(), error = %e, "could not record results; retrying");
+                    tracing::warn!(topic = topic.name, partition = topic.partition, jobs = batch.len(), error = %e.report(), "could not record results; retrying");
                     tried = true;
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(2));
@@ -86,7 +85,7 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
 /// Wakes the dead-letter pump when a job died here, so the sink runs at once. (A retry needs nothing:
 /// the store hints every worker when it becomes the topic's earliest job.)
 fn wake_for_dead<S: Send + Sync + 'static>(
-    topic: &TopicRt<S>,
+    topic: &ServedTopic<S>,
     batch: &[FinishItem],
     outcomes: &[FinishOutcome],
 ) {

@@ -8,15 +8,14 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::execute::run_job;
-use super::failpoint::{self, Point};
-use super::runtime::{Shared, TopicRt};
-use crate::client::millis;
+use super::shared::{ServedTopic, Shared};
 use crate::store::ClaimRequest;
+use crate::time::millis;
 
 /// Claims and starts jobs until the worker is told to shut down.
 pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
     shared: Arc<Shared<S>>,
-    topic: Arc<TopicRt<S>>,
+    topic: Arc<ServedTopic<S>>,
 ) {
     let config = &shared.config;
     let mut shutdown = shared.shutdown.clone();
@@ -46,7 +45,7 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
             Ok(batch) => batch,
             Err(e) => {
                 drop(slots);
-                tracing::warn!(topic = topic.name, partition = topic.partition, error = %e, retry_in = ?backoff, "claim failed; retrying");
+                tracing::warn!(topic = topic.name, partition = topic.partition, error = %e.report(), retry_in = ?backoff, "claim failed; retrying");
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}
                     _ = shutdown.wait_for(|s| *s) => break,
@@ -72,7 +71,7 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
         }
         let claimed = batch.jobs.len();
         if claimed > 0 {
-            failpoint::hit(Point::Claimed {
+            failpoint!(Claimed {
                 topic: topic.name,
                 now_ms: batch.now_ms,
                 jobs: &batch.jobs,

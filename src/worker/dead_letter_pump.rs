@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::runtime::{Shared, TopicRt};
-use crate::client::millis;
+use super::shared::{ServedTopic, Shared};
 use crate::dead_letter::DeadLetter;
+use crate::time::{millis, millis_i64};
 
 /// How long one sink call may take before it counts as failed.
 const SINK_TIMEOUT: Duration = Duration::from_secs(60);
@@ -24,7 +24,7 @@ fn backoff(failures: u32) -> Duration {
 /// Runs whenever the claim loop reports dead jobs waiting for the sink (and once at start).
 pub(crate) async fn pump<S: Send + Sync + 'static>(
     shared: Arc<Shared<S>>,
-    topic: Arc<TopicRt<S>>,
+    topic: Arc<ServedTopic<S>>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut failures: HashMap<String, u32> = HashMap::new();
@@ -43,7 +43,7 @@ pub(crate) async fn pump<S: Send + Sync + 'static>(
                 Ok(entries) if !entries.is_empty() => entries,
                 Ok(_) => break,
                 Err(e) => {
-                    tracing::warn!(topic = topic.name, partition = topic.partition, error = %e, "could not read dead jobs for the sink");
+                    tracing::warn!(topic = topic.name, partition = topic.partition, error = %e.report(), "could not read dead jobs for the sink");
                     break;
                 }
             };
@@ -66,7 +66,7 @@ pub(crate) async fn pump<S: Send + Sync + 'static>(
                 continue;
             }
             if let Err(e) = shared.store.dead_ack(&topic.stored_as, &delivered).await {
-                tracing::warn!(topic = topic.name, partition = topic.partition, error = %e, "could not mark dead jobs delivered; the sink will see them again");
+                tracing::warn!(topic = topic.name, partition = topic.partition, error = %e.report(), "could not mark dead jobs delivered; the sink will see them again");
                 continue;
             }
             // Ages are judged by the store's clock, like every other time: a worker whose own clock is
@@ -74,13 +74,11 @@ pub(crate) async fn pump<S: Send + Sync + 'static>(
             let now = match shared.store.now_ms().await {
                 Ok(now) => now,
                 Err(e) => {
-                    tracing::warn!(topic = topic.name, error = %e, "could not read the store's time; dead jobs not trimmed this round");
+                    tracing::warn!(topic = topic.name, error = %e.report(), "could not read the store's time; dead jobs not trimmed this round");
                     continue;
                 }
             };
-            let older_than = now.saturating_sub(
-                i64::try_from(millis(shared.config.dead_max_age)).unwrap_or(i64::MAX),
-            );
+            let older_than = now.saturating_sub(millis_i64(shared.config.dead_max_age));
             match shared
                 .store
                 .dead_trim(&topic.stored_as, older_than, shared.config.dead_keep, 1000)
@@ -94,7 +92,7 @@ pub(crate) async fn pump<S: Send + Sync + 'static>(
                     "trimmed delivered dead jobs"
                 ),
                 Err(e) => {
-                    tracing::warn!(topic = topic.name, partition = topic.partition, error = %e, "could not trim dead jobs")
+                    tracing::warn!(topic = topic.name, partition = topic.partition, error = %e.report(), "could not trim dead jobs")
                 }
             }
         }
@@ -103,7 +101,7 @@ pub(crate) async fn pump<S: Send + Sync + 'static>(
 
 async fn retry<S: Send + Sync + 'static>(
     shared: &Shared<S>,
-    topic: &TopicRt<S>,
+    topic: &ServedTopic<S>,
     failures: &mut HashMap<String, u32>,
     id: &str,
     error: &str,
@@ -117,6 +115,6 @@ async fn retry<S: Send + Sync + 'static>(
         .dead_retry(&topic.stored_as, id, millis(delay))
         .await
     {
-        tracing::warn!(topic = topic.name, partition = topic.partition, job_id = %id, error = %e, "could not reschedule the sink call; it comes back after its lease");
+        tracing::warn!(topic = topic.name, partition = topic.partition, job_id = %id, error = %e.report(), "could not reschedule the sink call; it comes back after its lease");
     }
 }

@@ -1,0 +1,67 @@
+//! The heartbeat: renews the leases of the jobs this worker runs, and tells their handlers when a job
+//! was cancelled or its lease lost.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::shared::{ServedTopic, Shared};
+use crate::handler::StopReason;
+use crate::store::{ClaimRequest, LeaseStatus};
+
+/// Renews this worker's leases every third of the lease, tells handlers when their job was cancelled or
+/// their lease lost, and sweeps expired leases while every slot is busy (when the claim loop does not).
+pub(crate) async fn heartbeat<S: Send + Sync + 'static>(
+    shared: Arc<Shared<S>>,
+    topic: Arc<ServedTopic<S>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let every = Duration::from_millis((topic.lease_ms / 3).max(3));
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let leases = topic.in_flight.leases();
+        if !leases.is_empty() {
+            match shared
+                .store
+                .extend(&topic.stored_as, &leases, topic.lease_ms)
+                .await
+            {
+                Ok(statuses) => {
+                    for ((id, token), status) in leases.iter().zip(statuses) {
+                        match status {
+                            LeaseStatus::Held => {}
+                            LeaseStatus::Cancelled => {
+                                topic.in_flight.stop(id, *token, StopReason::Cancelled)
+                            }
+                            LeaseStatus::Lost => {
+                                tracing::warn!(topic = topic.name, partition = topic.partition, job_id = %id, "lease lost: the job may run elsewhere; this run's result will be ignored");
+                                topic.in_flight.stop(id, *token, StopReason::LeaseLost);
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(topic = topic.name, partition = topic.partition, error = %e.report(), "could not renew leases; retrying at the next heartbeat")
+                }
+            }
+        }
+        if topic.saturated.load(Ordering::Relaxed) {
+            let request = ClaimRequest::new(
+                0,
+                topic.lease_ms,
+                shared.config.sweep_limit,
+                shared.config.stall_limit,
+            );
+            if let Ok(batch) = shared.store.claim(&topic.stored_as, request).await {
+                if batch.dead_pending {
+                    topic.dead_wake.notify_one();
+                }
+            }
+        }
+    }
+}

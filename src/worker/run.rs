@@ -1,0 +1,107 @@
+//! The orchestrator: starts one claim loop, heartbeat, acker and dead-letter pump per served topic (per
+//! partition of a partitioned topic), routes wake-up hints to them, and hands over to the shutdown
+//! sequence when asked to stop.
+//!
+//! A partitioned topic runs all four per partition. Its partitions share the topic's handler and its
+//! concurrency limit: each claim loop waits for a slot in the same (first-come, first-served)
+//! semaphores, so partitions with work take turns and none starves, and an idle partition costs one
+//! claim per poll interval.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio::sync::{broadcast, mpsc, watch, Semaphore};
+
+use super::shared::{ServedTopic, Shared, Tracker};
+use super::shutdown::{shut_down, Tasks};
+use super::{acker, claim_loop, dead_letter_pump, heartbeat, WorkerBuilder};
+use crate::error::Result;
+use crate::partition::store_topic;
+use crate::store::Hint;
+use crate::time::millis;
+
+/// Wakes the claim loops that a hint concerns.
+async fn dispatch_hints<S>(
+    mut rx: broadcast::Receiver<Hint>,
+    topics: HashMap<String, Arc<ServedTopic<S>>>,
+) {
+    loop {
+        match rx.recv().await {
+            Ok(Hint::Topic { topic, .. }) => {
+                if let Some(t) = topics.get(topic.as_str()) {
+                    t.wake.notify_one();
+                }
+            }
+            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                topics.values().for_each(|t| t.wake.notify_one());
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Runs a worker until `shutdown` is raised, then shuts down gracefully.
+pub(crate) async fn run<S: Send + Sync + 'static>(
+    builder: WorkerBuilder<S>,
+    shutdown: Arc<watch::Sender<bool>>,
+) -> Result<()> {
+    let store = builder.client.inner.store.clone();
+    store.check_worker_start().await?;
+    let config = builder.config;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let shared = Arc::new(Shared {
+        store: store.clone(),
+        state: Arc::new(builder.state),
+        global: Arc::new(Semaphore::new(config.concurrency)),
+        config,
+        sink: builder.sink,
+        shutdown: shutdown.subscribe(),
+        jobs: Arc::new(Tracker::default()),
+    });
+    let hints = store.hints();
+    let mut tasks = Tasks::default();
+    let mut topics = HashMap::new();
+    for handler in builder.handlers {
+        let name = handler.topic();
+        let partitions = handler.partitions();
+        let lease_ms = millis(handler.lease().unwrap_or(shared.config.lease));
+        // One limit per topic, shared by its partitions.
+        let limit = builder
+            .topic_limits
+            .get(name)
+            .map(|n| Arc::new(Semaphore::new(*n)));
+        for p in 0..partitions {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let served = Arc::new(ServedTopic::new(
+                name,
+                (partitions > 1).then_some(p),
+                store_topic(name, p, partitions).into_owned(),
+                handler.clone(),
+                lease_ms,
+                limit.clone(),
+                tx,
+            ));
+            let (sh, st, stop) = (&shared, &served, &stop_rx);
+            let acker = acker::acker(sh.clone(), st.clone(), rx, stop.clone());
+            tasks.ackers.push(tokio::spawn(acker));
+            let heartbeat = heartbeat::heartbeat(sh.clone(), st.clone(), stop.clone());
+            tasks.background.push(tokio::spawn(heartbeat));
+            let pump = dead_letter_pump::pump(sh.clone(), st.clone(), stop.clone());
+            tasks.background.push(tokio::spawn(pump));
+            let claim_loop = claim_loop::claim_loop(sh.clone(), st.clone());
+            tasks.claim_loops.push(tokio::spawn(claim_loop));
+            topics.insert(served.stored_as.clone(), served);
+        }
+    }
+    tasks
+        .background
+        .push(tokio::spawn(dispatch_hints(hints, topics.clone())));
+    let mut names: Vec<_> = topics.keys().collect();
+    names.sort();
+    tracing::info!(backend = store.backend_name(), topics = ?names, concurrency = shared.config.concurrency, "worker started");
+
+    let mut signal = shutdown.subscribe();
+    let _ = signal.wait_for(|s| *s).await;
+    shut_down(&shared, topics.values(), tasks, stop_tx).await;
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! What the parts of a running worker share: the store, the settings, the slots, and per served topic
+//! (or partition) its handler, wake-ups and running jobs. The orchestrator (`run.rs`) builds these and
+//! hands them to the claim loops, heartbeats, ackers and dead-letter pumps, which import only this.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
+
+use super::config::Config;
+use super::in_flight::InFlight;
+use super::registry::ErasedHandler;
+use crate::dead_letter::DeadLetterSink;
+use crate::store::{FinishItem, Store};
+
+/// What every part of a worker shares.
+pub(crate) struct Shared<S> {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) state: Arc<S>,
+    pub(crate) config: Config,
+    /// The worker-wide concurrency limit.
+    pub(crate) global: Arc<Semaphore>,
+    pub(crate) sink: Arc<dyn DeadLetterSink>,
+    /// Raised when the worker should stop claiming.
+    pub(crate) shutdown: watch::Receiver<bool>,
+    pub(crate) jobs: Arc<Tracker>,
+}
+
+/// One topic this worker serves (one partition of it, on a partitioned topic).
+pub(crate) struct ServedTopic<S> {
+    /// The topic, as the user named it.
+    pub(crate) name: &'static str,
+    /// Its partition, on a partitioned topic.
+    pub(crate) partition: Option<u16>,
+    /// The store's name for it (`<topic>#<p>` on a partitioned topic).
+    pub(crate) stored_as: String,
+    pub(crate) handler: Arc<dyn ErasedHandler<S>>,
+    pub(crate) lease_ms: u64,
+    /// The topic's own concurrency limit, shared by its partitions.
+    pub(crate) limit: Option<Arc<Semaphore>>,
+    /// Wakes the claim loop (hints).
+    pub(crate) wake: Notify,
+    /// Wakes the dead-letter pump.
+    pub(crate) dead_wake: Notify,
+    pub(crate) in_flight: InFlight,
+    /// True while the claim loop waits for a free slot (then the heartbeat sweeps).
+    pub(crate) saturated: AtomicBool,
+    /// Outcomes on their way to the acker; taken away at shutdown once no handler runs.
+    finishes: Mutex<Option<mpsc::UnboundedSender<FinishItem>>>,
+}
+
+impl<S> ServedTopic<S> {
+    /// A served topic whose outcomes go to `finishes`.
+    pub(crate) fn new(
+        name: &'static str,
+        partition: Option<u16>,
+        stored_as: String,
+        handler: Arc<dyn ErasedHandler<S>>,
+        lease_ms: u64,
+        limit: Option<Arc<Semaphore>>,
+        finishes: mpsc::UnboundedSender<FinishItem>,
+    ) -> Self {
+        ServedTopic {
+            name,
+            partition,
+            stored_as,
+            handler,
+            lease_ms,
+            limit,
+            wake: Notify::new(),
+            dead_wake: Notify::new(),
+            in_flight: InFlight::default(),
+            saturated: AtomicBool::new(false),
+            finishes: Mutex::new(Some(finishes)),
+        }
+    }
+
+    /// Hands a job's outcome to the acker.
+    pub(crate) fn send_finish(&self, item: FinishItem) {
+        let sent = match &*self.finishes.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(tx) => tx.send(item).is_ok(),
+            None => false,
+        };
+        if !sent {
+            tracing::error!(topic = self.name, partition = self.partition, "worker stopped before a result could be recorded; the job runs again after its lease");
+        }
+    }
+
+    /// Closes the way to the acker (no handler runs any more), so that it ends once it has recorded
+    /// what it holds.
+    pub(crate) fn close_finishes(&self) {
+        self.finishes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+    }
+
+    /// Waits for a free slot (topic limit first, so a full topic does not hold global slots).
+    pub(crate) async fn slot(&self, global: &Arc<Semaphore>) -> Slot {
+        let topic = match &self.limit {
+            Some(s) => Some(
+                s.clone()
+                    .acquire_owned()
+                    .await
+                    .expect("semaphore never closed"),
+            ),
+            None => None,
+        };
+        let global = global
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("semaphore never closed");
+        Slot {
+            _global: global,
+            _topic: topic,
+        }
+    }
+
+    /// A free slot, if there is one now.
+    pub(crate) fn try_slot(&self, global: &Arc<Semaphore>) -> Option<Slot> {
+        let topic = match &self.limit {
+            Some(s) => Some(s.clone().try_acquire_owned().ok()?),
+            None => None,
+        };
+        let global = global.clone().try_acquire_owned().ok()?;
+        Some(Slot {
+            _global: global,
+            _topic: topic,
+        })
+    }
+}
+
+/// A running job's claim on the global limit and its topic's limit.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    _global: OwnedSemaphorePermit,
+    _topic: Option<OwnedSemaphorePermit>,
+}
+
+/// Counts running job tasks, so that shutdown can wait for them.
+#[derive(Debug, Default)]
+pub(crate) struct Tracker {
+    count: AtomicUsize,
+    idle: Notify,
+}
+
+/// Held by a running job task.
+#[derive(Debug)]
+pub(crate) struct TrackGuard(Arc<Tracker>);
+
+impl Tracker {
+    pub(crate) fn enter(self: &Arc<Self>) -> TrackGuard {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        TrackGuard(self.clone())
+    }
+
+    pub(crate) fn running(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    /// Returns once no job task runs.
+    pub(crate) async fn wait_idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.running() == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Drop for TrackGuard {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
