@@ -3,7 +3,7 @@
 mod support;
 
 use postpone::store::redis::RedisStore;
-use postpone::store::{Due, Store};
+use postpone::store::{Due, JobStore, WorkerStore};
 use postpone::Error;
 use support::redis_server::RedisServer;
 use support::store::*;

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use postpone::store::redis::{RedisOptions, RedisStore};
 use postpone::store::{
-    ClaimRequest, Due, Finish, FinishItem, FinishOutcome, LeaseStatus, NewJob, Store, StoredState,
+    ClaimRequest, DeadLetterStore, Due, Finish, FinishItem, FinishOutcome, JobStore, LeaseStatus,
+    NewJob, StoredState, WorkerStore,
 };
 use postpone::Error;
 use support::redis_server::RedisServer;

@@ -4,7 +4,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use postpone::store::{Due, EnqueueOutcome, Hint, RescheduleOutcome, Store};
+use postpone::store::{Due, EnqueueOutcome, Hint, JobStore, RescheduleOutcome, WorkerStore};
 use support::redis_server::RedisServer;
 use support::store::*;
 

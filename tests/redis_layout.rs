@@ -3,7 +3,8 @@
 mod support;
 
 use postpone::store::{
-    CancelOutcome, Due, EnqueueOutcome, Finish, FinishItem, FinishOutcome, Store,
+    CancelOutcome, DeadLetterStore, DeadSelection, Due, EnqueueOutcome, Finish, FinishItem,
+    FinishOutcome, JobStore, WorkerStore,
 };
 use support::redis_server::RedisServer;
 use support::store::*;
@@ -70,7 +71,7 @@ async fn keys_stay_in_the_topic_slot_and_finished_jobs_leave_nothing() {
         s.finish(T, items).await.unwrap();
     }
     assert_eq!(s.cancel(T, "later").await.unwrap(), CancelOutcome::Removed);
-    s.dead_purge(T, None).await.unwrap();
+    s.dead_purge(T, DeadSelection::All).await.unwrap();
     assert_eq!(server.keys(), vec![format!("{prefix}stats")]);
     let c = s.counts(T).await.unwrap();
     assert_eq!(

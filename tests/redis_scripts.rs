@@ -5,7 +5,8 @@ mod support;
 use std::time::Duration;
 
 use postpone::store::{
-    ClaimRequest, Due, Finish, FinishItem, FinishOutcome, LeaseStatus, Store, StoredState,
+    ClaimRequest, DeadLetterStore, Due, Finish, FinishItem, FinishOutcome, JobStore, LeaseStatus,
+    StoredState, TrimPolicy, WorkerStore,
 };
 use support::redis_server::RedisServer;
 use support::store::*;
@@ -141,7 +142,12 @@ async fn huge_offsets_and_limits_are_fine() {
         .await
         .unwrap();
     assert!(c.jobs.is_empty());
-    assert_eq!(s.dead_trim(T, i64::MAX, 0, usize::MAX).await.unwrap(), 0);
+    for policy in [
+        TrimPolicy::new(Some(Duration::ZERO), Some(0)),
+        TrimPolicy::new(Some(Duration::MAX), Some(u64::MAX)),
+    ] {
+        assert_eq!(s.dead_trim(T, policy, usize::MAX).await.unwrap(), 0);
+    }
 }
 
 #[tokio::test]

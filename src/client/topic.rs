@@ -11,7 +11,9 @@ use crate::error::{Error, Result};
 use crate::job::Job;
 use crate::partition::{partition_error, partition_of, store_topic, validate_partitions};
 use crate::record::{AttemptError, Record};
-use crate::store::{CancelOutcome, RescheduleOutcome, StoredState, TopicCounts};
+use crate::store::{
+    CancelOutcome, DeadSelection, RequeueOutcome, RescheduleOutcome, StoredState, TopicCounts,
+};
 use crate::time::ms_to_time;
 use crate::validate::validate_id;
 
@@ -290,10 +292,13 @@ impl Topic {
             .dead_requeue(&stored_as, id, record.encode())
             .await
             .map_err(self.in_partition(p))?;
-        if requeued {
-            Ok(())
-        } else {
-            Err(self.not_found(id))
+        match requeued {
+            RequeueOutcome::Requeued { .. } => Ok(()),
+            RequeueOutcome::LiveJobExists => Err(Error::JobExists {
+                topic: self.name.to_string(),
+                id: id.to_owned(),
+            }),
+            _ => Err(self.not_found(id)),
         }
     }
 
@@ -303,7 +308,7 @@ impl Topic {
         let (p, stored_as) = self.partition(id)?;
         let purged = self
             .store()
-            .dead_purge(&stored_as, Some(id))
+            .dead_purge(&stored_as, DeadSelection::Id(id))
             .await
             .map_err(self.in_partition(p))?;
         match purged {
@@ -316,7 +321,7 @@ impl Topic {
     pub async fn purge_all_dead(&self) -> Result<u64> {
         let store = self.store();
         let purged = self
-            .each(|t| async move { store.dead_purge(&t, None).await })
+            .each(|t| async move { store.dead_purge(&t, DeadSelection::All).await })
             .await?;
         Ok(purged.into_iter().sum())
     }

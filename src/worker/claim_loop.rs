@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use super::execute::run_job;
 use super::shared::{ServedTopic, Shared};
 use crate::store::ClaimRequest;
-use crate::time::millis;
+use crate::time::{add_ms, millis};
 
 /// Claims and starts jobs until the worker is told to shut down.
 pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
@@ -70,10 +70,11 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
             );
         }
         let claimed = batch.jobs.len();
+        let now_ms = batch.now_ms();
         if claimed > 0 {
             failpoint!(Claimed {
                 topic: topic.name,
-                now_ms: batch.now_ms,
+                now_ms: batch.now_ms(),
                 jobs: &batch.jobs,
             });
         }
@@ -86,12 +87,8 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
             continue;
         }
         // Nothing more is due now: sleep until something may be.
-        let now_us = if batch.now_us.div_euclid(1000) == batch.now_ms {
-            batch.now_us
-        } else {
-            batch.now_ms.saturating_mul(1000)
-        };
-        let mut wake_at_ms = batch.now_ms + millis(config.poll_interval) as i64;
+        let now_us = batch.now_us;
+        let mut wake_at_ms = add_ms(now_ms, millis(config.poll_interval));
         if let Some(deadline) = batch.next_lease_deadline_ms {
             wake_at_ms = wake_at_ms.min(deadline + 1);
         }

@@ -8,7 +8,8 @@ use tokio::sync::watch;
 
 use super::shared::{ServedTopic, Shared};
 use crate::dead_letter::DeadLetter;
-use crate::time::{millis, millis_i64};
+use crate::store::TrimPolicy;
+use crate::time::millis;
 
 /// How long one sink call may take before it counts as failed.
 const SINK_TIMEOUT: Duration = Duration::from_secs(60);
@@ -16,6 +17,8 @@ const SINK_TIMEOUT: Duration = Duration::from_secs(60);
 const SINK_LEASE: Duration = Duration::from_secs(120);
 /// Dead jobs taken per store call.
 const BATCH: usize = 16;
+/// Most delivered dead jobs trimmed per round.
+const TRIM_LIMIT: usize = 1000;
 
 fn backoff(failures: u32) -> Duration {
     Duration::from_secs(1 << failures.min(8)).min(Duration::from_secs(300))
@@ -71,17 +74,13 @@ pub(crate) async fn pump<S: Send + Sync + 'static>(
             }
             // Ages are judged by the store's clock, like every other time: a worker whose own clock is
             // off must not trim dead jobs early.
-            let now = match shared.store.now_ms().await {
-                Ok(now) => now,
-                Err(e) => {
-                    tracing::warn!(topic = topic.name, error = %e.report(), "could not read the store's time; dead jobs not trimmed this round");
-                    continue;
-                }
-            };
-            let older_than = now.saturating_sub(millis_i64(shared.config.dead_max_age));
+            let policy = TrimPolicy::new(
+                Some(shared.config.dead_max_age),
+                Some(shared.config.dead_keep),
+            );
             match shared
                 .store
-                .dead_trim(&topic.stored_as, older_than, shared.config.dead_keep, 1000)
+                .dead_trim(&topic.stored_as, policy, TRIM_LIMIT)
                 .await
             {
                 Ok(0) => {}

@@ -44,18 +44,18 @@ pub(crate) async fn claim_reports_next_due_next_lease_deadline_and_now(store: Ar
     let batch = claim(s, t, 1, 30_000).await;
     let after = now(s).await;
     assert!(
-        before <= batch.now_ms && batch.now_ms <= after,
+        before <= batch.now_ms() && batch.now_ms() <= after,
         "{batch:?} vs [{before}, {after}]"
     );
     assert_eq!(
         batch.now_us.div_euclid(1000),
-        batch.now_ms,
+        batch.now_ms(),
         "now_us is the same time, finer"
     );
     assert_eq!(batch.jobs.len(), 1);
     assert_eq!(batch.jobs[0].id, "a");
     assert_eq!(batch.jobs[0].record, REC);
-    let deadline = batch.now_ms + 30_000;
+    let deadline = batch.now_ms() + 30_000;
     assert_eq!(batch.next_due_ms, Some(due_b));
     assert_eq!(batch.next_lease_deadline_ms, Some(deadline));
     assert!(!batch.dead_pending);
@@ -97,7 +97,7 @@ pub(crate) async fn claim_with_max_zero_claims_nothing(store: Arc<dyn Store>) {
         Some(due),
         "reported even when due already"
     );
-    assert!(due <= batch.now_ms);
+    assert!(due <= batch.now_ms());
     assert_eq!(batch.next_lease_deadline_ms, None);
     assert_eq!(
         state(s, t, "a").await,

@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
-use postpone::store::{DeadEntry, Due, Store, StoredState};
-use postpone::Error;
+use postpone::store::{
+    DeadEntry, DeadSelection, Due, RequeueOutcome, Store, StoredState, TrimPolicy,
+};
 
 use super::*;
 
@@ -53,7 +54,7 @@ pub(crate) async fn dead_requeue_moves_a_dead_job_back_to_due(store: Arc<dyn Sto
     let (s, t) = (&*store, &topic("dead_requeue"));
     make_dead(s, t, &["a"]).await;
     let before = now(s).await;
-    assert!(s.dead_requeue(t, "a", b"again".to_vec()).await.unwrap());
+    let outcome = s.dead_requeue(t, "a", b"again".to_vec()).await.unwrap();
     let after = now(s).await;
 
     let job = s.job(t, "a").await.unwrap().unwrap();
@@ -61,25 +62,31 @@ pub(crate) async fn dead_requeue_moves_a_dead_job_back_to_due(store: Arc<dyn Sto
         panic!("{job:?}")
     };
     assert!(before <= due_at_ms && due_at_ms <= after, "due now");
+    assert_eq!(outcome, RequeueOutcome::Requeued { due_at_ms });
     assert_eq!(job.record, b"again");
     assert!(dead_ids(s, t).await.is_empty());
     let counts = s.counts(t).await.unwrap();
     assert_eq!((counts.dead, counts.dead_pending, counts.ready), (0, 0, 1));
     assert_eq!(claim_id(s, t, "a", LONG).await.record, b"again");
-    assert!(
-        !s.dead_requeue(t, "a", b"x".to_vec()).await.unwrap(),
+    assert_eq!(
+        s.dead_requeue(t, "a", b"x".to_vec()).await.unwrap(),
+        RequeueOutcome::NotFound,
         "no longer dead"
     );
 }
 
 pub(crate) async fn dead_requeue_of_a_missing_job_is_false(store: Arc<dyn Store>) {
     let (s, t) = (&*store, &topic("dead_requeue_missing"));
-    assert!(!s.dead_requeue(t, "nope", REC.to_vec()).await.unwrap());
+    assert_eq!(
+        s.dead_requeue(t, "nope", REC.to_vec()).await.unwrap(),
+        RequeueOutcome::NotFound
+    );
     assert_eq!(state(s, t, "nope").await, None);
     let due = create(s, t, "live", b"live", Due::In(60_000)).await;
-    assert!(
-        !s.dead_requeue(t, "live", REC.to_vec()).await.unwrap(),
-        "live but not dead: false"
+    assert_eq!(
+        s.dead_requeue(t, "live", REC.to_vec()).await.unwrap(),
+        RequeueOutcome::NotFound,
+        "live but not dead"
     );
     let job = s.job(t, "live").await.unwrap().unwrap();
     assert_eq!(
@@ -94,8 +101,10 @@ pub(crate) async fn dead_requeue_beside_a_live_job_of_the_same_id_is_job_exists(
     let (s, t) = (&*store, &topic("dead_requeue_exists"));
     make_dead(s, t, &["a"]).await;
     let due = create(s, t, "a", b"live", Due::In(60_000)).await;
-    let err = s.dead_requeue(t, "a", b"again".to_vec()).await.unwrap_err();
-    assert!(matches!(err, Error::JobExists { .. }), "{err:?}");
+    assert_eq!(
+        s.dead_requeue(t, "a", b"again".to_vec()).await.unwrap(),
+        RequeueOutcome::LiveJobExists
+    );
 
     let dead = s.dead_list(t, 0, 10).await.unwrap();
     assert_eq!(
@@ -114,13 +123,13 @@ pub(crate) async fn dead_purge_deletes_one_or_all(store: Arc<dyn Store>) {
     let (s, t) = (&*store, &topic("dead_purge"));
     make_dead(s, t, &["a", "b", "c"]).await;
     s.dead_ack(t, &owned(&["b"])).await.unwrap();
-    assert_eq!(s.dead_purge(t, Some("a")).await.unwrap(), 1);
-    assert_eq!(s.dead_purge(t, Some("a")).await.unwrap(), 0);
+    assert_eq!(s.dead_purge(t, DeadSelection::Id("a")).await.unwrap(), 1);
+    assert_eq!(s.dead_purge(t, DeadSelection::Id("a")).await.unwrap(), 0);
     assert_eq!(state(s, t, "a").await, None);
     assert_eq!(dead_ids(s, t).await, ["c", "b"]);
 
     assert_eq!(
-        s.dead_purge(t, None).await.unwrap(),
+        s.dead_purge(t, DeadSelection::All).await.unwrap(),
         2,
         "pending hooks included"
     );
@@ -138,9 +147,10 @@ pub(crate) async fn dead_trim_only_removes_delivered_jobs_and_counts_them(store:
     let (s, t) = (&*store, &topic("dead_trim_delivered"));
     let died = make_dead(s, t, &["a", "b", "c"]).await;
     s.dead_ack(t, &owned(&["a", "c"])).await.unwrap();
-    let cutoff = wait_past(s, died[2]).await;
+    wait_past(s, died[2]).await;
+    let all = TrimPolicy::new(Some(Duration::ZERO), Some(0));
 
-    assert_eq!(s.dead_trim(t, cutoff, 0, 100).await.unwrap(), 2);
+    assert_eq!(s.dead_trim(t, all, 100).await.unwrap(), 2);
     assert_eq!(dead_ids(s, t).await, ["b"], "the pending one stays");
     assert_eq!(state(s, t, "a").await, None);
     let counts = s.counts(t).await.unwrap();
@@ -148,7 +158,7 @@ pub(crate) async fn dead_trim_only_removes_delivered_jobs_and_counts_them(store:
         (counts.trimmed, counts.dead, counts.dead_pending),
         (2, 1, 1)
     );
-    assert_eq!(s.dead_trim(t, cutoff, 0, 100).await.unwrap(), 0);
+    assert_eq!(s.dead_trim(t, all, 100).await.unwrap(), 0);
     assert_eq!(s.counts(t).await.unwrap().trimmed, 2);
 }
 
@@ -158,45 +168,54 @@ pub(crate) async fn dead_trim_keeps_the_newest_keep(store: Arc<dyn Store>) {
     s.dead_ack(t, &owned(&["a", "b", "d"])).await.unwrap();
 
     assert_eq!(
-        s.dead_trim(t, i64::MIN, 2, 100).await.unwrap(),
+        s.dead_trim(t, keep(2), 100).await.unwrap(),
         2,
         "beyond the newest 2"
     );
     assert_eq!(dead_ids(s, t).await, ["d", "c"]);
     assert_eq!(
-        s.dead_trim(t, i64::MIN, 1, 100).await.unwrap(),
+        s.dead_trim(t, keep(1), 100).await.unwrap(),
         0,
         "c is beyond, but pending"
     );
-    assert_eq!(s.dead_trim(t, i64::MIN, 0, 100).await.unwrap(), 1);
+    assert_eq!(s.dead_trim(t, keep(0), 100).await.unwrap(), 1);
     assert_eq!(dead_ids(s, t).await, ["c"]);
     assert_eq!(s.counts(t).await.unwrap().trimmed, 3);
 }
 
 pub(crate) async fn dead_trim_removes_only_jobs_older_than_the_cutoff(store: Arc<dyn Store>) {
     let (s, t) = (&*store, &topic("dead_trim_age"));
-    let died = make_dead(s, t, &["a", "b", "c"]).await;
+    let died = make_dead(s, t, &["a", "b"]).await;
+    // c dies AGE_GAP ms after b, by the store's clock; a trim whose cutoff (the store's now minus the
+    // age) falls in between takes a and b only.
+    const AGE_GAP: i64 = 500;
+    wait_past(s, died[1] + AGE_GAP).await;
+    make_dead(s, t, &["c"]).await;
     s.dead_ack(t, &owned(&["a", "b", "c"])).await.unwrap();
 
+    // The cutoff is died[1] + 1 if the trim runs at the `now` read here, later if it runs later: within
+    // AGE_GAP of it, the cutoff is still before c died.
+    let age = |now: i64| Duration::from_millis((now - died[1] - 1) as u64);
+    let by_age = TrimPolicy::new(Some(age(now(s).await)), None);
     assert_eq!(
-        s.dead_trim(t, died[2], u64::MAX, 100).await.unwrap(),
+        s.dead_trim(t, by_age, 100).await.unwrap(),
         2,
         "died before c"
     );
     assert_eq!(dead_ids(s, t).await, ["c"]);
-    assert_eq!(s.dead_trim(t, died[2], u64::MAX, 100).await.unwrap(), 0);
+    let by_age = TrimPolicy::new(Some(age(now(s).await)), None);
+    assert_eq!(s.dead_trim(t, by_age, 100).await.unwrap(), 0);
     assert_eq!(s.counts(t).await.unwrap().trimmed, 2);
 }
 
 pub(crate) async fn dead_trim_removes_at_most_limit_per_call(store: Arc<dyn Store>) {
     let (s, t) = (&*store, &topic("dead_trim_limit"));
-    let died = make_dead(s, t, &["a", "b", "c"]).await;
+    make_dead(s, t, &["a", "b", "c"]).await;
     s.dead_ack(t, &owned(&["a", "b", "c"])).await.unwrap();
-    let cutoff = wait_past(s, died[2]).await;
 
-    assert_eq!(s.dead_trim(t, cutoff, 0, 2).await.unwrap(), 2);
+    assert_eq!(s.dead_trim(t, keep(0), 2).await.unwrap(), 2);
     assert_eq!(dead_ids(s, t).await, ["c"], "oldest first");
-    assert_eq!(s.dead_trim(t, cutoff, 0, 2).await.unwrap(), 1);
+    assert_eq!(s.dead_trim(t, keep(0), 2).await.unwrap(), 1);
     assert_eq!(s.counts(t).await.unwrap().trimmed, 3);
 }
 
@@ -279,4 +298,9 @@ pub(crate) async fn dead_retry_makes_the_hook_due_after_the_delay(store: Arc<dyn
     s.dead_retry(t, "nope", 0).await.unwrap();
     assert_eq!(state(s, t, "nope").await, None);
     assert_eq!(s.counts(t).await.unwrap().dead_pending, 1);
+}
+
+/// Trims by count only.
+fn keep(n: u64) -> TrimPolicy {
+    TrimPolicy::new(None, Some(n))
 }

@@ -169,11 +169,11 @@ pub(crate) async fn due_at_in_the_future_is_not_claimable_before_its_time(store:
     assert!(soon >= at);
     let claimed = eventually(WAIT, "the job due soon to be claimable", || async move {
         let batch = claim(s, t, 10, LONG).await;
-        if batch.now_ms < soon {
+        if batch.now_ms() < soon {
             assert!(
                 batch.jobs.is_empty(),
                 "claimed at {} before its time {soon}",
-                batch.now_ms
+                batch.now_ms()
             );
         }
         batch.jobs.into_iter().next()

@@ -3,7 +3,9 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use postpone::store::{CancelOutcome, Due, FinishItem, FinishOutcome, Store, StoredState};
+use postpone::store::{
+    CancelOutcome, DeadSelection, Due, FinishItem, FinishOutcome, Store, StoredState,
+};
 
 use super::*;
 
@@ -22,7 +24,7 @@ pub(crate) async fn job_lookup_reports_due_active_dead_and_none(store: Arc<dyn S
     );
     let job = s.job(t, "active").await.unwrap().unwrap();
     let active = StoredState::Active {
-        lease_deadline_ms: batch.now_ms + 30_000,
+        lease_deadline_ms: batch.now_ms() + 30_000,
     };
     assert_eq!((job.state, job.record), (active, b"a".to_vec()));
     let job = s.job(t, "dead").await.unwrap().unwrap();
@@ -158,7 +160,7 @@ pub(crate) async fn topics_never_see_each_others_jobs(store: Arc<dyn Store>) {
         FinishOutcome::Applied
     );
     assert!(s.dead_list(two, 0, 10).await.unwrap().is_empty());
-    assert_eq!(s.dead_purge(two, None).await.unwrap(), 0);
+    assert_eq!(s.dead_purge(two, DeadSelection::All).await.unwrap(), 0);
 
     let (c1, c2) = (s.counts(one).await.unwrap(), s.counts(two).await.unwrap());
     assert_eq!((c1.dead, c1.failed, c1.cancelled), (1, 1, 0));

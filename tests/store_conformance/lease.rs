@@ -247,7 +247,7 @@ pub(crate) async fn extend_moves_the_lease_deadline_and_reports_held(store: Arc<
     let long = LONG as i64;
     assert!(before + long <= lease_deadline_ms && lease_deadline_ms <= after + long);
     let unchanged = StoredState::Active {
-        lease_deadline_ms: batch.now_ms + 30_000,
+        lease_deadline_ms: batch.now_ms() + 30_000,
     };
     assert_eq!(
         state(s, t, "b").await,
@@ -263,7 +263,7 @@ pub(crate) async fn extend_and_finish_still_hold_an_expired_lease_not_yet_swept(
     create(s, t, "a", REC, Due::In(0)).await;
     create(s, t, "b", REC, Due::In(0)).await;
     let batch = claim(s, t, 2, SHORT).await;
-    wait_past(s, batch.now_ms + SHORT as i64).await;
+    wait_past(s, batch.now_ms() + SHORT as i64).await;
 
     let token = batch.jobs[0].token;
     assert_eq!(
@@ -273,7 +273,7 @@ pub(crate) async fn extend_and_finish_still_hold_an_expired_lease_not_yet_swept(
     let Some(StoredState::Active { lease_deadline_ms }) = state(s, t, "a").await else {
         panic!()
     };
-    assert!(lease_deadline_ms > batch.now_ms + SHORT as i64);
+    assert!(lease_deadline_ms > batch.now_ms() + SHORT as i64);
     let b = FinishItem::new("b".into(), token, Finish::Done);
     assert_eq!(
         s.finish(t, vec![b]).await.unwrap(),

@@ -19,13 +19,13 @@ pub(crate) async fn sweep_returns_an_expired_lease_to_due_without_using_an_attem
 
     let batch = claim(s, t, 0, LONG).await;
     assert_eq!((batch.swept, batch.swept_dead), (1, 0));
-    assert_eq!(batch.next_due_ms, Some(batch.now_ms), "due at once");
+    assert_eq!(batch.next_due_ms, Some(batch.now_ms()), "due at once");
     assert_eq!(batch.next_lease_deadline_ms, None);
     let stored = s.job(t, "a").await.unwrap().unwrap();
     assert_eq!(
         stored.state,
         StoredState::Due {
-            due_at_ms: batch.now_ms
+            due_at_ms: batch.now_ms()
         }
     );
     assert_eq!(
@@ -62,13 +62,13 @@ pub(crate) async fn sweep_dead_letters_a_job_that_stalls_more_than_stall_limit(
     let first = s.claim(t, stall_req(1)).await.unwrap();
     assert_eq!(first.jobs.len(), 1);
 
-    let second = claim_after(s, t, first.now_ms + SHORT as i64, 1).await;
+    let second = claim_after(s, t, first.now_ms() + SHORT as i64, 1).await;
     assert_eq!(
         (second.swept, second.swept_dead, second.jobs.len()),
         (1, 0, 1),
         "{second:?}"
     );
-    let third = claim_after(s, t, second.now_ms + SHORT as i64, 1).await;
+    let third = claim_after(s, t, second.now_ms() + SHORT as i64, 1).await;
     assert_eq!(
         (third.swept, third.swept_dead, third.jobs.len()),
         (0, 1, 0),
@@ -78,7 +78,7 @@ pub(crate) async fn sweep_dead_letters_a_job_that_stalls_more_than_stall_limit(
 
     let stored = s.job(t, "a").await.unwrap().unwrap();
     let expected = StoredState::Dead {
-        died_at_ms: third.now_ms,
+        died_at_ms: third.now_ms(),
         reason: "stalled: lease expired 2 times".into(),
         delivered: false,
     };
@@ -104,7 +104,7 @@ pub(crate) async fn sweep_stall_count_survives_retries(store: Arc<dyn Store>) {
     let (s, t) = (&*store, &topic("sweep_stalls_kept"));
     create(s, t, "a", REC, Due::In(0)).await;
     let first = s.claim(t, stall_req(1)).await.unwrap();
-    let second = claim_after(s, t, first.now_ms + SHORT as i64, 1).await;
+    let second = claim_after(s, t, first.now_ms() + SHORT as i64, 1).await;
     assert_eq!((second.swept, second.jobs.len()), (1, 1));
     assert_eq!(
         finish(s, t, &second.jobs[0], retry(b"attempt 2", 0, true)).await,
@@ -113,7 +113,7 @@ pub(crate) async fn sweep_stall_count_survives_retries(store: Arc<dyn Store>) {
 
     let third = s.claim(t, stall_req(1)).await.unwrap();
     assert_eq!(third.jobs.len(), 1);
-    let fourth = claim_after(s, t, third.now_ms + SHORT as i64, 1).await;
+    let fourth = claim_after(s, t, third.now_ms() + SHORT as i64, 1).await;
     assert_eq!(
         fourth.swept_dead, 1,
         "the second stall, across a retry, exceeds the limit of 1"
@@ -132,7 +132,7 @@ pub(crate) async fn sweep_is_bounded_by_sweep_limit(store: Arc<dyn Store>) {
     }
     let batch = claim(s, t, 3, SHORT).await;
     assert_eq!(batch.jobs.len(), 3);
-    wait_past(s, batch.now_ms + SHORT as i64).await;
+    wait_past(s, batch.now_ms() + SHORT as i64).await;
 
     let swept = s.claim(t, ClaimRequest::new(0, LONG, 2, 10)).await.unwrap();
     assert_eq!(swept.swept, 2);

@@ -26,8 +26,9 @@ use tokio::sync::broadcast;
 pub use self::clock::{Clock, ManualClock, SystemClock};
 use self::topic::Topic;
 use super::{
-    CancelOutcome, ClaimBatch, ClaimRequest, DeadEntry, Due, EnqueueOutcome, FinishItem,
-    FinishOutcome, Hint, LeaseStatus, NewJob, RescheduleOutcome, Store, StoredJob, TopicCounts,
+    CancelOutcome, ClaimBatch, ClaimRequest, DeadEntry, DeadLetterStore, DeadSelection, Due,
+    EnqueueOutcome, FinishItem, FinishOutcome, Hint, JobStore, Lease, LeaseStatus, NewJob,
+    RequeueOutcome, RescheduleOutcome, StoredJob, TopicCounts, TrimPolicy, WorkerStore,
 };
 use crate::error::Result;
 
@@ -37,7 +38,7 @@ const HINT_CAPACITY: usize = 1024;
 /// Jobs kept in this process's memory.
 ///
 /// ```
-/// use postpone::store::{memory::MemoryStore, Store};
+/// use postpone::store::{memory::MemoryStore, JobStore};
 ///
 /// let store = MemoryStore::new();
 /// assert_eq!(store.backend_name(), "memory");
@@ -123,13 +124,9 @@ impl fmt::Debug for MemoryStore {
 }
 
 #[async_trait]
-impl Store for MemoryStore {
+impl JobStore for MemoryStore {
     fn backend_name(&self) -> &'static str {
         "memory"
-    }
-
-    async fn now_ms(&self) -> Result<i64> {
-        Ok(self.clock.now_ms())
     }
 
     async fn enqueue(&self, topic: &str, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
@@ -148,6 +145,31 @@ impl Store for MemoryStore {
         });
         self.hint(topic, hint);
         Ok(outcomes)
+    }
+
+    async fn cancel(&self, topic: &str, id: &str) -> Result<CancelOutcome> {
+        Ok(self.with_topic(topic, |state, _| state.cancel(id)))
+    }
+
+    async fn reschedule(&self, topic: &str, id: &str, due: Due) -> Result<RescheduleOutcome> {
+        let (outcome, hint) = self.with_topic(topic, |state, now| state.reschedule(id, due, now));
+        self.hint(topic, hint);
+        Ok(outcome)
+    }
+
+    async fn job(&self, topic: &str, id: &str) -> Result<Option<StoredJob>> {
+        Ok(self.read_topic(topic, |state, _| state.job(id)))
+    }
+
+    async fn counts(&self, topic: &str) -> Result<TopicCounts> {
+        Ok(self.read_topic(topic, |state, now| state.counts(now)))
+    }
+}
+
+#[async_trait]
+impl WorkerStore for MemoryStore {
+    async fn now_ms(&self) -> Result<i64> {
+        Ok(self.clock.now_ms())
     }
 
     async fn claim(&self, topic: &str, request: ClaimRequest) -> Result<ClaimBatch> {
@@ -174,7 +196,7 @@ impl Store for MemoryStore {
     async fn extend(
         &self,
         topic: &str,
-        leases: &[(String, u64)],
+        leases: &[Lease],
         lease_ms: u64,
     ) -> Result<Vec<LeaseStatus>> {
         Ok(self.with_topic(topic, |state, now| {
@@ -185,50 +207,30 @@ impl Store for MemoryStore {
         }))
     }
 
-    async fn cancel(&self, topic: &str, id: &str) -> Result<CancelOutcome> {
-        Ok(self.with_topic(topic, |state, _| state.cancel(id)))
+    fn hints(&self) -> broadcast::Receiver<Hint> {
+        self.hints.subscribe()
     }
+}
 
-    async fn reschedule(&self, topic: &str, id: &str, due: Due) -> Result<RescheduleOutcome> {
-        let (outcome, hint) = self.with_topic(topic, |state, now| state.reschedule(id, due, now));
-        self.hint(topic, hint);
-        Ok(outcome)
-    }
-
-    async fn job(&self, topic: &str, id: &str) -> Result<Option<StoredJob>> {
-        Ok(self.read_topic(topic, |state, _| state.job(id)))
-    }
-
-    async fn counts(&self, topic: &str) -> Result<TopicCounts> {
-        Ok(self.read_topic(topic, |state, now| state.counts(now)))
-    }
-
+#[async_trait]
+impl DeadLetterStore for MemoryStore {
     async fn dead_list(&self, topic: &str, offset: usize, limit: usize) -> Result<Vec<DeadEntry>> {
         Ok(self.read_topic(topic, |state, _| state.dead_list(offset, limit)))
     }
 
-    async fn dead_requeue(&self, topic: &str, id: &str, record: Vec<u8>) -> Result<bool> {
-        let (found, hint) = self.with_topic(topic, |state, now| {
-            state.dead_requeue(topic, id, record, now)
-        })?;
+    async fn dead_requeue(&self, topic: &str, id: &str, record: Vec<u8>) -> Result<RequeueOutcome> {
+        let (outcome, hint) =
+            self.with_topic(topic, |state, now| state.dead_requeue(id, record, now));
         self.hint(topic, hint);
-        Ok(found)
+        Ok(outcome)
     }
 
-    async fn dead_purge(&self, topic: &str, id: Option<&str>) -> Result<u64> {
-        Ok(self.with_topic(topic, |state, _| state.dead_purge(id)))
+    async fn dead_purge(&self, topic: &str, which: DeadSelection<'_>) -> Result<u64> {
+        Ok(self.with_topic(topic, |state, _| state.dead_purge(which)))
     }
 
-    async fn dead_trim(
-        &self,
-        topic: &str,
-        older_than_ms: i64,
-        keep: u64,
-        limit: usize,
-    ) -> Result<u64> {
-        Ok(self.with_topic(topic, |state, _| {
-            state.dead_trim(older_than_ms, keep, limit)
-        }))
+    async fn dead_trim(&self, topic: &str, policy: TrimPolicy, limit: usize) -> Result<u64> {
+        Ok(self.with_topic(topic, |state, now| state.dead_trim(policy, limit, now)))
     }
 
     async fn dead_claim(&self, topic: &str, max: usize, lease_ms: u64) -> Result<Vec<DeadEntry>> {
@@ -243,9 +245,5 @@ impl Store for MemoryStore {
     async fn dead_retry(&self, topic: &str, id: &str, delay_ms: u64) -> Result<()> {
         self.with_topic(topic, |state, now| state.dead_retry(id, delay_ms, now));
         Ok(())
-    }
-
-    fn hints(&self) -> broadcast::Receiver<Hint> {
-        self.hints.subscribe()
     }
 }

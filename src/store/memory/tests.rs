@@ -71,7 +71,7 @@ async fn jobs_become_due_when_the_clock_moves() {
         .is_empty());
     clock.advance(Duration::from_millis(1));
     let batch = store.claim("t", claim_req(10, 1_000, 3)).await.unwrap();
-    assert_eq!(batch.now_ms, T0 + 30 * 60_000);
+    assert_eq!(batch.now_ms(), T0 + 30 * 60_000);
     assert_eq!(batch.jobs.len(), 1);
     assert_eq!(batch.jobs[0].due_at_ms, T0 + 30 * 60_000);
     assert_eq!(batch.next_lease_deadline_ms, Some(T0 + 30 * 60_000 + 1_000));
@@ -207,8 +207,14 @@ async fn dead_jobs_leave_nothing_behind_once_purged_or_requeued_and_done() {
         FinishItem::new(id.to_owned(), batch.jobs[0].token, finish)
     };
     store.finish("t", vec![dead("a"), dead("b")]).await.unwrap();
-    assert_eq!(store.dead_purge("t", Some("a")).await.unwrap(), 1);
-    assert!(store.dead_requeue("t", "b", vec![7]).await.unwrap());
+    assert_eq!(
+        store.dead_purge("t", DeadSelection::Id("a")).await.unwrap(),
+        1
+    );
+    assert!(matches!(
+        store.dead_requeue("t", "b", vec![7]).await.unwrap(),
+        RequeueOutcome::Requeued { .. }
+    ));
     let job = store
         .claim("t", claim_req(1, 100, 5))
         .await

@@ -1,11 +1,15 @@
-//! Dead letters: list, requeue, purge, trim, and the hook's claim/ack/retry.
+//! [`DeadLetterStore`] on Redis: list, requeue, purge and trim dead jobs, and their delivery to the hook
+//! (claim, ack, retry).
+
+use async_trait::async_trait;
 
 use super::keys::DEAD_PENDING;
 use super::reply::{as_int, Reply};
 use super::scripts::SCRIPTS;
 use super::RedisStore;
-use crate::error::{Error, Result};
-use crate::store::DeadEntry;
+use crate::error::Result;
+use crate::store::{DeadEntry, DeadLetterStore, DeadSelection, RequeueOutcome, TrimPolicy};
+use crate::time::millis;
 
 /// Entries per dead-list or dead-claim script call.
 const LIST_CHUNK: usize = 1000;
@@ -45,13 +49,9 @@ fn entries(reply: redis::Value, context: &'static str) -> Result<Vec<DeadEntry>>
     Ok(out)
 }
 
-impl RedisStore {
-    pub(super) async fn list_dead(
-        &self,
-        topic: &str,
-        offset: usize,
-        limit: usize,
-    ) -> Result<Vec<DeadEntry>> {
+#[async_trait]
+impl DeadLetterStore for RedisStore {
+    async fn dead_list(&self, topic: &str, offset: usize, limit: usize) -> Result<Vec<DeadEntry>> {
         const CONTEXT: &str = "listing dead jobs";
         let keys = self.keys(topic)?;
         let mut out = Vec::new();
@@ -73,12 +73,7 @@ impl RedisStore {
         Ok(out)
     }
 
-    pub(super) async fn requeue_dead(
-        &self,
-        topic: &str,
-        id: &str,
-        record: Vec<u8>,
-    ) -> Result<bool> {
+    async fn dead_requeue(&self, topic: &str, id: &str, record: Vec<u8>) -> Result<RequeueOutcome> {
         const CONTEXT: &str = "re-enqueueing a dead job";
         let keys = self.keys(topic)?;
         let reply = self
@@ -89,37 +84,29 @@ impl RedisStore {
                     .arg(&record[..]);
             })
             .await?;
-        match as_int(&reply) {
-            Some(1) => Ok(true),
-            Some(2) => Err(Error::JobExists {
-                topic: topic.to_owned(),
-                id: id.to_owned(),
-            }),
-            _ => Ok(false),
-        }
+        let mut r = Reply::new(reply, CONTEXT)?;
+        Ok(match (r.int()?, r.int()?) {
+            (1, due_at_ms) => RequeueOutcome::Requeued { due_at_ms },
+            (2, _) => RequeueOutcome::LiveJobExists,
+            _ => RequeueOutcome::NotFound,
+        })
     }
 
-    pub(super) async fn purge_dead(&self, topic: &str, id: Option<&str>) -> Result<u64> {
+    async fn dead_purge(&self, topic: &str, which: DeadSelection<'_>) -> Result<u64> {
         const CONTEXT: &str = "purging dead jobs";
         let keys = self.keys(topic)?;
         let reply = self
             .eval(CONTEXT, &SCRIPTS.dead_purge, &keys, |inv| {
-                match id {
-                    Some(id) => inv.arg("one").arg(id),
-                    None => inv.arg("all"),
+                match which {
+                    DeadSelection::Id(id) => inv.arg("one").arg(id),
+                    DeadSelection::All => inv.arg("all"),
                 };
             })
             .await?;
         Ok(as_int(&reply).unwrap_or(0).max(0) as u64)
     }
 
-    pub(super) async fn trim_dead(
-        &self,
-        topic: &str,
-        older_than_ms: i64,
-        keep: u64,
-        limit: usize,
-    ) -> Result<u64> {
+    async fn dead_trim(&self, topic: &str, policy: TrimPolicy, limit: usize) -> Result<u64> {
         const CONTEXT: &str = "trimming dead jobs";
         let keys = self.keys(topic)?;
         let mut total = 0u64;
@@ -128,7 +115,16 @@ impl RedisStore {
             let want = left.min(TRIM_CHUNK);
             let reply = self
                 .eval(CONTEXT, &SCRIPTS.dead_trim, &keys, |inv| {
-                    inv.arg(older_than_ms).arg(keep).arg(want);
+                    // '' leaves a rule out.
+                    match policy.max_age {
+                        Some(age) => inv.arg(millis(age).min(i64::MAX as u64 / 2)),
+                        None => inv.arg(""),
+                    };
+                    match policy.keep {
+                        Some(keep) => inv.arg(keep.min(i64::MAX as u64 / 2)),
+                        None => inv.arg(""),
+                    };
+                    inv.arg(want);
                 })
                 .await?;
             let n = as_int(&reply).unwrap_or(0).max(0) as usize;
@@ -141,12 +137,7 @@ impl RedisStore {
         Ok(total)
     }
 
-    pub(super) async fn claim_dead(
-        &self,
-        topic: &str,
-        max: usize,
-        lease_ms: u64,
-    ) -> Result<Vec<DeadEntry>> {
+    async fn dead_claim(&self, topic: &str, max: usize, lease_ms: u64) -> Result<Vec<DeadEntry>> {
         const CONTEXT: &str = "claiming dead jobs for the hook";
         let keys = self.keys(topic)?;
         if max == 0 {
@@ -161,7 +152,7 @@ impl RedisStore {
         entries(reply, CONTEXT)
     }
 
-    pub(super) async fn ack_dead(&self, topic: &str, ids: &[String]) -> Result<()> {
+    async fn dead_ack(&self, topic: &str, ids: &[String]) -> Result<()> {
         let keys = self.keys(topic)?;
         for chunk in ids.chunks(ACK_CHUNK) {
             let mut cmd = redis::cmd("ZREM");
@@ -172,7 +163,7 @@ impl RedisStore {
         Ok(())
     }
 
-    pub(super) async fn retry_dead(&self, topic: &str, id: &str, delay_ms: u64) -> Result<()> {
+    async fn dead_retry(&self, topic: &str, id: &str, delay_ms: u64) -> Result<()> {
         let keys = self.keys(topic)?;
         self.eval(
             "rescheduling a dead-letter hook",

@@ -34,24 +34,19 @@ mod conn;
 mod dead;
 mod exec;
 mod hints;
+mod jobs;
 mod keys;
-mod live;
 mod reply;
 mod scripts;
+mod worker;
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use tokio::sync::broadcast;
-
 use crate::error::{Error, Result};
-use crate::store::{
-    CancelOutcome, ClaimBatch, ClaimRequest, DeadEntry, Due, EnqueueOutcome, FinishItem,
-    FinishOutcome, Hint, LeaseStatus, RescheduleOutcome, Store, StoredJob, TopicCounts,
-};
+use crate::store::Due;
 use crate::validate::validate_namespace;
 
 use conn::{Pool, PoolSettings};
@@ -284,122 +279,5 @@ fn due_args(due: Due) -> (&'static str, i64) {
     match due {
         Due::In(ms) => ("in", i64::try_from(ms).unwrap_or(i64::MAX)),
         Due::At(ms) => ("at", ms),
-    }
-}
-
-#[async_trait]
-impl Store for RedisStore {
-    /// "redis", or "redis-cluster".
-    fn backend_name(&self) -> &'static str {
-        match self.inner.conns {
-            Conns::Single(_) => "redis",
-            Conns::Cluster(_) => "redis-cluster",
-        }
-    }
-
-    async fn now_ms(&self) -> Result<i64> {
-        let (secs, micros): (i64, i64) = self
-            .command("reading the Redis time", &redis::cmd("TIME"))
-            .await?;
-        Ok(secs * 1000 + micros / 1000)
-    }
-
-    async fn enqueue(
-        &self,
-        topic: &str,
-        jobs: Vec<crate::store::NewJob>,
-    ) -> Result<Vec<EnqueueOutcome>> {
-        self.enqueue_jobs(topic, jobs).await
-    }
-
-    async fn claim(&self, topic: &str, request: ClaimRequest) -> Result<ClaimBatch> {
-        self.claim_jobs(topic, request).await
-    }
-
-    async fn finish(&self, topic: &str, items: Vec<FinishItem>) -> Result<Vec<FinishOutcome>> {
-        self.finish_jobs(topic, items).await
-    }
-
-    async fn extend(
-        &self,
-        topic: &str,
-        leases: &[(String, u64)],
-        lease_ms: u64,
-    ) -> Result<Vec<LeaseStatus>> {
-        self.extend_leases(topic, leases, lease_ms).await
-    }
-
-    async fn cancel(&self, topic: &str, id: &str) -> Result<CancelOutcome> {
-        self.cancel_job(topic, id).await
-    }
-
-    async fn reschedule(&self, topic: &str, id: &str, due: Due) -> Result<RescheduleOutcome> {
-        self.reschedule_job(topic, id, due).await
-    }
-
-    async fn job(&self, topic: &str, id: &str) -> Result<Option<StoredJob>> {
-        self.find_job(topic, id).await
-    }
-
-    async fn counts(&self, topic: &str) -> Result<TopicCounts> {
-        self.topic_counts(topic).await
-    }
-
-    async fn dead_list(&self, topic: &str, offset: usize, limit: usize) -> Result<Vec<DeadEntry>> {
-        self.list_dead(topic, offset, limit).await
-    }
-
-    async fn dead_requeue(&self, topic: &str, id: &str, record: Vec<u8>) -> Result<bool> {
-        self.requeue_dead(topic, id, record).await
-    }
-
-    async fn dead_purge(&self, topic: &str, id: Option<&str>) -> Result<u64> {
-        self.purge_dead(topic, id).await
-    }
-
-    async fn dead_trim(
-        &self,
-        topic: &str,
-        older_than_ms: i64,
-        keep: u64,
-        limit: usize,
-    ) -> Result<u64> {
-        self.trim_dead(topic, older_than_ms, keep, limit).await
-    }
-
-    async fn dead_claim(&self, topic: &str, max: usize, lease_ms: u64) -> Result<Vec<DeadEntry>> {
-        self.claim_dead(topic, max, lease_ms).await
-    }
-
-    async fn dead_ack(&self, topic: &str, ids: &[String]) -> Result<()> {
-        self.ack_dead(topic, ids).await
-    }
-
-    async fn dead_retry(&self, topic: &str, id: &str, delay_ms: u64) -> Result<()> {
-        self.retry_dead(topic, id, delay_ms).await
-    }
-
-    /// Hints for every topic of the namespace, from a pub/sub listener started on the first call (inside
-    /// a Tokio runtime). After every (re)connect the listener sends [`Hint::All`]; a receiver that falls
-    /// behind gets `RecvError::Lagged`, which it should treat as [`Hint::All`].
-    fn hints(&self) -> broadcast::Receiver<Hint> {
-        self.inner.hints.subscribe()
-    }
-
-    async fn check_worker_start(&self) -> Result<()> {
-        let pool = match &self.inner.conns {
-            Conns::Single(pool) => pool,
-            Conns::Cluster(conn) => return cluster::check_worker_start(conn).await,
-        };
-        let mut conn = pool.get("checking Redis at worker start").await?;
-        let version = conn::server_version(&mut conn.inner)
-            .await
-            .map_err(|e| Error::backend("reading the Redis version (INFO server)", e))?;
-        conn::require_6_2(&version)?;
-        conn::warn_about_eviction(
-            &self.inner.addr,
-            conn::eviction_policy(&mut conn.inner).await,
-        );
-        Ok(())
     }
 }

@@ -2,15 +2,18 @@
 -- oldest first, at most `limit` (<= 1000). Both conditions select a prefix of the oldest-first order, so
 -- the candidates are the longer prefix. Jobs whose hook is pending are skipped, never deleted; at most
 -- SCAN_CAP candidates are looked at per call so the script stays short.
--- ARGV: older than (ms, integer text), keep, limit. Returns how many were deleted (counted in `trimmed`).
+-- ARGV: max age (ms, or '' for no age rule), keep (or '' for no count rule), limit. Ages are judged by
+-- the server's clock. Returns how many were deleted (counted in `trimmed`).
 local SCAN_CAP, CHUNK = 5000, 500
-local older_than, keep, limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local total = redis.call('ZCARD', K_DEAD)
-local by_count = total - keep
-if by_count < 0 then
-  by_count = 0
+local max_age, keep, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local by_count = 0
+if keep then
+  by_count = math.max(redis.call('ZCARD', K_DEAD) - keep, 0)
 end
-local by_age = redis.call('ZCOUNT', K_DEAD, '-inf', '(' .. older_than)
+local by_age = 0
+if max_age then
+  by_age = redis.call('ZCOUNT', K_DEAD, '-inf', '(' .. string.format('%d', now_ms() - max_age))
+end
 local span = math.max(by_count, by_age)
 if span > limit + SCAN_CAP then
   span = limit + SCAN_CAP

@@ -1,4 +1,5 @@
-//! One topic's state and every state change on it, as plain functions of the state and the time.
+//! One topic's state and every state change on it, as plain functions of the state and the time (its
+//! dead letters in `dead.rs`).
 //!
 //! Each method is one atomic step of the [`Store`](crate::store::Store) contract: the caller holds the
 //! store's lock across it. Methods that may make a job due earlier than the topic's earliest return the
@@ -6,13 +7,15 @@
 
 use std::collections::{HashMap, HashSet};
 
+mod dead;
+
 use super::zset::ZSet;
-use crate::error::{Error, Result};
 use crate::store::{
     CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, DeadEntry, Due, EnqueueOutcome, Finish,
     FinishItem, FinishOutcome, LeaseStatus, NewJob, RescheduleOutcome, StoredJob, StoredState,
     TopicCounts, MAX_DUE_MS,
 };
+use crate::time::add_ms;
 
 /// A dead job's record and reason (its time is its score in `dead`).
 #[derive(Debug)]
@@ -47,16 +50,11 @@ pub(super) struct Topic {
     token_seq: u64,
 }
 
-/// `now + ms`, saturating.
-fn after(now: i64, ms: u64) -> i64 {
-    now.saturating_add(i64::try_from(ms).unwrap_or(i64::MAX))
-}
-
 /// The due time asked for: a delay from now, or an absolute time (a past time means now), capped at
 /// [`MAX_DUE_MS`].
 pub(super) fn resolve(due: Due, now: i64) -> i64 {
     let at = match due {
-        Due::In(ms) => after(now, ms),
+        Due::In(ms) => add_ms(now, ms),
         Due::At(at) => at.max(now),
     };
     at.min(MAX_DUE_MS)
@@ -123,10 +121,9 @@ impl Topic {
         (outcome, hint)
     }
 
-    /// Sweeps expired leases, then claims due jobs (see [`ClaimBatch`]).
+    /// Sweeps expired leases, then claims due jobs (see [`WorkerStore::claim`](crate::store::WorkerStore::claim)).
     pub(super) fn claim(&mut self, request: ClaimRequest, now: i64) -> ClaimBatch {
         let mut batch = ClaimBatch {
-            now_ms: now,
             now_us: now.saturating_mul(1000),
             ..ClaimBatch::default()
         };
@@ -160,7 +157,7 @@ impl Topic {
         if !ready.is_empty() {
             self.token_seq += 1;
         }
-        let deadline = after(now, request.lease_ms);
+        let deadline = add_ms(now, request.lease_ms);
         for (due_at_ms, id) in ready {
             self.due.remove(&id);
             self.active.insert(&id, deadline);
@@ -227,7 +224,7 @@ impl Topic {
         if self.leases.get(id) != Some(&token) {
             return LeaseStatus::Lost;
         }
-        self.active.insert(id, after(now, lease_ms));
+        self.active.insert(id, add_ms(now, lease_ms));
         if self.cancels.contains(id) {
             LeaseStatus::Cancelled
         } else {
@@ -298,95 +295,6 @@ impl Topic {
             dead: self.dead.len() as u64,
             dead_pending: self.dead_pending.len() as u64,
             ..self.counters
-        }
-    }
-
-    pub(super) fn dead_list(&self, offset: usize, limit: usize) -> Vec<DeadEntry> {
-        let newest_first = self.dead.iter().rev().skip(offset).take(limit);
-        newest_first
-            .filter_map(|(_, id)| self.dead_entry(id))
-            .collect()
-    }
-
-    /// Moves a dead job back to due (now); returns whether there was one, and the hint.
-    pub(super) fn dead_requeue(
-        &mut self,
-        topic: &str,
-        id: &str,
-        record: Vec<u8>,
-        now: i64,
-    ) -> Result<(bool, Option<i64>)> {
-        if !self.graves.contains_key(id) {
-            return Ok((false, None));
-        }
-        if self.jobs.contains_key(id) {
-            return Err(Error::JobExists {
-                topic: topic.to_owned(),
-                id: id.to_owned(),
-            });
-        }
-        self.unbury(id);
-        let hint = self.is_earliest(now).then_some(now);
-        self.due.insert(id, now);
-        self.jobs.insert(id.to_owned(), record);
-        Ok((true, hint))
-    }
-
-    pub(super) fn dead_purge(&mut self, id: Option<&str>) -> u64 {
-        match id {
-            Some(id) => u64::from(self.unbury(id).is_some()),
-            None => {
-                let n = self.graves.len() as u64;
-                self.graves.clear();
-                self.dead.clear();
-                self.dead_pending.clear();
-                n
-            }
-        }
-    }
-
-    pub(super) fn dead_trim(&mut self, older_than_ms: i64, keep: u64, limit: usize) -> u64 {
-        let beyond_keep = self
-            .dead
-            .len()
-            .saturating_sub(usize::try_from(keep).unwrap_or(usize::MAX));
-        let mut victims = Vec::new();
-        for (rank, (died_at, id)) in self.dead.iter().enumerate() {
-            if victims.len() >= limit || (died_at >= older_than_ms && rank >= beyond_keep) {
-                break;
-            }
-            if !self.dead_pending.contains(id) {
-                victims.push(id.to_owned());
-            }
-        }
-        for id in &victims {
-            self.unbury(id);
-        }
-        let n = victims.len() as u64;
-        self.counters.trimmed += n;
-        n
-    }
-
-    pub(super) fn dead_claim(&mut self, max: usize, lease_ms: u64, now: i64) -> Vec<DeadEntry> {
-        let due = self.dead_pending.take_up_to(now, max);
-        let until = after(now, lease_ms);
-        due.into_iter()
-            .filter_map(|(_, id)| {
-                self.dead_pending.insert(&id, until);
-                self.dead_entry(&id)
-            })
-            .collect()
-    }
-
-    pub(super) fn dead_ack(&mut self, ids: &[String]) {
-        for id in ids {
-            self.dead_pending.remove(id);
-        }
-    }
-
-    pub(super) fn dead_retry(&mut self, id: &str, delay_ms: u64, now: i64) {
-        if self.graves.contains_key(id) {
-            self.dead_pending.insert(id, after(now, delay_ms));
         }
     }
 

@@ -1,0 +1,401 @@
+//! The data that crosses the store seam: jobs to enqueue, claims, finishes, and what each operation did.
+
+/// The latest due time a backend stores: 9999-12-31T23:59:59.999Z, in ms since the Unix epoch. Later due
+/// times (from `Due` or a retry delay) are capped to it, so that every due time is exact in a Redis score
+/// (a double) and fits a `chrono::DateTime`.
+pub const MAX_DUE_MS: i64 = 253_402_300_799_999;
+
+/// When a job becomes due (capped at [`MAX_DUE_MS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Due {
+    /// This many ms after the backend's now (0 = now).
+    In(u64),
+    /// At this absolute time, ms since the Unix epoch (a past time means now: the job is stored, and
+    /// reported, as due now).
+    At(i64),
+}
+
+/// One job to enqueue.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct NewJob {
+    /// Validated id.
+    pub id: String,
+    /// Encoded record (attempt 1).
+    pub record: Vec<u8>,
+    /// When it becomes due.
+    pub due: Due,
+    /// Replace an existing due job of the same id (payload and due time). An active job is never
+    /// replaced: the outcome is [`EnqueueOutcome::Running`].
+    pub replace: bool,
+}
+
+impl NewJob {
+    /// A job to enqueue.
+    pub fn new(id: String, record: Vec<u8>, due: Due, replace: bool) -> Self {
+        NewJob {
+            id,
+            record,
+            due,
+            replace,
+        }
+    }
+}
+
+/// What an enqueue did, per job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EnqueueOutcome {
+    /// Stored, due at this time (ms).
+    Created {
+        /// Due time, ms since the epoch.
+        due_at_ms: i64,
+    },
+    /// A due job with this id existed and was replaced; now due at this time (ms).
+    Replaced {
+        /// Due time, ms since the epoch.
+        due_at_ms: i64,
+    },
+    /// A due job with this id exists; nothing changed (idempotent enqueue).
+    Exists {
+        /// Its due time, ms since the epoch.
+        due_at_ms: i64,
+    },
+    /// An active (running) job with this id exists; nothing changed.
+    Running,
+}
+
+/// What the worker asks of one claim.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct ClaimRequest {
+    /// Most jobs to claim (may be 0: then the call only sweeps and reports times).
+    pub max: usize,
+    /// Lease length in ms.
+    pub lease_ms: u64,
+    /// Before claiming, sweep at most this many expired leases.
+    pub sweep_limit: usize,
+    /// A job whose lease has expired more than this many times is dead-lettered instead of made due.
+    pub stall_limit: u32,
+}
+
+impl ClaimRequest {
+    /// A claim request.
+    pub fn new(max: usize, lease_ms: u64, sweep_limit: usize, stall_limit: u32) -> Self {
+        ClaimRequest {
+            max,
+            lease_ms,
+            sweep_limit,
+            stall_limit,
+        }
+    }
+}
+
+/// A claimed job.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ClaimedJob {
+    /// Its id.
+    pub id: String,
+    /// The lease token of this claim; every later finish or extend must carry it.
+    pub token: u64,
+    /// The due time it was claimed at (ms).
+    pub due_at_ms: i64,
+    /// Its record.
+    pub record: Vec<u8>,
+}
+
+/// The result of a claim: see [`WorkerStore::claim`](super::WorkerStore::claim).
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ClaimBatch {
+    /// The store's time when the claim ran, in microseconds since the epoch (a store whose clock has
+    /// only milliseconds reports whole milliseconds), so that a worker can sleep exactly until the next
+    /// job is due.
+    pub now_us: i64,
+    /// The claimed jobs, earliest due first.
+    pub jobs: Vec<ClaimedJob>,
+    /// The earliest due time still in `due` after the claim, if any (may be <= now when more are due).
+    pub next_due_ms: Option<i64>,
+    /// The earliest lease deadline in `active` after the claim, if any.
+    pub next_lease_deadline_ms: Option<i64>,
+    /// Whether some dead job is waiting for its hook with a time <= now.
+    pub dead_pending: bool,
+    /// How many expired leases were returned to due by the sweep.
+    pub swept: u32,
+    /// How many jobs the sweep dead-lettered (stalled) or ended (cancelled while active).
+    pub swept_dead: u32,
+}
+
+impl ClaimBatch {
+    /// The store's time when the claim ran, ms since the epoch.
+    pub fn now_ms(&self) -> i64 {
+        self.now_us.div_euclid(1000)
+    }
+}
+
+/// How a worker finishes one claimed job.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Finish {
+    /// The handler succeeded: delete the job, count `processed`.
+    Done,
+    /// Run again after `delay_ms` with this record (the worker has set its attempt and errors). Used for a
+    /// retry (count `retried`), a snooze or a hand-back at shutdown (counted as neither: `counted=false`).
+    /// If the job was cancelled while active it ends as cancelled instead.
+    Retry {
+        /// The updated record.
+        record: Vec<u8>,
+        /// Delay from the backend's now.
+        delay_ms: u64,
+        /// Whether to count it in `retried`.
+        counted: bool,
+    },
+    /// Move to the dead letters with this record and reason (count `failed` and `dead_total`; a dead
+    /// job of the same id is replaced). Adds the id to `dead_pending` with time now. A job cancelled
+    /// while active is dead-lettered all the same: it failed.
+    Dead {
+        /// The final record (with the last error).
+        record: Vec<u8>,
+        /// Why it died.
+        reason: String,
+    },
+}
+
+/// One finish, tied to its claim by the lease token.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct FinishItem {
+    /// The job's id.
+    pub id: String,
+    /// The token its claim returned.
+    pub token: u64,
+    /// What to do.
+    pub finish: Finish,
+}
+
+impl FinishItem {
+    /// A finish for a claimed job.
+    pub fn new(id: String, token: u64, finish: Finish) -> Self {
+        FinishItem { id, token, finish }
+    }
+}
+
+/// A lease this worker holds: the job's id and the token of the claim that leased it.
+pub type Lease = (String, u64);
+
+/// What a finish did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FinishOutcome {
+    /// Applied as asked.
+    Applied,
+    /// A `Retry` found the job cancelled while it ran: it ended as cancelled (count `cancelled`).
+    Cancelled,
+    /// The token does not match the job's current lease (the lease expired and the job was swept or
+    /// claimed again, or the job is gone): nothing changed.
+    Stale,
+}
+
+/// What a heartbeat found for one lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LeaseStatus {
+    /// Still held; the deadline moved to now + lease.
+    Held,
+    /// Still held and extended, but the job was cancelled: the handler should stop.
+    Cancelled,
+    /// Lost (token mismatch or job gone): the handler's result will be ignored.
+    Lost,
+}
+
+/// What a cancel did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CancelOutcome {
+    /// The job was due and is gone (count `cancelled`).
+    Removed,
+    /// The job is running: it is marked, will not be retried, and its handler sees the flag at the next
+    /// heartbeat.
+    Marked,
+    /// No live job has this id.
+    NotFound,
+}
+
+/// What a reschedule did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RescheduleOutcome {
+    /// Now due at this time (ms).
+    Rescheduled {
+        /// New due time, ms since the epoch.
+        due_at_ms: i64,
+    },
+    /// The job is running; nothing changed.
+    Running,
+    /// No live job has this id.
+    NotFound,
+}
+
+/// Where a job is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoredState {
+    /// Waiting in `due` until this time (ms; may be in the past when it is ready but not yet claimed).
+    Due {
+        /// Due time, ms since the epoch.
+        due_at_ms: i64,
+    },
+    /// Claimed, leased until this time (ms).
+    Active {
+        /// Lease deadline, ms since the epoch.
+        lease_deadline_ms: i64,
+    },
+    /// Dead since this time (ms), for this reason.
+    Dead {
+        /// When it died, ms since the epoch.
+        died_at_ms: i64,
+        /// Why.
+        reason: String,
+        /// Whether the dead-letter hook has succeeded for it.
+        delivered: bool,
+    },
+}
+
+/// What re-enqueueing a dead job did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RequeueOutcome {
+    /// Moved from the dead letters to due, due now (ms).
+    Requeued {
+        /// Due time, ms since the epoch.
+        due_at_ms: i64,
+    },
+    /// No dead job has this id.
+    NotFound,
+    /// A live job has this id (beside the dead one): nothing changed.
+    LiveJobExists,
+}
+
+/// Which dead jobs a purge deletes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DeadSelection<'a> {
+    /// The dead job with this id.
+    Id(&'a str),
+    /// Every dead job of the topic.
+    All,
+}
+
+/// Which delivered dead jobs a trim deletes: those older than `max_age` (by the store's clock), and
+/// those beyond the newest `keep`. `None` leaves that rule out.
+///
+/// ```
+/// use postpone::store::TrimPolicy;
+/// use std::time::Duration;
+///
+/// let policy = TrimPolicy::new(Some(Duration::from_secs(30 * 86_400)), Some(10_000));
+/// assert_eq!(policy.keep, Some(10_000));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TrimPolicy {
+    /// Dead jobs that died longer ago than this go.
+    pub max_age: Option<std::time::Duration>,
+    /// Only the newest this many dead jobs stay (pending ones count towards it, and are never trimmed).
+    pub keep: Option<u64>,
+}
+
+impl TrimPolicy {
+    /// A trim policy.
+    pub fn new(max_age: Option<std::time::Duration>, keep: Option<u64>) -> Self {
+        TrimPolicy { max_age, keep }
+    }
+}
+
+/// A job as found by id.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct StoredJob {
+    /// Where it is.
+    pub state: StoredState,
+    /// Its record.
+    pub record: Vec<u8>,
+}
+
+/// A dead job.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct DeadEntry {
+    /// Its id.
+    pub id: String,
+    /// Its final record.
+    pub record: Vec<u8>,
+    /// Why it died.
+    pub reason: String,
+    /// When it died (ms).
+    pub died_at_ms: i64,
+}
+
+/// Counts for one topic.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TopicCounts {
+    /// Due later than now.
+    pub scheduled: u64,
+    /// Due now or earlier, not yet claimed.
+    pub ready: u64,
+    /// Claimed and leased.
+    pub active: u64,
+    /// In the dead letters.
+    pub dead: u64,
+    /// Dead jobs whose hook has not yet succeeded.
+    pub dead_pending: u64,
+    /// Counter: attempts that succeeded.
+    pub processed: u64,
+    /// Counter: failed attempts scheduled for a retry.
+    pub retried: u64,
+    /// Counter: attempts that failed and went to the dead letters (exhausted or failed now).
+    pub failed: u64,
+    /// Counter: jobs dead-lettered for any reason (including stalls).
+    pub dead_total: u64,
+    /// Counter: jobs cancelled.
+    pub cancelled: u64,
+    /// Counter: expired leases returned to due.
+    pub stalled: u64,
+    /// Counter: dead jobs removed by trimming (never before their hook succeeded).
+    pub trimmed: u64,
+}
+
+impl std::ops::AddAssign for TopicCounts {
+    /// Adds every count and counter (the counts of a partitioned topic are the sums over its partitions).
+    fn add_assign(&mut self, o: TopicCounts) {
+        self.scheduled += o.scheduled;
+        self.ready += o.ready;
+        self.active += o.active;
+        self.dead += o.dead;
+        self.dead_pending += o.dead_pending;
+        self.processed += o.processed;
+        self.retried += o.retried;
+        self.failed += o.failed;
+        self.dead_total += o.dead_total;
+        self.cancelled += o.cancelled;
+        self.stalled += o.stalled;
+        self.trimmed += o.trimmed;
+    }
+}
+
+/// A wake-up hint: a job became due earlier than a sleeping worker may know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Hint {
+    /// Something in this topic is due at this time (ms).
+    Topic {
+        /// The topic.
+        topic: String,
+        /// The due time, ms since the epoch.
+        due_at_ms: i64,
+    },
+    /// Hints may have been lost (reconnect, clock change): every worker should look again.
+    All,
+}
