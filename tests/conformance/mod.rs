@@ -2,8 +2,9 @@
 //!
 //! Each test takes a [`Backend`] (a client and whatever keeps its store alive) and asserts one promise of
 //! DESIGN.md. `conformance_tests!(factory)` expands to one `#[tokio::test]` per test, so the memory and
-//! Redis backends run the same source. Handlers report events on channels and tests await them: no test
-//! sleeps and hopes.
+//! Redis backends run the same source. Handlers report events on channels and tests await them (or
+//! poll with [`eventually`], from `support::wait`, so a binary with this suite has `mod support;` too):
+//! no test sleeps and hopes.
 #![allow(dead_code, unreachable_pub)]
 
 pub mod jobs;
@@ -13,13 +14,14 @@ pub mod retry;
 pub mod worker;
 
 use std::any::Any;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use postpone::{Client, ShutdownHandle, Worker};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+
+pub(crate) use crate::support::wait::eventually;
 
 /// A client on a fresh store, and what keeps that store alive (a redis-server process, say).
 pub struct Backend {
@@ -42,25 +44,6 @@ pub async fn next<T>(rx: &mut mpsc::UnboundedReceiver<T>) -> T {
 pub async fn none_within<T: std::fmt::Debug>(rx: &mut mpsc::UnboundedReceiver<T>, quiet: Duration) {
     if let Ok(Some(e)) = tokio::time::timeout(quiet, rx.recv()).await {
         panic!("unexpected event: {e:?}");
-    }
-}
-
-/// Polls `check` until it returns `Some`, failing after [`PATIENCE`].
-pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
