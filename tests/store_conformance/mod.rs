@@ -17,6 +17,10 @@
 //! tens of ms, whatever must happen later is awaited with [`eventually_within`] (never a bare sleep),
 //! every test uses its own topic, and hints are filtered by topic (so a backend may share one server
 //! between tests).
+//!
+//! A test left off the list in `store_conformance!` would never run; it is an unused function instead,
+//! and `dead_code` is denied here, so the suite does not build until it is listed.
+#![deny(dead_code)]
 
 mod cancel;
 mod claim;
