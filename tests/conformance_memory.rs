@@ -2,6 +2,7 @@
 
 #[macro_use]
 mod conformance;
+mod support;
 
 use conformance::Backend;
 

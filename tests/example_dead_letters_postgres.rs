@@ -7,10 +7,9 @@
 mod pg_sink;
 mod support;
 
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pg_sink::PgDeadLetterSink;
 use postpone::{
@@ -19,6 +18,7 @@ use postpone::{
 use serde::{Deserialize, Serialize};
 use support::postgres::TestSchema;
 use support::redis_server::RedisServer;
+use support::wait::eventually;
 use tokio::sync::mpsc;
 
 #[derive(Debug, Serialize, Deserialize, Job)]
@@ -61,18 +61,6 @@ async fn capture(job: Capture, ctx: JobContext, gateway: Gateway) -> Result<(), 
     }
     let _ = gateway.captured.send((job.payment_id, ctx.attempt()));
     Ok(())
-}
-
-/// Polls until `check` returns something, for at most 30 s.
-async fn eventually<T, Fut: Future<Output = Option<T>>>(what: &str, check: impl Fn() -> Fut) -> T {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

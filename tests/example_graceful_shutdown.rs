@@ -12,11 +12,12 @@ mod reports;
 mod shutdown;
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use postpone::{Client, JobContext, JobError, JobState, Worker};
 use reports::{Fate, RenderReport};
 use support::redis_server::RedisServer;
+use support::wait::eventually;
 use tokio::sync::mpsc;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -37,11 +38,10 @@ async fn sigterm_lets_running_jobs_finish_and_hands_back_the_rest() {
     });
 
     // Once all three reports run, send the SIGTERM an orchestrator would.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while topic.counts().await.unwrap().active < 3 {
-        assert!(Instant::now() < deadline, "the three reports did not start");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("the three reports to start", || async {
+        (topic.counts().await.unwrap().active >= 3).then_some(())
+    })
+    .await;
     let sent = std::process::Command::new("kill")
         .args(["-TERM", &std::process::id().to_string()])
         .status()

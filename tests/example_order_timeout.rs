@@ -14,14 +14,14 @@ mod support;
 #[path = "../examples/order_timeout/timer.rs"]
 mod timer;
 
-use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use app::{NewOrder, Order, Settings, Status};
 use postpone::{Client, JobState};
 use reqwest::StatusCode;
 use support::postgres::TestSchema;
 use support::redis_server::RedisServer;
+use support::wait::eventually;
 use timer::{timer_id, CloseUnpaidOrder};
 use tokio::sync::oneshot;
 
@@ -127,18 +127,6 @@ async fn stored(schema: &TestSchema, id: i64) -> Stored {
         },
         paid_at: row.get(1),
         closed_at: row.get(2),
-    }
-}
-
-/// Polls until `check` returns something, for at most 30 s.
-async fn eventually<T, Fut: Future<Output = Option<T>>>(what: &str, check: impl Fn() -> Fut) -> T {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

@@ -26,7 +26,7 @@ async fn a_store_survives_a_redis_restart_and_aof_keeps_the_jobs() {
     server.kill9();
     assert!(s.counts(T).await.unwrap_err().is_transient());
     server.restart();
-    let counts = eventually("counts after restart", || s.counts(T)).await;
+    let counts = until_ok("counts after restart", || s.counts(T)).await;
     assert_eq!((counts.ready, counts.active), (7, 3));
     // The leases survived too: the claim's tokens still finish the jobs.
     let items = claimed
@@ -34,7 +34,7 @@ async fn a_store_survives_a_redis_restart_and_aof_keeps_the_jobs() {
         .iter()
         .map(|j| FinishItem::new(j.id.clone(), j.token, Finish::Done))
         .collect();
-    let done = eventually("finish after restart", || s.finish(T, Vec::clone(&items))).await;
+    let done = until_ok("finish after restart", || s.finish(T, Vec::clone(&items))).await;
     assert_eq!(done, vec![FinishOutcome::Applied; 3]);
     assert!(s.job(T, "j9").await.unwrap().is_some());
 }
@@ -76,7 +76,7 @@ async fn a_paused_redis_gives_backend_errors_then_recovers() {
     let err = s.counts(T).await.unwrap_err();
     assert!(matches!(err, Error::Backend { .. }), "{err:?}");
     server.resume();
-    let c = eventually("counts after resume", || s.counts(T)).await;
+    let c = until_ok("counts after resume", || s.counts(T)).await;
     assert_eq!(c.ready, 1);
 }
 

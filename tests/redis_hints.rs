@@ -2,11 +2,10 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
-
 use postpone::store::{Due, EnqueueOutcome, Hint, JobStore, RescheduleOutcome, WorkerStore};
 use support::redis_server::RedisServer;
 use support::store::*;
+use support::wait::wait_until;
 
 #[tokio::test]
 async fn hints_arrive_for_earlier_jobs_and_all_after_a_restart() {
@@ -92,14 +91,10 @@ async fn the_hint_listener_stops_when_the_store_is_dropped() {
     };
     assert_eq!(pubsub_clients(), 1);
     drop(s);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while pubsub_clients() > 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the hint listener outlived its store"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("the hint listener to end with its store", || {
+        pubsub_clients() == 0
+    })
+    .await;
     // Its receivers see the channel close.
     assert!(matches!(
         hints.recv().await,

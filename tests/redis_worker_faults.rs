@@ -4,12 +4,16 @@ mod support;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use postpone::store::redis::{RedisOptions, RedisStore};
 use postpone::{Client, EnqueueItem, Job, JobContext, JobError, Worker};
 use serde::{Deserialize, Serialize};
 use support::redis_server::RedisServer;
+use support::wait::{eventually_within, wait_until_within};
+
+/// How long the jobs may take to drain through a fault.
+const DRAIN: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Serialize, Deserialize, Job)]
 #[job(topic = "faults.work")]
@@ -18,15 +22,6 @@ struct Work {
 }
 
 const N: u64 = 400;
-
-/// Waits for `done` to hold, for at most a minute.
-async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 async fn drain_through(fault: impl FnOnce(&RedisServer)) {
     let server = RedisServer::builder()
@@ -61,26 +56,21 @@ async fn drain_through(fault: impl FnOnce(&RedisServer)) {
     let stop = worker.shutdown_handle();
     let task = tokio::spawn(worker.run());
 
-    wait_until("a quarter of the jobs to run", || {
+    wait_until_within(DRAIN, "a quarter of the jobs to run", || {
         runs.lock().unwrap().len() as u64 >= N / 4
     })
     .await;
     fault(&server);
-    wait_until("every job to run", || {
+    wait_until_within(DRAIN, "every job to run", || {
         runs.lock().unwrap().len() as u64 == N
     })
     .await;
     let topic = client.topic::<Work>();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let counts = loop {
-        if let Ok(c) = topic.counts().await {
-            if c.processed == N && c.active == 0 {
-                break c;
-            }
-        }
-        assert!(Instant::now() < deadline, "jobs were not all acknowledged");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let counts = eventually_within(DRAIN, "every job to be acknowledged", || async {
+        let c = topic.counts().await.ok()?;
+        (c.processed == N && c.active == 0).then_some(c)
+    })
+    .await;
     assert_eq!((counts.ready, counts.scheduled, counts.dead), (0, 0, 0));
     stop.shutdown();
     tokio::time::timeout(Duration::from_secs(30), task)

@@ -2,6 +2,7 @@
 
 #[macro_use]
 mod store_conformance;
+mod support;
 
 use std::sync::Arc;
 

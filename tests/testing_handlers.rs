@@ -5,10 +5,12 @@
 //! The application here sends reminders through a mail service. Its handler gets the service through
 //! the worker's state, so the tests give it a fake that answers what each test scripts.
 
+#[path = "support/wait.rs"]
+mod wait;
+
 use std::collections::VecDeque;
-use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
 use postpone::store::memory::{Clock, ManualClock, MemoryStore};
@@ -17,6 +19,7 @@ use postpone::{
 };
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
+use wait::{eventually, wait_until};
 
 // ---- The application's code ----
 
@@ -150,35 +153,20 @@ fn client_at(start: DateTime<Utc>) -> (Client, Arc<ManualClock>) {
     (client, clock)
 }
 
-/// Polls `check` until it holds, for at most 10 s.
-async fn wait_until<Fut: Future<Output = bool>>(what: &str, check: impl Fn() -> Fut) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 /// Waits until the reminder is scheduled for `attempt` at a time still to come (it ran and came back);
 /// returns how long from the clock's now.
 async fn scheduled_in(client: &Client, clock: &ManualClock, id: &str, attempt: u32) -> Duration {
-    let topic = client.topic::<SendReminder>();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(job) = topic.job(id).await.unwrap() {
-            if let JobState::Scheduled { due_at } = job.state {
-                let wait = due_at.timestamp_millis() - clock.now_ms();
-                if job.attempt == attempt && wait > 0 {
-                    return Duration::from_millis(wait as u64);
-                }
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{id} was not scheduled again for attempt {attempt}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let topic = &client.topic::<SendReminder>();
+    let what = format!("{id} to be scheduled again for attempt {attempt}");
+    eventually(&what, || async move {
+        let job = topic.job(id).await.unwrap()?;
+        let JobState::Scheduled { due_at } = job.state else {
+            return None;
+        };
+        let wait = due_at.timestamp_millis() - clock.now_ms();
+        (job.attempt == attempt && wait > 0).then(|| Duration::from_millis(wait as u64))
+    })
+    .await
 }
 
 // ---- The tests ----
@@ -243,10 +231,7 @@ async fn a_worker_in_memory_sends_an_enqueued_reminder() {
     let (shutdown, _dead) = start_worker(&client, mailer.clone());
 
     client.enqueue(reminder(1)).id("reminder:1").await.unwrap();
-    wait_until("the reminder to be sent", || async {
-        mailer.sent().len() == 1
-    })
-    .await;
+    wait_until("the reminder to be sent", || mailer.sent().len() == 1).await;
     let counts = client.topic::<SendReminder>().counts().await.unwrap();
     assert_eq!(counts.processed, 1);
     shutdown.shutdown();
@@ -274,10 +259,7 @@ async fn a_reminder_for_nine_tomorrow_is_sent_at_nine_not_before() {
     assert!(mailer.sent().is_empty());
 
     clock.advance(Duration::from_secs(60));
-    wait_until("the reminder at nine", || async {
-        mailer.sent().len() == 1
-    })
-    .await;
+    wait_until("the reminder at nine", || mailer.sent().len() == 1).await;
     shutdown.shutdown();
 }
 
@@ -314,10 +296,7 @@ async fn rate_limits_snooze_without_an_attempt_and_failures_retry_by_the_schedul
     assert_eq!(wait, Duration::from_secs(5 * 60));
     clock.advance(wait);
 
-    wait_until("the reminder on attempt 3", || async {
-        mailer.sent().len() == 1
-    })
-    .await;
+    wait_until("the reminder on attempt 3", || mailer.sent().len() == 1).await;
     let counts = client.topic::<SendReminder>().counts().await.unwrap();
     assert_eq!((counts.processed, counts.retried), (1, 2), "{counts:?}");
     shutdown.shutdown();
@@ -366,7 +345,7 @@ async fn a_cancelled_reminder_never_runs() {
     // Past its time, a reminder due later than it runs, alone (one at a time, earliest first).
     clock.advance(Duration::from_secs(2 * 3600));
     client.enqueue(reminder(2)).id("reminder:2").await.unwrap();
-    wait_until("the later reminder", || async { mailer.sent().len() == 1 }).await;
+    wait_until("the later reminder", || mailer.sent().len() == 1).await;
     assert_eq!(mailer.sent()[0].0, 2);
     shutdown.shutdown();
 }

@@ -1,12 +1,16 @@
 //! The worker judges ages by the store's clock, never its own (memory backend with a manual clock).
 
+#[path = "support/wait.rs"]
+mod wait;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use postpone::store::memory::{ManualClock, MemoryStore};
 use postpone::{sink_fn, Client, Job, JobContext, JobError, Worker};
 use serde::{Deserialize, Serialize};
+use wait::wait_until;
 
 #[derive(Serialize, Deserialize, Job)]
 #[job(topic = "clock.fails")]
@@ -14,14 +18,6 @@ struct Fails;
 
 async fn fail(_: Fails, _: JobContext) -> Result<(), JobError> {
     Err(JobError::fail("no"))
-}
-
-async fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 #[tokio::test]

@@ -11,7 +11,7 @@ use super::*;
 
 #[derive(Debug, Clone, Serialize, Deserialize, Job, PartialEq)]
 #[job(topic = "orders.close")]
-pub struct CloseOrder {
+pub(crate) struct CloseOrder {
     pub order_id: u64,
 }
 
@@ -36,7 +36,7 @@ fn reporting_worker(backend: &Backend, tx: mpsc::UnboundedSender<(String, u64, i
     )
 }
 
-pub async fn enqueue_then_run_deletes_the_job(b: Backend) {
+pub(crate) async fn enqueue_then_run_deletes_the_job(b: Backend) {
     let (tx, mut rx) = events();
     let worker = reporting_worker(&b, tx);
     let e = b
@@ -66,7 +66,7 @@ pub async fn enqueue_then_run_deletes_the_job(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn delayed_job_never_runs_before_its_due_time(b: Backend) {
+pub(crate) async fn delayed_job_never_runs_before_its_due_time(b: Backend) {
     let (tx, mut rx) = events();
     let worker = reporting_worker(&b, tx);
     let mut due = Vec::new();
@@ -96,7 +96,7 @@ pub async fn delayed_job_never_runs_before_its_due_time(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn enqueue_at_absolute_time(b: Backend) {
+pub(crate) async fn enqueue_at_absolute_time(b: Backend) {
     let (tx, mut rx) = events();
     let worker = reporting_worker(&b, tx);
     let at = Utc::now() + chrono::Duration::milliseconds(200);
@@ -122,7 +122,7 @@ pub async fn enqueue_at_absolute_time(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn duplicate_id_is_idempotent(b: Backend) {
+pub(crate) async fn duplicate_id_is_idempotent(b: Backend) {
     let first = b
         .client
         .enqueue(CloseOrder { order_id: 1 })
@@ -164,7 +164,7 @@ pub async fn duplicate_id_is_idempotent(b: Backend) {
     );
 }
 
-pub async fn replace_updates_payload_and_time(b: Backend) {
+pub(crate) async fn replace_updates_payload_and_time(b: Backend) {
     b.client
         .enqueue(CloseOrder { order_id: 1 })
         .id("order:1")
@@ -190,7 +190,7 @@ pub async fn replace_updates_payload_and_time(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn replace_of_running_job_is_an_error(b: Backend) {
+pub(crate) async fn replace_of_running_job_is_an_error(b: Backend) {
     let (started_tx, mut started) = events();
     let (release_tx, release_rx) = tokio::sync::watch::channel(false);
     let handler = move |_: CloseOrder, _: JobContext| {
@@ -228,7 +228,7 @@ pub async fn replace_of_running_job_is_an_error(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn generated_ids_are_unique(b: Backend) {
+pub(crate) async fn generated_ids_are_unique(b: Backend) {
     let mut ids = HashSet::new();
     for i in 0..200 {
         let e = b
@@ -251,7 +251,7 @@ pub async fn generated_ids_are_unique(b: Backend) {
     );
 }
 
-pub async fn bulk_enqueue_runs_every_job_once(b: Backend) {
+pub(crate) async fn bulk_enqueue_runs_every_job_once(b: Backend) {
     let (tx, mut rx) = events();
     let worker = reporting_worker(&b, tx);
     let n = 2500u64;
@@ -277,7 +277,7 @@ pub async fn bulk_enqueue_runs_every_job_once(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn bad_input_gets_clear_errors(b: Backend) {
+pub(crate) async fn bad_input_gets_clear_errors(b: Backend) {
     let err = b
         .client
         .enqueue(CloseOrder { order_id: 1 })
@@ -357,7 +357,7 @@ pub async fn bad_input_gets_clear_errors(b: Backend) {
     );
 }
 
-pub async fn hostile_ids_are_distinct_jobs(b: Backend) {
+pub(crate) async fn hostile_ids_are_distinct_jobs(b: Backend) {
     let long = "é".repeat(256);
     let ids = [
         "{orders.close}",
@@ -395,7 +395,7 @@ pub async fn hostile_ids_are_distinct_jobs(b: Backend) {
     );
 }
 
-pub async fn job_lookup_reports_state(b: Backend) {
+pub(crate) async fn job_lookup_reports_state(b: Backend) {
     let e = b
         .client
         .enqueue(CloseOrder { order_id: 5 })

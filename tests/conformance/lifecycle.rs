@@ -9,11 +9,11 @@ use super::*;
 
 #[derive(Debug, Clone, Serialize, Deserialize, Job)]
 #[job(topic = "payments.timeout")]
-pub struct Timeout {
+pub(crate) struct Timeout {
     pub n: u64,
 }
 
-pub async fn cancel_scheduled_job_never_runs(b: Backend) {
+pub(crate) async fn cancel_scheduled_job_never_runs(b: Backend) {
     let (tx, mut rx) = events();
     let handler = move |job: Timeout, _: JobContext| {
         let tx = tx.clone();
@@ -62,7 +62,7 @@ pub async fn cancel_scheduled_job_never_runs(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn cancel_running_job_stops_it_and_prevents_retry(b: Backend) {
+pub(crate) async fn cancel_running_job_stops_it_and_prevents_retry(b: Backend) {
     let (tx, mut rx) = events();
     let handler = move |_: Timeout, ctx: JobContext| {
         let tx = tx.clone();
@@ -100,7 +100,7 @@ pub async fn cancel_running_job_stops_it_and_prevents_retry(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn reschedule_moves_a_job(b: Backend) {
+pub(crate) async fn reschedule_moves_a_job(b: Backend) {
     let (tx, mut rx) = events();
     let client = b.client.clone();
     let handler = move |job: Timeout, _: JobContext| {
@@ -152,7 +152,7 @@ pub async fn reschedule_moves_a_job(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn counts_by_state(b: Backend) {
+pub(crate) async fn counts_by_state(b: Backend) {
     let topic = b.client.topic::<Timeout>();
     b.client
         .enqueue(Timeout { n: 1 })
@@ -181,7 +181,7 @@ pub async fn counts_by_state(b: Backend) {
     );
 }
 
-pub async fn dead_letters_list_requeue_purge(b: Backend) {
+pub(crate) async fn dead_letters_list_requeue_purge(b: Backend) {
     let (tx, mut rx) = events();
     let handler = move |job: Timeout, ctx: JobContext| {
         let tx = tx.clone();

@@ -2,18 +2,21 @@
 //!
 //! Each test takes a [`Backend`] (a client and whatever keeps its store alive) and asserts one promise of
 //! DESIGN.md. `conformance_tests!(factory)` expands to one `#[tokio::test]` per test, so the memory and
-//! Redis backends run the same source. Handlers report events on channels and tests await them: no test
-//! sleeps and hopes.
-#![allow(dead_code, unreachable_pub)]
+//! Redis backends run the same source. Handlers report events on channels and tests await them (or
+//! poll with [`eventually`], from `support::wait`, so a binary with this suite has `mod support;` too):
+//! no test sleeps and hopes.
+//!
+//! A test left off the list in `conformance_tests!` would never run; it is an unused function instead,
+//! and `dead_code` is denied here, so the suite does not build until it is listed.
+#![deny(dead_code)]
 
-pub mod jobs;
-pub mod lifecycle;
-pub mod partitions;
-pub mod retry;
-pub mod worker;
+pub(crate) mod jobs;
+pub(crate) mod lifecycle;
+pub(crate) mod partitions;
+pub(crate) mod retry;
+pub(crate) mod worker;
 
 use std::any::Any;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,17 +24,19 @@ use postpone::{Client, ShutdownHandle, Worker};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+pub(crate) use crate::support::wait::eventually;
+
 /// A client on a fresh store, and what keeps that store alive (a redis-server process, say).
-pub struct Backend {
+pub(crate) struct Backend {
     pub client: Client,
     pub _keep: Box<dyn Any + Send>,
 }
 
 /// How long any awaited event may take before the test fails.
-pub const PATIENCE: Duration = Duration::from_secs(10);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(10);
 
 /// Receives the next event, failing the test after [`PATIENCE`].
-pub async fn next<T>(rx: &mut mpsc::UnboundedReceiver<T>) -> T {
+pub(crate) async fn next<T>(rx: &mut mpsc::UnboundedReceiver<T>) -> T {
     tokio::time::timeout(PATIENCE, rx.recv())
         .await
         .expect("timed out waiting for an event")
@@ -39,39 +44,23 @@ pub async fn next<T>(rx: &mut mpsc::UnboundedReceiver<T>) -> T {
 }
 
 /// Asserts that no event arrives within `quiet`.
-pub async fn none_within<T: std::fmt::Debug>(rx: &mut mpsc::UnboundedReceiver<T>, quiet: Duration) {
+pub(crate) async fn none_within<T: std::fmt::Debug>(
+    rx: &mut mpsc::UnboundedReceiver<T>,
+    quiet: Duration,
+) {
     if let Ok(Some(e)) = tokio::time::timeout(quiet, rx.recv()).await {
         panic!("unexpected event: {e:?}");
     }
 }
 
-/// Polls `check` until it returns `Some`, failing after [`PATIENCE`].
-pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 /// A worker running in the background.
-pub struct Running {
+pub(crate) struct Running {
     pub handle: ShutdownHandle,
     pub task: JoinHandle<postpone::Result<()>>,
 }
 
 impl Running {
-    pub async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.handle.shutdown();
         tokio::time::timeout(PATIENCE * 3, self.task)
             .await
@@ -81,7 +70,7 @@ impl Running {
     }
 }
 
-pub fn spawn<S: Send + Sync + 'static>(worker: Worker<S>) -> Running {
+pub(crate) fn spawn<S: Send + Sync + 'static>(worker: Worker<S>) -> Running {
     let handle = worker.shutdown_handle();
     Running {
         handle,
@@ -90,18 +79,18 @@ pub fn spawn<S: Send + Sync + 'static>(worker: Worker<S>) -> Running {
 }
 
 /// The store's clock, in ms.
-pub async fn store_now(client: &Client) -> i64 {
+pub(crate) async fn store_now(client: &Client) -> i64 {
     client.store().now_ms().await.unwrap()
 }
 
-pub type Events<T> = (mpsc::UnboundedSender<T>, mpsc::UnboundedReceiver<T>);
+pub(crate) type Events<T> = (mpsc::UnboundedSender<T>, mpsc::UnboundedReceiver<T>);
 
-pub fn events<T>() -> Events<T> {
+pub(crate) fn events<T>() -> Events<T> {
     mpsc::unbounded_channel()
 }
 
 /// A shared sink that reports every dead letter on a channel.
-pub fn channel_sink(
+pub(crate) fn channel_sink(
     tx: mpsc::UnboundedSender<postpone::DeadLetter>,
 ) -> impl postpone::DeadLetterSink {
     let tx = Arc::new(tx);

@@ -17,7 +17,7 @@ use super::*;
 /// Three partitions.
 #[derive(Debug, Clone, Serialize, Deserialize, Job)]
 #[job(topic = "parts", partitions = 3, retry = ["0", "0"])]
-pub struct Part {
+pub(crate) struct Part {
     pub n: u64,
 }
 
@@ -48,7 +48,7 @@ fn reporting(
     }
 }
 
-pub async fn partitioned_topic_routes_by_id_and_sums_counts(b: Backend) {
+pub(crate) async fn partitioned_topic_routes_by_id_and_sums_counts(b: Backend) {
     let topic = b.client.topic::<Part>();
     assert_eq!(topic.partitions(), 3);
     let items: Vec<_> = (0..60)
@@ -116,7 +116,7 @@ pub async fn partitioned_topic_routes_by_id_and_sums_counts(b: Backend) {
     assert_eq!(topic.counts().await.unwrap().ready, 30);
 }
 
-pub async fn worker_runs_every_partition_once_per_job(b: Backend) {
+pub(crate) async fn worker_runs_every_partition_once_per_job(b: Backend) {
     let n = 90u64;
     b.client
         .enqueue_many((0..n).map(|i| EnqueueItem::new(Part { n: i }).id(format!("w{i}"))))
@@ -146,7 +146,7 @@ pub async fn worker_runs_every_partition_once_per_job(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn partitions_take_turns_under_one_limit(b: Backend) {
+pub(crate) async fn partitions_take_turns_under_one_limit(b: Backend) {
     // A backlog in every partition and one slot: no partition waits for another's backlog to drain.
     let mut items = Vec::new();
     for p in 0..P {
@@ -199,7 +199,7 @@ pub async fn partitions_take_turns_under_one_limit(b: Backend) {
     }
 }
 
-pub async fn hints_wake_each_partition(b: Backend) {
+pub(crate) async fn hints_wake_each_partition(b: Backend) {
     // Idle polling is an hour: only wake-up hints can start these jobs in time.
     let (tx, mut rx) = events();
     let worker = spawn(
@@ -231,7 +231,7 @@ pub async fn hints_wake_each_partition(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn expired_leases_are_swept_in_every_partition(b: Backend) {
+pub(crate) async fn expired_leases_are_swept_in_every_partition(b: Backend) {
     // A worker claimed one job in each partition and died.
     let store = b.client.store();
     for p in 0..P {
@@ -270,7 +270,7 @@ pub async fn expired_leases_are_swept_in_every_partition(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn dead_letters_merge_over_partitions(b: Backend) {
+pub(crate) async fn dead_letters_merge_over_partitions(b: Backend) {
     let (tx, mut dead_rx) = events();
     let fail = |_job: Part, _ctx: JobContext| async { Err::<(), _>(JobError::fail("no")) };
     let worker = spawn(

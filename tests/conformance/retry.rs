@@ -11,7 +11,7 @@ use super::*;
 
 #[derive(Debug, Clone, Serialize, Deserialize, Job)]
 #[job(topic = "webhooks", retry = ["0", "0", "40ms", "80ms", "120ms"])]
-pub struct Webhook {
+pub(crate) struct Webhook {
     pub url: String,
 }
 
@@ -35,7 +35,7 @@ where
     }
 }
 
-pub async fn retry_table_with_millisecond_schedule(b: Backend) {
+pub(crate) async fn retry_table_with_millisecond_schedule(b: Backend) {
     let (tx, mut rx) = events();
     let (dead_tx, mut dead_rx) = events();
     let handler = failing(tx, b.client.clone(), |ctx| {
@@ -94,7 +94,7 @@ pub async fn retry_table_with_millisecond_schedule(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn retry_after_uses_given_delay(b: Backend) {
+pub(crate) async fn retry_after_uses_given_delay(b: Backend) {
     let (tx, mut rx) = events();
     let handler = failing(tx, b.client.clone(), |ctx| match ctx.attempt() {
         1 => Err(JobError::retry_after(
@@ -116,7 +116,7 @@ pub async fn retry_after_uses_given_delay(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn fail_now_goes_straight_to_dead_letter(b: Backend) {
+pub(crate) async fn fail_now_goes_straight_to_dead_letter(b: Backend) {
     let (tx, mut rx) = events();
     let (dead_tx, mut dead_rx) = events();
     let handler = failing(tx, b.client.clone(), |_| {
@@ -141,7 +141,7 @@ pub async fn fail_now_goes_straight_to_dead_letter(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn snooze_does_not_use_an_attempt(b: Backend) {
+pub(crate) async fn snooze_does_not_use_an_attempt(b: Backend) {
     let (tx, mut rx) = events();
     let runs = Arc::new(AtomicU32::new(0));
     let handler = failing(tx, b.client.clone(), move |_| {
@@ -162,7 +162,7 @@ pub async fn snooze_does_not_use_an_attempt(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn per_enqueue_schedule_override(b: Backend) {
+pub(crate) async fn per_enqueue_schedule_override(b: Backend) {
     let (tx, mut rx) = events();
     let (dead_tx, mut dead_rx) = events();
     let handler = failing(tx, b.client.clone(), |_| Err(JobError::msg("no")));
@@ -186,7 +186,7 @@ pub async fn per_enqueue_schedule_override(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn undecodable_payload_is_dead_lettered_and_worker_continues(b: Backend) {
+pub(crate) async fn undecodable_payload_is_dead_lettered_and_worker_continues(b: Backend) {
     /// Same topic, incompatible payload: what an old deploy might have left behind.
     #[derive(Serialize, Deserialize, Job)]
     #[job(topic = "webhooks")]
@@ -232,7 +232,7 @@ pub async fn undecodable_payload_is_dead_lettered_and_worker_continues(b: Backen
     worker.stop().await;
 }
 
-pub async fn panicking_handler_is_a_failed_attempt(b: Backend) {
+pub(crate) async fn panicking_handler_is_a_failed_attempt(b: Backend) {
     let (tx, mut rx) = events();
     let handler = failing(tx, b.client.clone(), |ctx| {
         if ctx.attempt() == 1 {
@@ -258,7 +258,7 @@ pub async fn panicking_handler_is_a_failed_attempt(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn handler_timeout_is_a_failed_attempt(b: Backend) {
+pub(crate) async fn handler_timeout_is_a_failed_attempt(b: Backend) {
     #[derive(Serialize, Deserialize, Job)]
     #[job(topic = "slow", retry = ["0", "0"], timeout = "100ms")]
     struct Slow;
@@ -284,7 +284,7 @@ pub async fn handler_timeout_is_a_failed_attempt(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn failing_sink_is_retried_until_it_succeeds(b: Backend) {
+pub(crate) async fn failing_sink_is_retried_until_it_succeeds(b: Backend) {
     let calls = Arc::new(AtomicU32::new(0));
     let (tx, mut rx) = events();
     let sink = {

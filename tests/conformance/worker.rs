@@ -13,13 +13,13 @@ use super::*;
 
 #[derive(Debug, Clone, Serialize, Deserialize, Job)]
 #[job(topic = "work")]
-pub struct Work {
+pub(crate) struct Work {
     pub n: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Job)]
 #[job(topic = "mail")]
-pub struct Mail {
+pub(crate) struct Mail {
     pub n: u64,
 }
 
@@ -54,7 +54,7 @@ async fn claim_and_crash(b: &Backend, lease_ms: u64) -> u64 {
     batch.jobs[0].token
 }
 
-pub async fn expired_lease_runs_again_without_using_an_attempt(b: Backend) {
+pub(crate) async fn expired_lease_runs_again_without_using_an_attempt(b: Backend) {
     b.client.enqueue(Work { n: 1 }).id("w").await.unwrap();
     claim_and_crash(&b, 100).await;
     let info = b.client.topic::<Work>().job("w").await.unwrap().unwrap();
@@ -81,7 +81,7 @@ pub async fn expired_lease_runs_again_without_using_an_attempt(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn stale_token_ack_changes_nothing(b: Backend) {
+pub(crate) async fn stale_token_ack_changes_nothing(b: Backend) {
     b.client.enqueue(Work { n: 1 }).id("w").await.unwrap();
     let stale = claim_and_crash(&b, 50).await;
     let (tx, mut rx) = events();
@@ -129,7 +129,7 @@ pub async fn stale_token_ack_changes_nothing(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn stalled_job_is_dead_lettered_after_the_bound(b: Backend) {
+pub(crate) async fn stalled_job_is_dead_lettered_after_the_bound(b: Backend) {
     b.client.enqueue(Work { n: 1 }).id("poison").await.unwrap();
     b.client
         .enqueue(Work { n: 2 })
@@ -167,7 +167,7 @@ pub async fn stalled_job_is_dead_lettered_after_the_bound(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn shutdown_waits_for_running_handlers(b: Backend) {
+pub(crate) async fn shutdown_waits_for_running_handlers(b: Backend) {
     let (tx, mut rx) = events();
     let handler = move |job: Work, _: JobContext| {
         let tx = tx.clone();
@@ -197,7 +197,7 @@ pub async fn shutdown_waits_for_running_handlers(b: Backend) {
     assert_eq!((c.processed, c.ready, c.active), (1, 0, 0));
 }
 
-pub async fn shutdown_hands_back_unfinished_jobs(b: Backend) {
+pub(crate) async fn shutdown_hands_back_unfinished_jobs(b: Backend) {
     let (tx, mut rx) = events();
     let handler = move |job: Work, ctx: JobContext| {
         let tx = tx.clone();
@@ -243,7 +243,7 @@ pub async fn shutdown_hands_back_unfinished_jobs(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn concurrency_limits_hold(b: Backend) {
+pub(crate) async fn concurrency_limits_hold(b: Backend) {
     let running = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
     let (tx, mut rx) = events();
@@ -315,7 +315,7 @@ pub async fn concurrency_limits_hold(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn one_worker_serves_many_topics(b: Backend) {
+pub(crate) async fn one_worker_serves_many_topics(b: Backend) {
     let (tx, mut rx) = events();
     let work_tx = tx.clone();
     let work = move |job: Work, _: JobContext| {
@@ -369,7 +369,7 @@ impl JobHandler<AppState> for MailHandler {
     }
 }
 
-pub async fn state_and_trait_handlers(b: Backend) {
+pub(crate) async fn state_and_trait_handlers(b: Backend) {
     let (tx, mut rx) = events();
     let state = AppState { tx, prefix: "app" };
     async fn with_state(job: Work, _ctx: JobContext, state: AppState) -> Result<(), JobError> {
@@ -395,7 +395,7 @@ pub async fn state_and_trait_handlers(b: Backend) {
     worker.stop().await;
 }
 
-pub async fn two_workers_never_run_a_job_twice(b: Backend) {
+pub(crate) async fn two_workers_never_run_a_job_twice(b: Backend) {
     let (tx, mut rx) = events();
     let w1 = spawn(
         Worker::builder(&b.client)

@@ -23,6 +23,7 @@ use postpone::{Client, EnqueueItem, EnqueueStatus, Job};
 use serde::{Deserialize, Serialize};
 
 use crate::support::redis_server::{Builder, RedisServer};
+use crate::support::wait::wait_until_within;
 
 #[allow(unused_imports)]
 pub use check::{Expect, Report};
@@ -229,31 +230,13 @@ impl Rig {
 
     /// Waits (at most 30 s) until `cond` holds for the events logged.
     pub async fn wait_for(&self, what: &str, mut cond: impl FnMut(&[log::Event]) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if cond(&self.events()) {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{}: timed out waiting for {what}",
-                self.name
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        self.wait_until(what, || cond(&self.events())).await
     }
 
-    /// Waits (at most 30 s) until `cond` holds, checked every 20 ms.
-    pub async fn wait_until(&self, what: &str, mut cond: impl FnMut() -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !cond() {
-            assert!(
-                Instant::now() < deadline,
-                "{}: timed out waiting for {what}",
-                self.name
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    /// Waits (at most 30 s) until `cond` holds.
+    pub async fn wait_until(&self, what: &str, cond: impl FnMut() -> bool) {
+        let what = format!("{what} (rig {})", self.name);
+        wait_until_within(Duration::from_secs(30), &what, cond).await
     }
 }
 

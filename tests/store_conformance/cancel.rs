@@ -106,7 +106,7 @@ pub(crate) async fn cancel_running_job_whose_lease_expires_ends_cancelled(store:
     create(s, t, "a", REC, Due::In(0)).await;
     let job = claim_id(s, t, "a", SHORT).await;
     assert_eq!(s.cancel(t, "a").await.unwrap(), CancelOutcome::Marked);
-    let batch = eventually(
+    let batch = eventually_within(
         WAIT,
         "the cancelled job's lease to be swept",
         || async move {

@@ -253,7 +253,7 @@ pub(crate) async fn dead_claimed_entries_come_back_after_the_lease(store: Arc<dy
     let (s, t) = (&*store, &topic("dead_claim_lease"));
     make_dead(s, t, &["a"]).await;
     assert_eq!(ids(&s.dead_claim(t, 10, SHORT).await.unwrap()), ["a"]);
-    let back = eventually(
+    let back = eventually_within(
         WAIT,
         "the unacknowledged hook to be due again",
         || async move {
@@ -288,7 +288,7 @@ pub(crate) async fn dead_retry_makes_the_hook_due_after_the_delay(store: Arc<dyn
         "not before the delay"
     );
     s.dead_retry(t, "a", SHORT).await.unwrap();
-    let back = eventually(WAIT, "the failed hook to be due again", || async move {
+    let back = eventually_within(WAIT, "the failed hook to be due again", || async move {
         let got = s.dead_claim(t, 10, LONG).await.unwrap();
         (!got.is_empty()).then_some(got)
     })

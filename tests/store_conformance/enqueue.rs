@@ -167,7 +167,7 @@ pub(crate) async fn due_at_in_the_future_is_not_claimable_before_its_time(store:
     let soon = create(s, t, "soon", REC, Due::At(at)).await;
     // Kept exactly, unless this machine was so slow that `at` had passed (then it is due now).
     assert!(soon >= at);
-    let claimed = eventually(WAIT, "the job due soon to be claimable", || async move {
+    let claimed = eventually_within(WAIT, "the job due soon to be claimable", || async move {
         let batch = claim(s, t, 10, LONG).await;
         if batch.now_ms() < soon {
             assert!(

@@ -80,7 +80,7 @@ pub(crate) async fn finish_retry_delays_the_job_with_its_new_record_and_counts_r
         finish(s, t, &job, retry(b"attempt 2", SHORT, true)).await,
         FinishOutcome::Applied
     );
-    let again = eventually(WAIT, "the retried job to be due again", || async move {
+    let again = eventually_within(WAIT, "the retried job to be due again", || async move {
         claim(s, t, 1, LONG).await.jobs.into_iter().next()
     })
     .await;
@@ -170,7 +170,7 @@ pub(crate) async fn stale_token_finish_and_extend_change_nothing(store: Arc<dyn 
     let (s, t) = (&*store, &topic("stale_token"));
     create(s, t, "a", REC, Due::In(0)).await;
     let old = claim_id(s, t, "a", SHORT).await;
-    let new = eventually(
+    let new = eventually_within(
         WAIT,
         "the expired lease to be swept and claimed again",
         || async move { claim(s, t, 1, LONG).await.jobs.into_iter().next() },

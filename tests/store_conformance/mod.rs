@@ -8,14 +8,19 @@
 //! ```ignore
 //! #[macro_use]
 //! mod store_conformance;
+//! mod support; // the suite waits with `support::wait`
 //!
 //! store_conformance!(async { Arc::new(MemoryStore::new()) as Arc<dyn Store> });
 //! ```
 //!
 //! The suite assumes nothing about the backend: time comes from `store.now_ms()`, leases and delays are
-//! tens of ms, whatever must happen later is awaited with [`eventually`] (never a bare sleep), every test
-//! uses its own topic, and hints are filtered by topic (so a backend may share one server between
-//! tests).
+//! tens of ms, whatever must happen later is awaited with [`eventually_within`] (never a bare sleep),
+//! every test uses its own topic, and hints are filtered by topic (so a backend may share one server
+//! between tests).
+//!
+//! A test left off the list in `store_conformance!` would never run; it is an unused function instead,
+//! and `dead_code` is denied here, so the suite does not build until it is listed.
+#![deny(dead_code)]
 
 mod cancel;
 mod claim;
@@ -26,7 +31,6 @@ mod inspect;
 mod lease;
 mod sweep;
 
-use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -45,6 +49,7 @@ pub(crate) use self::hints::*;
 pub(crate) use self::inspect::*;
 pub(crate) use self::lease::*;
 pub(crate) use self::sweep::*;
+pub(crate) use crate::support::wait::eventually_within;
 
 /// Expands to one `#[tokio::test]` per conformance test, each with a store from `$factory` (an async
 /// expression evaluating to a [`Fixture`], run afresh for every test).
@@ -146,7 +151,7 @@ impl<G: Send> Fixture for (Arc<dyn Store>, G) {
     }
 }
 
-/// How long [`eventually`] waits by default: generous, since a loaded machine is slow, and the wait
+/// How long this suite waits for what must happen later: generous, since a loaded machine is slow, and the wait
 /// ends as soon as the condition holds.
 pub(crate) const WAIT: Duration = Duration::from_secs(10);
 /// A lease that will not expire during a test.
@@ -168,25 +173,6 @@ pub(crate) fn topic(name: &str) -> String {
     t
 }
 
-/// Polls `check` every few ms until it gives `Some`, and returns that; panics after `timeout`.
-pub(crate) async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let start = Instant::now();
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            start.elapsed() < timeout,
-            "timed out after {timeout:?} waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 /// The backend's now.
 pub(crate) async fn now(s: &dyn Store) -> i64 {
     s.now_ms().await.unwrap()
@@ -194,7 +180,7 @@ pub(crate) async fn now(s: &dyn Store) -> i64 {
 
 /// Waits until the backend's clock is past `t`.
 pub(crate) async fn wait_past(s: &dyn Store, t: i64) -> i64 {
-    eventually(WAIT, "the backend's clock to move on", || async move {
+    eventually_within(WAIT, "the backend's clock to move on", || async move {
         let now = now(s).await;
         (now > t).then_some(now)
     })

@@ -5,3 +5,4 @@ pub mod postgres;
 pub mod redis_cluster;
 pub mod redis_server;
 pub mod store;
+pub mod wait;

@@ -1,11 +1,13 @@
 //! Helpers for tests of the Redis store.
 
-use std::time::{Duration, Instant};
+use std::cell::RefCell;
+use std::time::Duration;
 
 use postpone::store::redis::RedisStore;
 use postpone::store::{ClaimRequest, Due, Hint, NewJob};
 
 use super::redis_server::RedisServer;
+use super::wait::eventually_within;
 
 pub const T: &str = "orders.close";
 
@@ -28,23 +30,33 @@ pub fn claim(max: usize) -> ClaimRequest {
     ClaimRequest::new(max, 30_000, 100, 3)
 }
 
-/// Retries `f` until it succeeds (the store recovers by itself), for at most 20 s.
-pub async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+/// Retries `op` until it succeeds (the store recovers by itself), for at most 20 s. Every error on the
+/// way must be transient; each new one is printed, so a timeout shows what kept failing.
+pub async fn until_ok<T, F, Fut>(what: &str, mut op: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = postpone::Result<T>>,
 {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        match f().await {
-            Ok(v) => return v,
-            Err(e) if Instant::now() < deadline => {
-                assert!(e.is_transient(), "{what}: not a transient error: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
+    let last = RefCell::new(String::new());
+    eventually_within(Duration::from_secs(20), what, || {
+        let attempt = op();
+        let last = &last;
+        async move {
+            match attempt.await {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    assert!(e.is_transient(), "{what}: not a transient error: {e}");
+                    let e = e.to_string();
+                    if *last.borrow() != e {
+                        eprintln!("{what}: transient error, retrying: {e}");
+                        *last.borrow_mut() = e;
+                    }
+                    None
+                }
             }
-            Err(e) => panic!("{what}: still failing after 20 s: {e}"),
         }
-    }
+    })
+    .await
 }
 
 pub async fn next(rx: &mut tokio::sync::broadcast::Receiver<Hint>) -> Hint {
