@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 URL=${REDIS_URL:-redis://127.0.0.1:6379}
 WORKLOADS=("$@")
-[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(enqueue enqueue-bulk drain delayed memory backlog idle)
+[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(enqueue enqueue-bulk enqueue-concurrent drain drain-io delayed memory backlog idle)
 cargo build --release -q -p postpone-bench
 BIN=${CARGO_TARGET_DIR:-target}/release/postpone-bench
 OUT=$(mktemp)

@@ -12,10 +12,12 @@ pub(crate) enum Workload {
     Memory,
     Backlog,
     Idle,
+    EnqueueConcurrent,
+    DrainIo,
 }
 
 impl Workload {
-    const ALL: [(&'static str, Workload); 7] = [
+    const ALL: [(&'static str, Workload); 9] = [
         ("enqueue", Workload::Enqueue),
         ("enqueue-bulk", Workload::EnqueueBulk),
         ("drain", Workload::Drain),
@@ -23,6 +25,8 @@ impl Workload {
         ("memory", Workload::Memory),
         ("backlog", Workload::Backlog),
         ("idle", Workload::Idle),
+        ("enqueue-concurrent", Workload::EnqueueConcurrent),
+        ("drain-io", Workload::DrainIo),
     ];
 
     fn parse(s: &str) -> Option<Self> {
@@ -43,7 +47,17 @@ impl Workload {
             Workload::Delayed => 2_000,
             Workload::Memory => 100_000,
             Workload::Idle => 0,
+            Workload::EnqueueConcurrent | Workload::DrainIo => 64_000,
             _ => 50_000,
+        }
+    }
+
+    /// The concurrency of BENCHMARKS.md: enqueueing tasks for `enqueue-concurrent`, the worker's
+    /// concurrency otherwise.
+    fn default_concurrency(self) -> usize {
+        match self {
+            Workload::EnqueueConcurrent => 64,
+            _ => 50,
         }
     }
 }
@@ -72,9 +86,20 @@ pub(crate) const USAGE: &str = "\
 usage: postpone-bench <workload> [--jobs N] [--concurrency C] [--redis URL]
                       [--backlog N] [--topics N] [--secs S]
 
-workloads: enqueue, enqueue-bulk, drain, delayed, memory, backlog, idle (see BENCHMARKS.md)
-  --jobs N         jobs (defaults: 50,000; delayed 2,000; memory 100,000)
-  --concurrency C  worker concurrency (default 50)
+workloads (see BENCHMARKS.md):
+  enqueue             one task enqueues jobs one at a time, each awaited
+  enqueue-bulk        enqueue_many, 1,000 jobs per call
+  enqueue-concurrent  C tasks (default 64) enqueue one at a time, each awaited, through one Client;
+                      per-enqueue p50/p99/max, errors, Redis CPU and commands per job
+  drain               jobs already due; a worker process with a no-op handler
+  drain-io            drain with a handler that sleeps 1 ms; share of the C x 1,000 jobs/s ceiling
+  delayed             jobs due over 10 s; how late each handler starts, by the Redis clock
+  memory              jobs due in an hour; Redis bytes per job
+  backlog             drain beside jobs due in an hour; ratio to drain
+  idle                a worker with registered topics and no jobs; commands/s it sends
+  --jobs N         jobs (defaults: 50,000; enqueue-concurrent and drain-io 64,000; delayed 2,000;
+                   memory 100,000)
+  --concurrency C  worker concurrency (default 50); enqueue-concurrent: enqueueing tasks (default 64)
   --redis URL      Redis to use; it is FLUSHALLed (default redis://127.0.0.1:6379)
   --backlog N      backlog: jobs due in an hour beside the drained ones (default 1,000,000)
   --topics N       idle: registered topics (default 10, at most 10)
@@ -91,7 +116,7 @@ impl Args {
         let mut out = Args {
             workload,
             jobs: workload.default_jobs(),
-            concurrency: 50,
+            concurrency: workload.default_concurrency(),
             redis: "redis://127.0.0.1:6379".into(),
             backlog: 1_000_000,
             topics: 10,
@@ -147,6 +172,16 @@ mod tests {
             (1000, 5, "redis://x:1")
         );
         assert_eq!(parse("memory").unwrap().jobs, 100_000);
+        let a = parse("enqueue-concurrent").unwrap();
+        assert_eq!(
+            (a.workload, a.jobs, a.concurrency),
+            (Workload::EnqueueConcurrent, 64_000, 64)
+        );
+        let a = parse("drain-io --concurrency 10").unwrap();
+        assert_eq!(
+            (a.workload, a.jobs, a.concurrency),
+            (Workload::DrainIo, 64_000, 10)
+        );
         assert!(parse("nope").is_err());
         assert!(parse("drain --jobs").is_err());
         assert!(parse("idle --topics 11").is_err());

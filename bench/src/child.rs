@@ -2,7 +2,7 @@
 //! the worker has a process (and CPU figures) of its own, as in production.
 //!
 //! The child prints `ready` once its worker runs, and, when it is done, one line of JSON (a
-//! [`ChildReport`]). `drain` and `delayed` end by themselves once every job was handled and acknowledged;
+//! [`ChildReport`]). `drain`, `drain-io` and `delayed` end by themselves once every job was handled and acknowledged;
 //! `idle` ends when its stdin closes.
 
 use std::process::Stdio;
@@ -40,6 +40,9 @@ pub(crate) struct ChildReport {
     pub(crate) lateness_ms: Vec<f64>,
     /// `delayed`: each job's due time (ms since the epoch), in the order of `lateness_ms`.
     pub(crate) due_ms: Vec<i64>,
+    /// `drain-io`: the mean time the handler's 1 ms sleep took, ms (the timer rounds up).
+    #[serde(default)]
+    pub(crate) handler_mean_ms: f64,
 }
 
 /// The parent's handle on a worker process.
@@ -112,10 +115,26 @@ struct State {
     /// `delayed`: Redis, for its clock, and the lateness of each job.
     redis: Option<redis::aio::MultiplexedConnection>,
     lateness: Arc<Mutex<Vec<(f64, i64)>>>,
+    /// `drain-io`: nanoseconds spent in the handlers' sleeps, all jobs.
+    slept_ns: Arc<AtomicU64>,
 }
 
 /// The drain handler: does nothing (the payload is decoded into `Order` by the worker).
 async fn drain_order(_job: Order, _ctx: JobContext, state: State) -> Result<(), JobError> {
+    state.counter.hit();
+    Ok(())
+}
+
+/// How long the `drain-io` handler sleeps.
+pub(crate) const IO_HANDLER: Duration = Duration::from_millis(1);
+
+/// The drain-io handler: waits on I/O for 1 ms (`tokio::time::sleep`), as a handler calling a service.
+async fn io_order(_job: Order, _ctx: JobContext, state: State) -> Result<(), JobError> {
+    let began = Instant::now();
+    tokio::time::sleep(IO_HANDLER).await;
+    state
+        .slept_ns
+        .fetch_add(began.elapsed().as_nanos() as u64, Ordering::Relaxed);
     state.counter.hit();
     Ok(())
 }
@@ -160,10 +179,12 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
         }),
         redis,
         lateness: Arc::new(Mutex::new(Vec::with_capacity(args.jobs as usize))),
+        slept_ns: Arc::new(AtomicU64::new(0)),
     };
     let mut builder = Worker::with_state(&client, state.clone()).concurrency(args.concurrency);
     builder = match args.workload {
         Workload::Drain | Workload::Backlog => builder.handle(drain_order),
+        Workload::DrainIo => builder.handle(io_order),
         Workload::Delayed => builder.handle(delayed_order),
         Workload::Idle => idle_handlers(builder, args.topics),
         other => return Err(format!("no worker process for {other}").into()),
@@ -199,13 +220,17 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
         }
     }
     let lateness = std::mem::take(&mut *state.lateness.lock().unwrap());
+    let handled = state.counter.handled.load(Ordering::Relaxed);
     let report = ChildReport {
-        handled: state.counter.handled.load(Ordering::Relaxed),
+        handled,
         secs: start.elapsed().as_secs_f64(),
         cpu_s: own_cpu_s(),
         redis_cpu_s: probe.cpu_s().await? - redis_cpu,
         lateness_ms: lateness.iter().map(|l| l.0).collect(),
         due_ms: lateness.iter().map(|l| l.1).collect(),
+        handler_mean_ms: state.slept_ns.load(Ordering::Relaxed) as f64
+            / 1e6
+            / handled.max(1) as f64,
     };
     shutdown.shutdown();
     running.await??;

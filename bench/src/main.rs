@@ -4,11 +4,13 @@
 //! cargo run --release -p postpone-bench -- <workload> [--jobs N] [--concurrency C] [--redis URL]
 //! ```
 //!
-//! Workloads: `enqueue`, `enqueue-bulk`, `drain`, `delayed`, `memory`, `backlog`, `idle`. Each flushes the
-//! Redis it is given (`FLUSHALL`: use a Redis of its own), prints human-readable lines, and last one line
-//! of JSON. The exit code is 1 when a job was lost or failed, 2 when the harness could not run.
-//! Only the public API is used (`Client`, `Worker`, `enqueue_many`), with the real worker and leases on;
-//! `drain`, `backlog`, `delayed` and `idle` run the worker in a process of its own (see `child.rs`).
+//! Workloads: `enqueue`, `enqueue-bulk`, `enqueue-concurrent`, `drain`, `drain-io`, `delayed`, `memory`,
+//! `backlog`, `idle`. Each flushes the Redis it is given (`FLUSHALL`: use a Redis of its own), prints
+//! human-readable lines, and last one line of JSON. The exit code is 1 when a job was lost or failed, 2
+//! when the harness could not run. Only the public API is used (`Client`, `Worker`, `enqueue_many`), with
+//! the real worker and leases on; `drain`, `drain-io`, `backlog`, `delayed` and `idle` run the worker in
+//! a process of its own (see `child.rs`). `enqueue-concurrent` runs `--concurrency` tasks (default 64)
+//! through one client and counts enqueue errors (any is a failure); `drain-io`'s handler sleeps 1 ms.
 
 mod args;
 mod child;

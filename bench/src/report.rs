@@ -42,6 +42,29 @@ pub(crate) struct Report {
     /// Redis CPU per job, microseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) redis_us_per_job: Option<f64>,
+    /// `drain`, `drain-io`, `backlog`: worker process CPU per job, microseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) worker_us_per_job: Option<f64>,
+    /// `enqueue-concurrent`: enqueues that returned an error (BENCHMARKS.md: must be 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) errors: Option<u64>,
+    /// `enqueue-concurrent`: the enqueueing tasks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tasks: Option<usize>,
+    /// Redis commands per job (INFO commandstats delta: every call, those inside scripts included, over
+    /// the jobs; the harness's own INFO left out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) commands_per_job: Option<f64>,
+    /// The commands per job the client sent itself (a script call counts once): what batching lowers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) sent_commands_per_job: Option<f64>,
+    /// `drain-io`: jobs/s over the ceiling of concurrency x 1,000/s (a 1 ms handler, nothing else).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) ceiling_share: Option<f64>,
+    /// `drain-io`: the mean time a handler's 1 ms sleep took, ms (Tokio's timer rounds up to the next
+    /// millisecond tick, so the practical ceiling is concurrency / this).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) handler_mean_ms: Option<f64>,
     /// `backlog`: the jobs due in an hour beside the drained ones.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) backlog: Option<u64>,

@@ -1,11 +1,11 @@
-//! `drain` (jobs already due, one worker process) and `backlog` (the same beside a million jobs due in
-//! an hour).
+//! `drain` (jobs already due, one worker process, a no-op handler), `drain-io` (the same with a handler
+//! that sleeps 1 ms) and `backlog` (`drain` beside a million jobs due in an hour).
 
 use std::time::Instant;
 
 use super::{client, counts_ok, enqueue_bulk, rate};
 use crate::args::{Args, Workload};
-use crate::child::WorkerProcess;
+use crate::child::{WorkerProcess, IO_HANDLER};
 use crate::jobs::Order;
 use crate::probe::Probe;
 use crate::report::{round, Report};
@@ -16,16 +16,42 @@ const HOUR_MS: u64 = 3_600_000;
 
 /// `drain`.
 pub(super) async fn plain(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
-    drain(args, probe, 0).await
+    drain(Workload::Drain, args, probe, 0).await
+}
+
+/// `drain-io`: handlers that sleep 1 ms, so `args.concurrency` slots allow at most
+/// `concurrency x 1,000` jobs/s (50,000/s at the default 50): the share of that ceiling reached.
+pub(super) async fn io(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
+    let report = drain(Workload::DrainIo, args, probe, 0).await?;
+    let ceiling = args.concurrency as f64 / IO_HANDLER.as_secs_f64();
+    let share = report.jobs_per_sec.unwrap_or(0.0) / ceiling;
+    println!(
+        "  ceiling {ceiling:.0} jobs/s ({} slots, {} ms handler): {:.1} % of it",
+        args.concurrency,
+        IO_HANDLER.as_millis(),
+        share * 100.0
+    );
+    if let Some(mean) = report.handler_mean_ms.filter(|m| *m > 0.0) {
+        let timer = args.concurrency as f64 * 1e3 / mean;
+        println!(
+            "  the 1 ms sleep took {mean:.3} ms on average (the timer's rounding): {timer:.0} jobs/s with \
+             no overhead at all; {:.1} % of that",
+            report.jobs_per_sec.unwrap_or(0.0) / timer * 100.0
+        );
+    }
+    Ok(Report {
+        ceiling_share: Some(round(share, 3)),
+        ..report
+    })
 }
 
 /// `backlog`: a plain drain, then the same with `args.backlog` jobs due in an hour in the topic.
 pub(super) async fn backlog(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     println!("  plain drain first, for the ratio:");
-    let plain = drain(args, probe, 0).await?;
+    let plain = drain(Workload::Drain, args, probe, 0).await?;
     probe.flushall().await?;
     println!("  with {} jobs due in an hour:", args.backlog);
-    let with = drain(args, probe, args.backlog).await?;
+    let with = drain(Workload::Drain, args, probe, args.backlog).await?;
     let (a, b) = (
         plain.jobs_per_sec.unwrap_or(0.0),
         with.jobs_per_sec.unwrap_or(0.0),
@@ -41,7 +67,14 @@ pub(super) async fn backlog(args: &Args, probe: &mut Probe) -> BoxResult<Report>
     })
 }
 
-async fn drain(args: &Args, probe: &mut Probe, backlog: u64) -> BoxResult<Report> {
+/// Enqueues `args.jobs` due now (and `backlog` due in an hour), then runs a worker process for
+/// `workload` (`Drain` or `DrainIo`) until every job was acknowledged.
+async fn drain(
+    workload: Workload,
+    args: &Args,
+    probe: &mut Probe,
+    backlog: u64,
+) -> BoxResult<Report> {
     let client = client(args).await?;
     let mut ok = true;
     if backlog > 0 {
@@ -55,10 +88,10 @@ async fn drain(args: &Args, probe: &mut Probe, backlog: u64) -> BoxResult<Report
     }
     ok &= enqueue_bulk(&client, 0, args.jobs, |_| 0).await?;
     let stats = probe.command_stats().await?;
-    let worker = WorkerProcess::start(Workload::Drain, args).await?;
+    let worker = WorkerProcess::start(workload, args).await?;
     let r = worker.finish().await?;
     let after = probe.command_stats().await?;
-    let (sent, _, _) = after.since(&stats);
+    let (sent, inner, _) = after.since(&stats);
     let counts = client.topic::<Order>().counts().await?;
     ok &= counts_ok(&counts, args.jobs, backlog);
     if r.handled != args.jobs {
@@ -70,6 +103,8 @@ async fn drain(args: &Args, probe: &mut Probe, backlog: u64) -> BoxResult<Report
     }
     let jobs_per_sec = rate(args.jobs, r.secs);
     let redis_us = r.redis_cpu_s * 1e6 / args.jobs as f64;
+    let worker_us = r.cpu_s * 1e6 / args.jobs as f64;
+    let per_job = |n: u64| n as f64 / args.jobs as f64;
     println!(
         "  {} jobs in {:.3} s: {jobs_per_sec:.0} jobs/s, concurrency {}; worker CPU {:.2} s ({:.1} us/job); \
          Redis CPU {:.3} s ({redis_us:.1} us/job)",
@@ -77,11 +112,14 @@ async fn drain(args: &Args, probe: &mut Probe, backlog: u64) -> BoxResult<Report
         r.secs,
         args.concurrency,
         r.cpu_s,
-        r.cpu_s * 1e6 / args.jobs as f64,
+        worker_us,
         r.redis_cpu_s,
     );
     println!(
-        "  Redis commands: {sent} sent by the worker; with calls inside scripts: {}",
+        "  Redis commands: {sent} sent by the worker ({:.3} per job), {:.3} per job with calls inside \
+         scripts: {}",
+        per_job(sent),
+        per_job(sent + inner),
         after.time_since(&stats)
     );
     Ok(Report {
@@ -90,6 +128,10 @@ async fn drain(args: &Args, probe: &mut Probe, backlog: u64) -> BoxResult<Report
         worker_cpu_s: Some(round(r.cpu_s, 2)),
         redis_cpu_s: Some(round(r.redis_cpu_s, 3)),
         redis_us_per_job: Some(round(redis_us, 2)),
+        worker_us_per_job: Some(round(worker_us, 2)),
+        commands_per_job: Some(round(per_job(sent + inner), 3)),
+        sent_commands_per_job: Some(round(per_job(sent), 3)),
+        handler_mean_ms: (workload == Workload::DrainIo).then(|| round(r.handler_mean_ms, 3)),
         ok,
         ..Report::default()
     })

@@ -28,7 +28,9 @@ pub(crate) async fn run(args: &Args) -> BoxResult<Report> {
     match args.workload {
         Workload::Enqueue => enqueue::single(args, &mut probe).await,
         Workload::EnqueueBulk => enqueue::bulk(args, &mut probe).await,
+        Workload::EnqueueConcurrent => enqueue::concurrent(args, &mut probe).await,
         Workload::Drain => drain::plain(args, &mut probe).await,
+        Workload::DrainIo => drain::io(args, &mut probe).await,
         Workload::Backlog => drain::backlog(args, &mut probe).await,
         Workload::Delayed => delayed::run(args, &mut probe).await,
         Workload::Memory => memory::run(args, &mut probe).await,
