@@ -36,6 +36,7 @@
 //! [`Worker`](crate::Worker), which validate input and encode jobs. The traits are public so that the
 //! conformance suite, and any third backend, can use them.
 
+mod counts;
 pub mod memory;
 pub mod redis;
 mod types;
@@ -45,10 +46,11 @@ use tokio::sync::broadcast;
 
 use crate::error::Result;
 
+pub use counts::TopicCounts;
 pub use types::{
     CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, DeadEntry, DeadSelection, Due,
     EnqueueOutcome, Finish, FinishItem, FinishOutcome, Hint, Lease, LeaseStatus, NewJob,
-    RequeueOutcome, RescheduleOutcome, StoredJob, StoredState, TopicCounts, TrimPolicy, MAX_DUE_MS,
+    RequeueOutcome, RescheduleOutcome, StoredJob, StoredState, TrimPolicy, MAX_DUE_MS,
 };
 
 /// Jobs by id: what the [`Client`](crate::Client) does.

@@ -31,11 +31,11 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::client::Client;
 use crate::dead_letter::{DeadLetterSink, LogSink};
 use crate::error::{Error, Result};
 use crate::handler::{Handler, JobHandler, ViaTrait};
 use crate::job::Job;
+use crate::Client;
 use config::Config;
 use registry::{ErasedHandler, Registered};
 
