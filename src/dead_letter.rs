@@ -20,6 +20,9 @@ pub struct DeadLetter {
     pub topic: String,
     /// Its id.
     pub id: String,
+    /// Which death of the job this is: each death is a dead letter of its own (a job requeued, or a new
+    /// job under a freed id, may die again), numbered in its topic. With `id`, it names this dead letter.
+    pub death: u64,
     /// The payload as JSON, exactly as enqueued (it may no longer decode into the job type).
     pub payload: String,
     /// The attempts it ran.
@@ -58,6 +61,7 @@ impl DeadLetter {
         DeadLetter {
             topic: topic.to_owned(),
             id: entry.id,
+            death: entry.seq,
             payload: String::from_utf8_lossy(&payload).into_owned(),
             attempts,
             errors,

@@ -74,6 +74,7 @@ mod record;
 mod schedule;
 pub mod store;
 mod time;
+mod token;
 mod validate;
 mod worker;
 

@@ -12,10 +12,14 @@ use crate::job::Job;
 use crate::partition::{partition_error, partition_of, store_topic, validate_partitions};
 use crate::record::{AttemptError, Record};
 use crate::store::{
-    CancelOutcome, DeadSelection, RequeueOutcome, RescheduleOutcome, StoredState, TopicCounts,
+    CancelOutcome, DeadSelection, Death, RequeueOutcome, RescheduleOutcome, StoredState,
+    TopicCounts,
 };
 use crate::time::ms_to_time;
 use crate::validate::validate_id;
+
+/// Most deaths of one id read at once (each death of an id stays a dead letter until handled).
+const DEATHS_OF_ONE_ID: usize = 1000;
 
 /// What a cancel did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -255,7 +259,7 @@ impl Topic {
             let mut all: Vec<_> = lists.into_iter().flatten().collect();
             // Newest first; ties as one sorted set would order them (by id, descending).
             all.sort_by(|a, b| {
-                (b.died_at_ms, b.id.as_bytes()).cmp(&(a.died_at_ms, a.id.as_bytes()))
+                (b.died_at_ms, b.id.as_bytes(), b.seq).cmp(&(a.died_at_ms, a.id.as_bytes(), a.seq))
             });
             all.into_iter().skip(offset).take(limit).collect()
         };
@@ -266,53 +270,104 @@ impl Topic {
             .collect())
     }
 
-    /// Puts a dead job back, due now, with its attempts reset (its error history is kept). Fails with
-    /// [`Error::JobNotFound`] when no dead job has this id and [`Error::JobExists`] when a live one does.
+    /// Puts a dead job back, due now, with its attempts reset (its error history is kept): its newest
+    /// death, when it died more than once (see [`Topic::requeue_dead_letter`] for a given one). Fails
+    /// with [`Error::JobNotFound`] when no dead job has this id and [`Error::JobExists`] when a live one
+    /// does.
     pub async fn requeue_dead(&self, id: &str) -> Result<()> {
         validate_id(id)?;
         let (p, stored_as) = self.partition(id)?;
-        let Some(stored) = self
+        let newest = self
             .store()
-            .job(&stored_as, id)
+            .dead_of(&stored_as, id, 1)
             .await
-            .map_err(self.in_partition(p))?
-        else {
+            .map_err(self.in_partition(p))?;
+        let Some(entry) = newest.into_iter().next() else {
             return Err(self.not_found(id));
         };
-        if !matches!(stored.state, StoredState::Dead { .. }) {
-            return Err(Error::JobExists {
-                topic: self.name.to_string(),
-                id: id.to_owned(),
-            });
-        }
-        let mut record = self.decode(id, &stored.record)?;
+        self.requeue_entry(p, &stored_as, entry.death(), &entry.record)
+            .await
+    }
+
+    /// Puts this dead letter's job back, due now, with its attempts reset. Only this death: another
+    /// death of the same id stays a dead letter. Fails with [`Error::JobNotFound`] when it is no longer
+    /// a dead letter (requeued, purged or trimmed) and [`Error::JobExists`] when a live job has its id.
+    pub async fn requeue_dead_letter(&self, dead: &DeadLetter) -> Result<()> {
+        validate_id(&dead.id)?;
+        let (p, stored_as) = self.partition(&dead.id)?;
+        let death = Death::new(dead.id.clone(), dead.death);
+        let entries = self
+            .store()
+            .dead_of(&stored_as, &dead.id, DEATHS_OF_ONE_ID)
+            .await
+            .map_err(self.in_partition(p))?;
+        let Some(entry) = entries.into_iter().find(|e| e.seq == dead.death) else {
+            return Err(self.not_found(&dead.id));
+        };
+        self.requeue_entry(p, &stored_as, death, &entry.record)
+            .await
+    }
+
+    async fn requeue_entry(
+        &self,
+        p: u16,
+        stored_as: &str,
+        death: Death,
+        record: &[u8],
+    ) -> Result<()> {
+        let mut record = self.decode(&death.id, record)?;
         record.attempt = 1;
         let requeued = self
             .store()
-            .dead_requeue(&stored_as, id, record.encode())
+            .dead_requeue(stored_as, &death, record.encode())
             .await
             .map_err(self.in_partition(p))?;
         match requeued {
             RequeueOutcome::Requeued { .. } => Ok(()),
             RequeueOutcome::LiveJobExists => Err(Error::JobExists {
                 topic: self.name.to_string(),
-                id: id.to_owned(),
+                id: death.id,
             }),
-            _ => Err(self.not_found(id)),
+            _ => Err(self.not_found(&death.id)),
         }
     }
 
-    /// Deletes one dead job. Fails with [`Error::JobNotFound`] when there is none with this id.
+    /// Deletes the dead letters of this id (every death of it; hooks still pending still run). Fails
+    /// with [`Error::JobNotFound`] when there is none.
     pub async fn purge_dead(&self, id: &str) -> Result<()> {
         validate_id(id)?;
         let (p, stored_as) = self.partition(id)?;
+        let store = self.store();
+        let deaths = store
+            .dead_of(&stored_as, id, DEATHS_OF_ONE_ID)
+            .await
+            .map_err(self.in_partition(p))?;
+        let mut purged = 0;
+        for entry in deaths {
+            purged += store
+                .dead_purge(&stored_as, DeadSelection::Death(&entry.death()))
+                .await
+                .map_err(self.in_partition(p))?;
+        }
+        match purged {
+            0 => Err(self.not_found(id)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Deletes this dead letter only (its hook, if still pending, still runs). Fails with
+    /// [`Error::JobNotFound`] when it is no longer a dead letter.
+    pub async fn purge_dead_letter(&self, dead: &DeadLetter) -> Result<()> {
+        validate_id(&dead.id)?;
+        let (p, stored_as) = self.partition(&dead.id)?;
+        let death = Death::new(dead.id.clone(), dead.death);
         let purged = self
             .store()
-            .dead_purge(&stored_as, DeadSelection::Id(id))
+            .dead_purge(&stored_as, DeadSelection::Death(&death))
             .await
             .map_err(self.in_partition(p))?;
         match purged {
-            0 => Err(self.not_found(id)),
+            0 => Err(self.not_found(&dead.id)),
             _ => Ok(()),
         }
     }

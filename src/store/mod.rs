@@ -21,8 +21,8 @@
 //!   finish or lease renewal must carry that token: one that does not match the current lease changes
 //!   nothing (a stale worker's late result is ignored). A lease has expired when its deadline is at or
 //!   before now; an expired lease still holds until a claim *sweeps* it;
-//! - **dead**: in the topic's dead letters, with its final record, a reason and its time of death, and
-//!   *pending* until the dead-letter hook has succeeded for it;
+//! - **dead**: in the topic's dead letters, as a *death* with its final record, a reason and its time
+//!   of death, *pending* until the dead-letter hook has succeeded for it (see [`DeadLetterStore`]);
 //! - **gone**: done or cancelled; nothing is left but a counter.
 //!
 //! A dead job does not hold its id: a live job of the same id may be enqueued beside it. Each job keeps
@@ -48,7 +48,7 @@ use crate::error::Result;
 
 pub use counts::TopicCounts;
 pub use types::{
-    CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, DeadEntry, DeadSelection, Due,
+    CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, DeadEntry, DeadSelection, Death, Due,
     EnqueueOutcome, Finish, FinishItem, FinishOutcome, Hint, Lease, LeaseStatus, NewJob,
     RequeueOutcome, RescheduleOutcome, StoredJob, StoredState, TrimPolicy, MAX_DUE_MS,
 };
@@ -93,9 +93,14 @@ pub trait WorkerStore: Send + Sync + std::fmt::Debug + 'static {
     /// and its job's stall count goes up by one. A job cancelled while active is then gone (counted
     /// `cancelled`); a job whose stall count now exceeds `stall_limit` dies with its record unchanged and
     /// reason `"stalled: lease expired N times"` (counted in `dead_total`, not `failed`); any other is
-    /// due again at once, record unchanged, no attempt used (counted `stalled`). Then up to `max` due jobs
-    /// (due time at or before now, earliest first) become active with deadline now + `lease_ms`, all
-    /// under one fresh lease token.
+    /// due again at the due time it was claimed at, so it keeps its place in line, record unchanged, no
+    /// attempt used (counted `stalled`). Then up to `max` due jobs (due time at or before now, earliest
+    /// first) become active with deadline now + `lease_ms`, all under the request's token.
+    ///
+    /// A claim that took jobs is remembered (until its lease would end, or until the caller's next claim
+    /// says it was [`received`](ClaimRequest::received)): the same request sent
+    /// [`again`](ClaimRequest::again) after a lost reply gets back the jobs still leased under its token
+    /// and claims nothing more. So a stall counts only a lease that a worker received and then lost.
     async fn claim(&self, topic: &str, request: ClaimRequest) -> Result<ClaimBatch>;
 
     /// Finishes claimed jobs, each only if its token matches its current lease (else `Stale`, nothing
@@ -124,32 +129,49 @@ pub trait WorkerStore: Send + Sync + std::fmt::Debug + 'static {
 }
 
 /// The dead letters, and their delivery to the dead-letter hook.
+///
+/// Each death of a job is a dead letter of its own, named by a [`Death`] (id and sequence number): the
+/// same id may die twice (a requeued job, or a new job under a freed id), and both deaths stay listed
+/// until handled. Every operation names the death it means, so nothing done for one death touches
+/// another. A death is *listed* (in the dead letters) until it is requeued, purged or trimmed, and
+/// *pending* until its hook has succeeded; requeueing or purging a death takes it off the listing but
+/// never from the hook: every death reaches the hook at least once.
 #[async_trait]
 pub trait DeadLetterStore: Send + Sync + std::fmt::Debug + 'static {
-    /// Dead jobs, newest death first, skipping `offset`.
+    /// Listed deaths, newest first, skipping `offset`.
     async fn dead_list(&self, topic: &str, offset: usize, limit: usize) -> Result<Vec<DeadEntry>>;
 
-    /// Makes a dead job due again, due now, with `record` (the caller resets its attempt), and sends a
-    /// hint like [`JobStore::enqueue`]. A live job of the same id is left alone, and so is the dead one.
-    async fn dead_requeue(&self, topic: &str, id: &str, record: Vec<u8>) -> Result<RequeueOutcome>;
+    /// The listed deaths of one id, newest first, at most `limit`.
+    async fn dead_of(&self, topic: &str, id: &str, limit: usize) -> Result<Vec<DeadEntry>>;
 
-    /// Deletes dead jobs, pending hooks included; returns how many.
+    /// Makes a listed death's job due again, due now, with `record` (the caller resets its attempt), and
+    /// sends a hint like [`JobStore::enqueue`]. The death leaves the listing. A live job of the same id
+    /// is left alone, and so is the death.
+    async fn dead_requeue(
+        &self,
+        topic: &str,
+        death: &Death,
+        record: Vec<u8>,
+    ) -> Result<RequeueOutcome>;
+
+    /// Takes deaths off the listing; returns how many.
     async fn dead_purge(&self, topic: &str, which: DeadSelection<'_>) -> Result<u64>;
 
-    /// Deletes dead jobs whose hook has succeeded and that the policy selects, oldest first, at most
-    /// `limit`; counts them in `trimmed` and returns how many. A pending dead job is never trimmed.
+    /// Deletes listed deaths whose hook has succeeded and that the policy selects, oldest first, at most
+    /// `limit`; counts them in `trimmed` and returns how many. A pending death is never trimmed.
     async fn dead_trim(&self, topic: &str, policy: TrimPolicy, limit: usize) -> Result<u64>;
 
-    /// Takes up to `max` pending dead jobs whose hook is due, earliest first, and hides them from other
-    /// callers for `lease_ms`, so that the jobs of a hook caller that crashed come back.
+    /// Takes up to `max` pending deaths (listed or not) whose hook is due, earliest first, and hides them
+    /// from other callers for `lease_ms`, so that the deaths of a hook caller that crashed come back.
     async fn dead_claim(&self, topic: &str, max: usize, lease_ms: u64) -> Result<Vec<DeadEntry>>;
 
-    /// Marks hooks done: these dead jobs are no longer pending. Ids that are not pending are ignored.
-    async fn dead_ack(&self, topic: &str, ids: &[String]) -> Result<()>;
+    /// Marks these deaths' hooks done: they are no longer pending (and a death no longer listed is gone
+    /// for good). Deaths that are not pending are ignored.
+    async fn dead_ack(&self, topic: &str, deaths: &[Death]) -> Result<()>;
 
-    /// Hands a dead job to the hook again after `delay_ms` (its hook failed). Does nothing when no dead
-    /// job has this id.
-    async fn dead_retry(&self, topic: &str, id: &str, delay_ms: u64) -> Result<()>;
+    /// Hands a pending death to the hook again after `delay_ms` (its hook failed). Does nothing when the
+    /// death is not pending (its hook succeeded meanwhile elsewhere).
+    async fn dead_retry(&self, topic: &str, death: &Death, delay_ms: u64) -> Result<()>;
 }
 
 /// A whole backend: [`JobStore`] + [`WorkerStore`] + [`DeadLetterStore`], usable as `dyn Store`.

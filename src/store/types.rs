@@ -77,16 +77,49 @@ pub struct ClaimRequest {
     pub sweep_limit: usize,
     /// A job whose lease has expired more than this many times is dead-lettered instead of made due.
     pub stall_limit: u32,
+    /// The lease token of the jobs this claim takes: random, fresh for every claim (see
+    /// [`ClaimRequest::new`]), so that it never matches a lease of another claim, even after a store
+    /// lost writes (a failover, an fsync window).
+    pub token: u64,
+    /// This claim was sent before and its reply was lost: hand back what it took (see
+    /// [`ClaimRequest::again`]).
+    pub again: bool,
+    /// The token of the caller's previous claim, whose reply arrived: the store may forget what that
+    /// claim took (see [`ClaimRequest::received`]).
+    pub received: Option<u64>,
 }
 
 impl ClaimRequest {
-    /// A claim request.
+    /// A claim request, with a fresh random lease token.
     pub fn new(max: usize, lease_ms: u64, sweep_limit: usize, stall_limit: u32) -> Self {
         ClaimRequest {
             max,
             lease_ms,
             sweep_limit,
             stall_limit,
+            token: crate::token::fresh(),
+            again: false,
+            received: None,
+        }
+    }
+
+    /// Tells the store that the reply of the claim with `token` (this caller's previous one) arrived,
+    /// so that the record it keeps for [`again`](Self::again) can go.
+    pub fn received(self, token: u64) -> Self {
+        ClaimRequest {
+            received: Some(token),
+            ..self
+        }
+    }
+
+    /// The same claim, sent again because its reply was lost (a timeout, a dropped connection). If the
+    /// first one ran, the store hands back the jobs it took that are still leased under its token,
+    /// instead of claiming more: a lost reply costs no stall and leaves no job leased to nobody. If it
+    /// did not run, this one claims as usual.
+    pub fn again(self) -> Self {
+        ClaimRequest {
+            again: true,
+            ..self
         }
     }
 }
@@ -251,8 +284,10 @@ pub enum StoredState {
         /// Lease deadline, ms since the epoch.
         lease_deadline_ms: i64,
     },
-    /// Dead since this time (ms), for this reason.
+    /// Dead since this time (ms), for this reason (its newest death, when it died more than once).
     Dead {
+        /// Which death.
+        seq: u64,
         /// When it died, ms since the epoch.
         died_at_ms: i64,
         /// Why.
@@ -281,9 +316,9 @@ pub enum RequeueOutcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DeadSelection<'a> {
-    /// The dead job with this id.
-    Id(&'a str),
-    /// Every dead job of the topic.
+    /// This death.
+    Death(&'a Death),
+    /// Every death of the topic.
     All,
 }
 
@@ -323,18 +358,59 @@ pub struct StoredJob {
     pub record: Vec<u8>,
 }
 
-/// A dead job.
+/// One death of a job: its id and the topic-wide sequence number of the death. Each death is a dead
+/// letter of its own (the same id may die twice: a requeued job, or a new job under a freed id), and
+/// every dead-letter operation names the death it means.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Death {
+    /// The job's id.
+    pub id: String,
+    /// The death's sequence number in its topic (increasing).
+    pub seq: u64,
+}
+
+impl Death {
+    /// A death of job `id`.
+    pub fn new(id: impl Into<String>, seq: u64) -> Self {
+        Death { id: id.into(), seq }
+    }
+
+    /// The death as one string, `<id>\n<sequence, 15 digits>`: ids hold no control characters, so the
+    /// members of one id sort together, oldest death first.
+    pub(crate) fn member(&self) -> String {
+        format!("{}\n{:015}", self.id, self.seq)
+    }
+
+    /// The death a [`member`](Self::member) names; `None` for a string postpone did not write.
+    pub(crate) fn parse(member: &[u8]) -> Option<Death> {
+        let at = member.iter().rposition(|b| *b == b'\n')?;
+        let seq = std::str::from_utf8(&member[at + 1..]).ok()?.parse().ok()?;
+        let id = String::from_utf8(member[..at].to_vec()).ok()?;
+        Some(Death { id, seq })
+    }
+}
+
+/// A dead job: one death (see [`Death`]).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct DeadEntry {
     /// Its id.
     pub id: String,
+    /// The death's sequence number (with `id`, the [`Death`]).
+    pub seq: u64,
     /// Its final record.
     pub record: Vec<u8>,
     /// Why it died.
     pub reason: String,
     /// When it died (ms).
     pub died_at_ms: i64,
+}
+
+impl DeadEntry {
+    /// Which death this is.
+    pub fn death(&self) -> Death {
+        Death::new(self.id.clone(), self.seq)
+    }
 }
 
 /// A wake-up hint: a job became due earlier than a sleeping worker may know.

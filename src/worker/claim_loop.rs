@@ -19,8 +19,10 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
 ) {
     let config = &shared.config;
     let mut shutdown = shared.shutdown.clone();
-    let mut backoff = Duration::from_millis(50);
-    while !*shutdown.borrow() {
+    // The token of the last claim that took jobs and whose reply arrived: the next claim says so, and
+    // the store forgets that claim's record.
+    let mut received: Option<u64> = None;
+    'claiming: while !*shutdown.borrow() {
         topic.saturated.store(true, Ordering::Relaxed);
         let first = tokio::select! {
             slot = topic.slot(&shared.global) => slot,
@@ -35,28 +37,34 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
             }
         }
         let wanted = slots.len();
-        let request = ClaimRequest::new(
+        let mut request = ClaimRequest::new(
             wanted,
             topic.lease_ms,
             config.sweep_limit,
             config.stall_limit,
         );
-        let batch = match shared.store.claim(&topic.stored_as, request).await {
-            Ok(batch) => batch,
-            Err(e) => {
-                drop(slots);
-                tracing::warn!(topic = topic.name, partition = topic.partition, error = %e.report(), retry_in = ?backoff, "claim failed; retrying");
-                tokio::select! {
-                    _ = tokio::time::sleep(backoff) => {}
-                    _ = shutdown.wait_for(|s| *s) => break,
+        if let Some(token) = received.take() {
+            request = request.received(token);
+        }
+        // A failed claim may have run with its reply lost: it is sent again, with the same token and the
+        // slots kept, until a reply arrives, so that the store hands back what it took.
+        let mut backoff = Duration::from_millis(50);
+        let batch = loop {
+            match shared.store.claim(&topic.stored_as, request).await {
+                Ok(batch) => break batch,
+                Err(e) => {
+                    tracing::warn!(topic = topic.name, partition = topic.partition, error = %e.report(), retry_in = ?backoff, "claim failed; retrying");
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = shutdown.wait_for(|s| *s) => break 'claiming,
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    request = request.again();
                 }
-                backoff = (backoff * 2).min(Duration::from_secs(5));
-                continue;
             }
         };
         // The backend's clock read `batch.now_*` at the latest now.
-        let received = Instant::now();
-        backoff = Duration::from_millis(50);
+        let replied = Instant::now();
         if batch.dead_pending {
             topic.dead_wake.notify_one();
         }
@@ -70,6 +78,9 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
             );
         }
         let claimed = batch.jobs.len();
+        if claimed > 0 {
+            received = Some(request.token);
+        }
         let now_ms = batch.now_ms();
         if claimed > 0 {
             failpoint!(Claimed {
@@ -105,7 +116,7 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
         if sleep.is_zero() {
             continue;
         }
-        let deadline = received + sleep;
+        let deadline = replied + sleep;
         tokio::select! {
             _ = sleep_until(deadline, due_first) => {}
             _ = topic.wake.notified() => {}

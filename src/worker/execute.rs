@@ -16,7 +16,8 @@ use crate::schedule::RetrySchedule;
 use crate::store::{ClaimedJob, Finish, FinishItem};
 use crate::time::{millis, ms_to_time, system_now_ms};
 
-fn panic_message(panic: Box<dyn Any + Send>) -> String {
+/// The message of a panic (a handler's, or a dead-letter sink's).
+pub(crate) fn panic_message(panic: Box<dyn Any + Send>) -> String {
     match panic.downcast::<String>() {
         Ok(s) => *s,
         Err(p) => p

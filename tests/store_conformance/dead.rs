@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use postpone::store::{
-    DeadEntry, DeadSelection, Due, RequeueOutcome, Store, StoredState, TrimPolicy,
+    DeadEntry, DeadSelection, Death, Due, RequeueOutcome, Store, StoredState, TrimPolicy,
 };
 
 use super::*;
@@ -21,8 +21,18 @@ async fn dead_ids(s: &dyn Store, t: &str) -> Vec<String> {
         .collect()
 }
 
-fn owned(ids: &[&str]) -> Vec<String> {
-    ids.iter().map(|id| (*id).to_owned()).collect()
+/// The newest listed death of each id (sequence 0, which no death has, for an id with none).
+async fn deaths(s: &dyn Store, t: &str, ids: &[&str]) -> Vec<Death> {
+    let mut out = Vec::new();
+    for id in ids {
+        let newest = s.dead_of(t, id, 1).await.unwrap();
+        out.push(newest.first().map_or(Death::new(*id, 0), DeadEntry::death));
+    }
+    out
+}
+
+async fn death(s: &dyn Store, t: &str, id: &str) -> Death {
+    deaths(s, t, &[id]).await.remove(0)
 }
 
 async fn delivered(s: &dyn Store, t: &str, id: &str) -> bool {
@@ -53,8 +63,9 @@ pub(crate) async fn dead_list_is_newest_first_with_offset_and_limit(store: Arc<d
 pub(crate) async fn dead_requeue_moves_a_dead_job_back_to_due(store: Arc<dyn Store>) {
     let (s, t) = (&*store, &topic("dead_requeue"));
     make_dead(s, t, &["a"]).await;
+    let a = death(s, t, "a").await;
     let before = now(s).await;
-    let outcome = s.dead_requeue(t, "a", b"again".to_vec()).await.unwrap();
+    let outcome = s.dead_requeue(t, &a, b"again".to_vec()).await.unwrap();
     let after = now(s).await;
 
     let job = s.job(t, "a").await.unwrap().unwrap();
@@ -66,10 +77,14 @@ pub(crate) async fn dead_requeue_moves_a_dead_job_back_to_due(store: Arc<dyn Sto
     assert_eq!(job.record, b"again");
     assert!(dead_ids(s, t).await.is_empty());
     let counts = s.counts(t).await.unwrap();
-    assert_eq!((counts.dead, counts.dead_pending, counts.ready), (0, 0, 1));
+    assert_eq!(
+        (counts.dead, counts.dead_pending, counts.ready),
+        (0, 1, 1),
+        "no longer listed, but its hook still runs"
+    );
     assert_eq!(claim_id(s, t, "a", LONG).await.record, b"again");
     assert_eq!(
-        s.dead_requeue(t, "a", b"x".to_vec()).await.unwrap(),
+        s.dead_requeue(t, &a, b"x".to_vec()).await.unwrap(),
         RequeueOutcome::NotFound,
         "no longer dead"
     );
@@ -78,13 +93,17 @@ pub(crate) async fn dead_requeue_moves_a_dead_job_back_to_due(store: Arc<dyn Sto
 pub(crate) async fn dead_requeue_of_a_missing_job_is_false(store: Arc<dyn Store>) {
     let (s, t) = (&*store, &topic("dead_requeue_missing"));
     assert_eq!(
-        s.dead_requeue(t, "nope", REC.to_vec()).await.unwrap(),
+        s.dead_requeue(t, &Death::new("nope", 1), REC.to_vec())
+            .await
+            .unwrap(),
         RequeueOutcome::NotFound
     );
     assert_eq!(state(s, t, "nope").await, None);
     let due = create(s, t, "live", b"live", Due::In(60_000)).await;
     assert_eq!(
-        s.dead_requeue(t, "live", REC.to_vec()).await.unwrap(),
+        s.dead_requeue(t, &Death::new("live", 1), REC.to_vec())
+            .await
+            .unwrap(),
         RequeueOutcome::NotFound,
         "live but not dead"
     );
@@ -101,8 +120,9 @@ pub(crate) async fn dead_requeue_beside_a_live_job_of_the_same_id_is_job_exists(
     let (s, t) = (&*store, &topic("dead_requeue_exists"));
     make_dead(s, t, &["a"]).await;
     let due = create(s, t, "a", b"live", Due::In(60_000)).await;
+    let a = death(s, t, "a").await;
     assert_eq!(
-        s.dead_requeue(t, "a", b"again".to_vec()).await.unwrap(),
+        s.dead_requeue(t, &a, b"again".to_vec()).await.unwrap(),
         RequeueOutcome::LiveJobExists
     );
 
@@ -122,9 +142,10 @@ pub(crate) async fn dead_requeue_beside_a_live_job_of_the_same_id_is_job_exists(
 pub(crate) async fn dead_purge_deletes_one_or_all(store: Arc<dyn Store>) {
     let (s, t) = (&*store, &topic("dead_purge"));
     make_dead(s, t, &["a", "b", "c"]).await;
-    s.dead_ack(t, &owned(&["b"])).await.unwrap();
-    assert_eq!(s.dead_purge(t, DeadSelection::Id("a")).await.unwrap(), 1);
-    assert_eq!(s.dead_purge(t, DeadSelection::Id("a")).await.unwrap(), 0);
+    s.dead_ack(t, &deaths(s, t, &["b"]).await).await.unwrap();
+    let a = death(s, t, "a").await;
+    assert_eq!(s.dead_purge(t, DeadSelection::Death(&a)).await.unwrap(), 1);
+    assert_eq!(s.dead_purge(t, DeadSelection::Death(&a)).await.unwrap(), 0);
     assert_eq!(state(s, t, "a").await, None);
     assert_eq!(dead_ids(s, t).await, ["c", "b"]);
 
@@ -134,19 +155,26 @@ pub(crate) async fn dead_purge_deletes_one_or_all(store: Arc<dyn Store>) {
         "pending hooks included"
     );
     assert!(dead_ids(s, t).await.is_empty());
-    assert!(s.dead_claim(t, 10, LONG).await.unwrap().is_empty());
     let counts = s.counts(t).await.unwrap();
     assert_eq!(
         (counts.dead, counts.dead_pending, counts.trimmed),
-        (0, 0, 0),
-        "purging is not trimming"
+        (0, 2, 0),
+        "purging is not trimming, and the hooks still run"
     );
+    let mut to_hook = ids(&s.dead_claim(t, 10, LONG).await.unwrap())
+        .into_iter()
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+    to_hook.sort();
+    assert_eq!(to_hook, ["a", "c"], "purged deaths still reach the hook");
 }
 
 pub(crate) async fn dead_trim_only_removes_delivered_jobs_and_counts_them(store: Arc<dyn Store>) {
     let (s, t) = (&*store, &topic("dead_trim_delivered"));
     let died = make_dead(s, t, &["a", "b", "c"]).await;
-    s.dead_ack(t, &owned(&["a", "c"])).await.unwrap();
+    s.dead_ack(t, &deaths(s, t, &["a", "c"]).await)
+        .await
+        .unwrap();
     wait_past(s, died[2]).await;
     let all = TrimPolicy::new(Some(Duration::ZERO), Some(0));
 
@@ -165,7 +193,9 @@ pub(crate) async fn dead_trim_only_removes_delivered_jobs_and_counts_them(store:
 pub(crate) async fn dead_trim_keeps_the_newest_keep(store: Arc<dyn Store>) {
     let (s, t) = (&*store, &topic("dead_trim_keep"));
     make_dead(s, t, &["a", "b", "c", "d"]).await;
-    s.dead_ack(t, &owned(&["a", "b", "d"])).await.unwrap();
+    s.dead_ack(t, &deaths(s, t, &["a", "b", "d"]).await)
+        .await
+        .unwrap();
 
     assert_eq!(
         s.dead_trim(t, keep(2), 100).await.unwrap(),
@@ -191,7 +221,9 @@ pub(crate) async fn dead_trim_removes_only_jobs_older_than_the_cutoff(store: Arc
     const AGE_GAP: i64 = 500;
     wait_past(s, died[1] + AGE_GAP).await;
     make_dead(s, t, &["c"]).await;
-    s.dead_ack(t, &owned(&["a", "b", "c"])).await.unwrap();
+    s.dead_ack(t, &deaths(s, t, &["a", "b", "c"]).await)
+        .await
+        .unwrap();
 
     // The cutoff is died[1] + 1 if the trim runs at the `now` read here, later if it runs later: within
     // AGE_GAP of it, the cutoff is still before c died.
@@ -211,7 +243,9 @@ pub(crate) async fn dead_trim_removes_only_jobs_older_than_the_cutoff(store: Arc
 pub(crate) async fn dead_trim_removes_at_most_limit_per_call(store: Arc<dyn Store>) {
     let (s, t) = (&*store, &topic("dead_trim_limit"));
     make_dead(s, t, &["a", "b", "c"]).await;
-    s.dead_ack(t, &owned(&["a", "b", "c"])).await.unwrap();
+    s.dead_ack(t, &deaths(s, t, &["a", "b", "c"]).await)
+        .await
+        .unwrap();
 
     assert_eq!(s.dead_trim(t, keep(0), 2).await.unwrap(), 2);
     assert_eq!(dead_ids(s, t).await, ["c"], "oldest first");
@@ -224,7 +258,7 @@ pub(crate) async fn dead_claim_takes_due_hooks_earliest_first_and_leases_them(
 ) {
     let (s, t) = (&*store, &topic("dead_claim"));
     let died = make_dead(s, t, &["a", "b", "c"]).await;
-    s.dead_ack(t, &owned(&["b"])).await.unwrap();
+    s.dead_ack(t, &deaths(s, t, &["b"]).await).await.unwrap();
     assert!(claim(s, t, 0, LONG).await.dead_pending);
 
     let first = s.dead_claim(t, 1, LONG).await.unwrap();
@@ -269,12 +303,14 @@ pub(crate) async fn dead_ack_marks_the_hook_delivered(store: Arc<dyn Store>) {
     let (s, t) = (&*store, &topic("dead_ack"));
     make_dead(s, t, &["a", "b"]).await;
     assert_eq!(s.dead_claim(t, 10, LONG).await.unwrap().len(), 2);
-    s.dead_ack(t, &owned(&["a", "nope"])).await.unwrap();
+    s.dead_ack(t, &deaths(s, t, &["a", "nope"]).await)
+        .await
+        .unwrap();
     assert!(delivered(s, t, "a").await);
     assert!(!delivered(s, t, "b").await);
     let counts = s.counts(t).await.unwrap();
     assert_eq!((counts.dead, counts.dead_pending), (2, 1));
-    s.dead_ack(t, &owned(&["b"])).await.unwrap();
+    s.dead_ack(t, &deaths(s, t, &["b"]).await).await.unwrap();
     assert_eq!(s.counts(t).await.unwrap().dead_pending, 0);
 }
 
@@ -282,12 +318,13 @@ pub(crate) async fn dead_retry_makes_the_hook_due_after_the_delay(store: Arc<dyn
     let (s, t) = (&*store, &topic("dead_retry"));
     make_dead(s, t, &["a"]).await;
     assert_eq!(s.dead_claim(t, 10, LONG).await.unwrap().len(), 1);
-    s.dead_retry(t, "a", LONG).await.unwrap();
+    let a = death(s, t, "a").await;
+    s.dead_retry(t, &a, LONG).await.unwrap();
     assert!(
         s.dead_claim(t, 10, LONG).await.unwrap().is_empty(),
         "not before the delay"
     );
-    s.dead_retry(t, "a", SHORT).await.unwrap();
+    s.dead_retry(t, &a, SHORT).await.unwrap();
     let back = eventually_within(WAIT, "the failed hook to be due again", || async move {
         let got = s.dead_claim(t, 10, LONG).await.unwrap();
         (!got.is_empty()).then_some(got)
@@ -295,7 +332,7 @@ pub(crate) async fn dead_retry_makes_the_hook_due_after_the_delay(store: Arc<dyn
     .await;
     assert_eq!(ids(&back), ["a"]);
 
-    s.dead_retry(t, "nope", 0).await.unwrap();
+    s.dead_retry(t, &Death::new("nope", 1), 0).await.unwrap();
     assert_eq!(state(s, t, "nope").await, None);
     assert_eq!(s.counts(t).await.unwrap().dead_pending, 1);
 }

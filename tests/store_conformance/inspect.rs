@@ -29,6 +29,7 @@ pub(crate) async fn job_lookup_reports_due_active_dead_and_none(store: Arc<dyn S
     assert_eq!((job.state, job.record), (active, b"a".to_vec()));
     let job = s.job(t, "dead").await.unwrap().unwrap();
     let dead = StoredState::Dead {
+        seq: 1,
         died_at_ms: died,
         reason: "boom dead".into(),
         delivered: false,
@@ -63,7 +64,8 @@ pub(crate) async fn counts_separate_scheduled_ready_active_and_dead(store: Arc<d
         (1, 1, 0, 0, 0)
     );
     assert_eq!((c.stalled, c.trimmed), (0, 0));
-    s.dead_ack(t, &["d1".to_owned()]).await.unwrap();
+    let d1 = s.dead_of(t, "d1", 1).await.unwrap().remove(0).death();
+    s.dead_ack(t, &[d1]).await.unwrap();
     let c = s.counts(t).await.unwrap();
     assert_eq!((c.dead, c.dead_pending), (1, 0));
 }

@@ -123,6 +123,7 @@ pub(crate) async fn finish_dead_moves_the_job_to_the_dead_letters_and_counts_fai
         died_at_ms,
         reason,
         delivered,
+        ..
     } = stored.state
     else {
         panic!("{stored:?}")

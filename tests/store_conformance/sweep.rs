@@ -78,6 +78,7 @@ pub(crate) async fn sweep_dead_letters_a_job_that_stalls_more_than_stall_limit(
 
     let stored = s.job(t, "a").await.unwrap().unwrap();
     let expected = StoredState::Dead {
+        seq: 1,
         died_at_ms: third.now_ms(),
         reason: "stalled: lease expired 2 times".into(),
         delivered: false,

@@ -26,7 +26,7 @@ use tokio::sync::broadcast;
 pub use self::clock::{Clock, ManualClock, SystemClock};
 use self::topic::Topic;
 use super::{
-    CancelOutcome, ClaimBatch, ClaimRequest, DeadEntry, DeadLetterStore, DeadSelection, Due,
+    CancelOutcome, ClaimBatch, ClaimRequest, DeadEntry, DeadLetterStore, DeadSelection, Death, Due,
     EnqueueOutcome, FinishItem, FinishOutcome, Hint, JobStore, Lease, LeaseStatus, NewJob,
     RequeueOutcome, RescheduleOutcome, StoredJob, TopicCounts, TrimPolicy, WorkerStore,
 };
@@ -218,9 +218,18 @@ impl DeadLetterStore for MemoryStore {
         Ok(self.read_topic(topic, |state, _| state.dead_list(offset, limit)))
     }
 
-    async fn dead_requeue(&self, topic: &str, id: &str, record: Vec<u8>) -> Result<RequeueOutcome> {
+    async fn dead_of(&self, topic: &str, id: &str, limit: usize) -> Result<Vec<DeadEntry>> {
+        Ok(self.read_topic(topic, |state, _| state.dead_of(id, limit)))
+    }
+
+    async fn dead_requeue(
+        &self,
+        topic: &str,
+        death: &Death,
+        record: Vec<u8>,
+    ) -> Result<RequeueOutcome> {
         let (outcome, hint) =
-            self.with_topic(topic, |state, now| state.dead_requeue(id, record, now));
+            self.with_topic(topic, |state, now| state.dead_requeue(death, record, now));
         self.hint(topic, hint);
         Ok(outcome)
     }
@@ -237,13 +246,13 @@ impl DeadLetterStore for MemoryStore {
         Ok(self.with_topic(topic, |state, now| state.dead_claim(max, lease_ms, now)))
     }
 
-    async fn dead_ack(&self, topic: &str, ids: &[String]) -> Result<()> {
-        self.with_topic(topic, |state, _| state.dead_ack(ids));
+    async fn dead_ack(&self, topic: &str, deaths: &[Death]) -> Result<()> {
+        self.with_topic(topic, |state, _| state.dead_ack(deaths));
         Ok(())
     }
 
-    async fn dead_retry(&self, topic: &str, id: &str, delay_ms: u64) -> Result<()> {
-        self.with_topic(topic, |state, now| state.dead_retry(id, delay_ms, now));
+    async fn dead_retry(&self, topic: &str, death: &Death, delay_ms: u64) -> Result<()> {
+        self.with_topic(topic, |state, now| state.dead_retry(death, delay_ms, now));
         Ok(())
     }
 }

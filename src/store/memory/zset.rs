@@ -44,11 +44,6 @@ impl ZSet {
         self.scores.len()
     }
 
-    pub(super) fn clear(&mut self) {
-        self.order.clear();
-        self.scores.clear();
-    }
-
     /// Members in ascending order.
     pub(super) fn iter(&self) -> impl DoubleEndedIterator<Item = (i64, &str)> {
         self.order.iter().map(|(score, id)| (*score, id.as_str()))

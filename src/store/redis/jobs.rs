@@ -9,7 +9,7 @@ use super::scripts::SCRIPTS;
 use super::{due_args, RedisStore};
 use crate::error::{Error, Result};
 use crate::store::{
-    CancelOutcome, Due, EnqueueOutcome, JobStore, NewJob, RescheduleOutcome, StoredJob,
+    CancelOutcome, Death, Due, EnqueueOutcome, JobStore, NewJob, RescheduleOutcome, StoredJob,
     StoredState, TopicCounts,
 };
 
@@ -117,26 +117,32 @@ impl JobStore for RedisStore {
         if code == 0 {
             return Ok(None);
         }
+        if code == 3 {
+            let death = r.bytes()?;
+            let (Some(record), Some(info)) = (r.opt_bytes()?, r.opt_bytes()?) else {
+                return Ok(None);
+            };
+            let Some(Death { seq, .. }) = Death::parse(&death) else {
+                return Ok(None);
+            };
+            let (died_at_ms, reason) = super::dead::parse_info(&info);
+            let state = StoredState::Dead {
+                seq,
+                died_at_ms,
+                reason,
+                delivered: r.int()? == 1,
+            };
+            return Ok(Some(StoredJob { state, record }));
+        }
         let at = r.int()?;
         let Some(record) = r.opt_bytes()? else {
             return Ok(None);
         };
         let state = match code {
             1 => StoredState::Due { due_at_ms: at },
-            2 => StoredState::Active {
+            _ => StoredState::Active {
                 lease_deadline_ms: at,
             },
-            _ => {
-                let reason = r
-                    .opt_bytes()?
-                    .map(|b| String::from_utf8_lossy(&b).into_owned())
-                    .unwrap_or_default();
-                StoredState::Dead {
-                    died_at_ms: at,
-                    reason,
-                    delivered: r.int()? == 1,
-                }
-            }
         };
         Ok(Some(StoredJob { state, record }))
     }

@@ -7,13 +7,19 @@
 //! postpone:{<ns>:<topic>}:leases        hash  id -> lease token (active jobs)
 //! postpone:{<ns>:<topic>}:stalls        hash  id -> expired leases so far
 //! postpone:{<ns>:<topic>}:cancels       set   ids cancelled while active
-//! postpone:{<ns>:<topic>}:dead          zset  id -> died at (ms)
-//! postpone:{<ns>:<topic>}:dead_jobs     hash  id -> final record
-//! postpone:{<ns>:<topic>}:dead_reason   hash  id -> why it died
-//! postpone:{<ns>:<topic>}:dead_pending  zset  id -> when its hook may next run (ms)
-//! postpone:{<ns>:<topic>}:stats         hash  counters, and `seq` for lease tokens
+//! postpone:{<ns>:<topic>}:dead          zset  death -> died at (ms): the listed dead letters
+//! postpone:{<ns>:<topic>}:dead_jobs     hash  death -> final record
+//! postpone:{<ns>:<topic>}:dead_info     hash  death -> "<died at ms> <why it died>"
+//! postpone:{<ns>:<topic>}:dead_pending  zset  death -> when its hook may next run (ms)
+//! postpone:{<ns>:<topic>}:stats         hash  counters (`dead` numbers the deaths)
+//! postpone:{<ns>:<topic>}:dead_ids      zset  death, score 0 (a listed death's id, ranged by lex)
+//! postpone:{<ns>:<topic>}:claim:<token> string  the ids a claim took, until its lease would end
 //! postpone:{<ns>}:wake                  pub/sub channel: "<due ms> <topic>"
 //! ```
+//!
+//! A death is `<id>\n<sequence, 15 digits>`: each death of a job is a dead letter of its own. Its record
+//! and reason stay while it is listed or its hook pending. A lease (in `leases`) is
+//! `<token>:<due time>`: the claim's random token, and the due time the job keeps if the lease expires.
 //!
 //! A partition of a partitioned topic is a topic of its own here, named `<topic>#<p>`
 //! (`postpone:{<ns>:<topic>#<p>}:due`, ...), so each partition has its own hash tag and slot.
@@ -27,7 +33,7 @@ use crate::partition::validate_store_topic;
 
 /// The suffixes of a topic's keys, in the order every script receives them as `KEYS` (see
 /// `scripts/prelude.lua`). `enqueue_one.lua` gets only the first three.
-const SUFFIXES: [&str; 11] = [
+const SUFFIXES: [&str; 12] = [
     "due",
     "active",
     "jobs",
@@ -36,17 +42,19 @@ const SUFFIXES: [&str; 11] = [
     "cancels",
     "dead",
     "dead_jobs",
-    "dead_reason",
+    "dead_info",
     "dead_pending",
     "stats",
+    "dead_ids",
 ];
 
 /// Index of `dead_pending` in [`SUFFIXES`].
-pub(super) const DEAD_PENDING: usize = 9;
+#[cfg(test)]
+const DEAD_PENDING: usize = 9;
 
 /// The keys of one topic, in script order.
 #[derive(Debug, Clone)]
-pub(super) struct TopicKeys(pub(super) [String; 11]);
+pub(super) struct TopicKeys(pub(super) [String; 12]);
 
 impl TopicKeys {
     /// The keys of `topic` (a topic or one partition of it) in namespace `ns` (already validated);
@@ -56,6 +64,12 @@ impl TopicKeys {
         Ok(TopicKeys(
             SUFFIXES.map(|s| format!("postpone:{{{ns}:{topic}}}:{s}")),
         ))
+    }
+
+    /// The key of the record of the claim with `token` (in the topic's slot).
+    pub(super) fn claim(&self, token: u64) -> String {
+        let due = &self.0[0];
+        format!("{}claim:{token}", &due[..due.len() - "due".len()])
     }
 }
 
@@ -78,6 +92,7 @@ mod tests {
         );
         assert_eq!(k.0[10], "postpone:{shop:orders.close}:stats");
         assert_eq!(wake_channel("shop"), "postpone:{shop}:wake");
+        assert_eq!(k.claim(7), "postpone:{shop:orders.close}:claim:7");
         assert!(TopicKeys::new("shop", "a}b").is_err());
         let p = TopicKeys::new("shop", "orders.close#2").unwrap();
         assert_eq!(p.0[0], "postpone:{shop:orders.close#2}:due");

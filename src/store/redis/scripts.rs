@@ -26,7 +26,9 @@ pub(super) struct Scripts {
     pub(super) dead_requeue: Script,
     pub(super) dead_purge: Script,
     pub(super) dead_trim: Script,
+    pub(super) dead_of: Script,
     pub(super) dead_claim: Script,
+    pub(super) dead_ack: Script,
     pub(super) dead_retry: Script,
 }
 
@@ -51,7 +53,9 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     dead_requeue: script(include_str!("scripts/dead_requeue.lua")),
     dead_purge: script(include_str!("scripts/dead_purge.lua")),
     dead_trim: script(include_str!("scripts/dead_trim.lua")),
+    dead_of: script(include_str!("scripts/dead_of.lua")),
     dead_claim: script(include_str!("scripts/dead_claim.lua")),
+    dead_ack: script(include_str!("scripts/dead_ack.lua")),
     dead_retry: script(include_str!("scripts/dead_retry.lua")),
 });
 

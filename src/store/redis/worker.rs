@@ -33,12 +33,24 @@ impl WorkerStore for RedisStore {
     async fn claim(&self, topic: &str, request: ClaimRequest) -> Result<ClaimBatch> {
         const CONTEXT: &str = "claiming jobs";
         let keys = self.keys(topic)?;
+        let mut all_keys = Vec::with_capacity(keys.0.len() + 2);
+        all_keys.extend_from_slice(&keys.0);
+        let claim_key = keys.claim(request.token);
+        // The previous claim's record goes; none named: the same key again, which the script skips.
+        all_keys.push(
+            request
+                .received
+                .map_or_else(|| claim_key.clone(), |t| keys.claim(t)),
+        );
+        all_keys.insert(keys.0.len(), claim_key);
         let reply = self
-            .eval(CONTEXT, &SCRIPTS.claim, &keys, |inv| {
+            .eval_with(CONTEXT, &SCRIPTS.claim, &all_keys, |inv| {
                 inv.arg(request.max.min(CLAIM_CAP))
-                    .arg(request.lease_ms.min(i64::MAX as u64 / 2))
+                    .arg(request.lease_ms.clamp(1, i64::MAX as u64 / 2))
                     .arg(request.sweep_limit.min(CLAIM_CAP))
-                    .arg(request.stall_limit);
+                    .arg(request.stall_limit)
+                    .arg(request.token)
+                    .arg(if request.again { "1" } else { "0" });
             })
             .await?;
         let mut r = Reply::new(reply, CONTEXT)?;

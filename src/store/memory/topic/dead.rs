@@ -1,50 +1,83 @@
-//! A topic's dead letters: list, requeue, purge, trim, and their delivery to the hook.
+//! A topic's dead letters, one entry per death: list, requeue, purge, trim, and their delivery to the
+//! hook. A death is listed (`dead`, `dead_ids`) until requeued, purged or trimmed, and pending
+//! (`dead_pending`) until its hook succeeded; its grave stays while it is either.
+
+use std::ops::Bound;
 
 use super::Topic;
-use crate::store::{DeadEntry, DeadSelection, RequeueOutcome, TrimPolicy};
+use crate::store::{DeadEntry, DeadSelection, Death, RequeueOutcome, TrimPolicy};
 use crate::time::{add_ms, millis_i64};
 
 impl Topic {
+    /// The listed deaths of `id`, oldest first.
+    pub(super) fn deaths_of<'a>(
+        &'a self,
+        id: &str,
+    ) -> impl DoubleEndedIterator<Item = &'a String> + 'a {
+        // Members "<id>\n<seq>": from "<id>\n" up to (not including) "<id>\v", the next byte.
+        let range = (
+            Bound::Included(format!("{id}\n")),
+            Bound::Excluded(format!("{id}\u{b}")),
+        );
+        self.dead_ids.range(range)
+    }
+
+    fn entry(&self, member: &str) -> Option<DeadEntry> {
+        self.graves.get(member).map(|g| g.entry())
+    }
+
+    /// Takes a death off the listing; its grave goes too unless its hook is pending. Returns whether it
+    /// was listed.
+    fn unlist(&mut self, member: &str) -> bool {
+        let listed = self.dead.remove(member).is_some();
+        self.dead_ids.remove(member);
+        if !self.dead_pending.contains(member) {
+            self.graves.remove(member);
+        }
+        listed
+    }
+
     pub(in crate::store::memory) fn dead_list(
         &self,
         offset: usize,
         limit: usize,
     ) -> Vec<DeadEntry> {
         let newest_first = self.dead.iter().rev().skip(offset).take(limit);
-        newest_first
-            .filter_map(|(_, id)| self.dead_entry(id))
-            .collect()
+        newest_first.filter_map(|(_, m)| self.entry(m)).collect()
     }
 
-    /// Moves a dead job back to due (now); returns the outcome and the hint.
+    pub(in crate::store::memory) fn dead_of(&self, id: &str, limit: usize) -> Vec<DeadEntry> {
+        let newest_first = self.deaths_of(id).rev().take(limit);
+        newest_first.filter_map(|m| self.entry(m)).collect()
+    }
+
+    /// Makes a listed death's job due again (now); returns the outcome and the hint.
     pub(in crate::store::memory) fn dead_requeue(
         &mut self,
-        id: &str,
+        death: &Death,
         record: Vec<u8>,
         now: i64,
     ) -> (RequeueOutcome, Option<i64>) {
-        if !self.graves.contains_key(id) {
+        let member = death.member();
+        if !self.dead.contains(&member) {
             return (RequeueOutcome::NotFound, None);
         }
-        if self.jobs.contains_key(id) {
+        if self.jobs.contains_key(&death.id) {
             return (RequeueOutcome::LiveJobExists, None);
         }
-        self.unbury(id);
+        self.unlist(&member);
         let hint = self.is_earliest(now).then_some(now);
-        self.due.insert(id, now);
-        self.jobs.insert(id.to_owned(), record);
+        self.due.insert(&death.id, now);
+        self.jobs.insert(death.id.clone(), record);
         (RequeueOutcome::Requeued { due_at_ms: now }, hint)
     }
 
     pub(in crate::store::memory) fn dead_purge(&mut self, which: DeadSelection<'_>) -> u64 {
         match which {
-            DeadSelection::Id(id) => u64::from(self.unbury(id).is_some()),
+            DeadSelection::Death(death) => u64::from(self.unlist(&death.member())),
             DeadSelection::All => {
-                let n = self.graves.len() as u64;
-                self.graves.clear();
-                self.dead.clear();
-                self.dead_pending.clear();
-                n
+                let all: Vec<String> = self.dead.iter().map(|(_, m)| m.to_owned()).collect();
+                all.iter().filter(|m| self.unlist(m)).count() as u64
             }
         }
     }
@@ -67,16 +100,16 @@ impl Topic {
             None => 0,
         };
         let mut victims = Vec::new();
-        for (rank, (died_at, id)) in self.dead.iter().enumerate() {
+        for (rank, (died_at, member)) in self.dead.iter().enumerate() {
             if victims.len() >= limit || (died_at >= older_than_ms && rank >= beyond_keep) {
                 break;
             }
-            if !self.dead_pending.contains(id) {
-                victims.push(id.to_owned());
+            if !self.dead_pending.contains(member) {
+                victims.push(member.to_owned());
             }
         }
-        for id in &victims {
-            self.unbury(id);
+        for member in &victims {
+            self.unlist(member);
         }
         let n = victims.len() as u64;
         self.counters.trimmed += n;
@@ -92,22 +125,26 @@ impl Topic {
         let due = self.dead_pending.take_up_to(now, max);
         let until = add_ms(now, lease_ms);
         due.into_iter()
-            .filter_map(|(_, id)| {
-                self.dead_pending.insert(&id, until);
-                self.dead_entry(&id)
+            .filter_map(|(_, member)| {
+                self.dead_pending.insert(&member, until);
+                self.entry(&member)
             })
             .collect()
     }
 
-    pub(in crate::store::memory) fn dead_ack(&mut self, ids: &[String]) {
-        for id in ids {
-            self.dead_pending.remove(id);
+    pub(in crate::store::memory) fn dead_ack(&mut self, deaths: &[Death]) {
+        for death in deaths {
+            let member = death.member();
+            if self.dead_pending.remove(&member).is_some() && !self.dead.contains(&member) {
+                self.graves.remove(&member);
+            }
         }
     }
 
-    pub(in crate::store::memory) fn dead_retry(&mut self, id: &str, delay_ms: u64, now: i64) {
-        if self.graves.contains_key(id) {
-            self.dead_pending.insert(id, add_ms(now, delay_ms));
+    pub(in crate::store::memory) fn dead_retry(&mut self, death: &Death, delay_ms: u64, now: i64) {
+        let member = death.member();
+        if self.dead_pending.contains(&member) {
+            self.dead_pending.insert(&member, add_ms(now, delay_ms));
         }
     }
 }

@@ -5,23 +5,44 @@
 //! store's lock across it. Methods that may make a job due earlier than the topic's earliest return the
 //! due time to hint about.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 mod dead;
 
 use super::zset::ZSet;
 use crate::store::{
-    CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, DeadEntry, Due, EnqueueOutcome, Finish,
-    FinishItem, FinishOutcome, LeaseStatus, NewJob, RescheduleOutcome, StoredJob, StoredState,
-    TopicCounts, MAX_DUE_MS,
+    CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, DeadEntry, Death, Due, EnqueueOutcome,
+    Finish, FinishItem, FinishOutcome, LeaseStatus, NewJob, RescheduleOutcome, StoredJob,
+    StoredState, TopicCounts, MAX_DUE_MS,
 };
 use crate::time::add_ms;
 
-/// A dead job's record and reason (its time is its score in `dead`).
+/// One death's record and reason.
 #[derive(Debug)]
 struct Grave {
+    death: Death,
     record: Vec<u8>,
     reason: String,
+    died_at_ms: i64,
+}
+
+impl Grave {
+    fn entry(&self) -> DeadEntry {
+        DeadEntry {
+            id: self.death.id.clone(),
+            seq: self.death.seq,
+            record: self.record.clone(),
+            reason: self.reason.clone(),
+            died_at_ms: self.died_at_ms,
+        }
+    }
+}
+
+/// A lease: the token of the claim that holds it, and the job's due time when claimed.
+#[derive(Debug, Clone, Copy)]
+struct Lease {
+    token: u64,
+    due_at_ms: i64,
 }
 
 /// One topic: the sets of the store seam's layout, and its counters.
@@ -33,21 +54,24 @@ pub(super) struct Topic {
     active: ZSet,
     /// Records of due and active jobs.
     jobs: HashMap<String, Vec<u8>>,
-    /// Lease tokens of active jobs.
-    leases: HashMap<String, u64>,
+    /// Leases of active jobs.
+    leases: HashMap<String, Lease>,
+    /// What each recent claim took, by token, until its lease would end: (expires at, ids).
+    claims: HashMap<u64, (i64, Vec<String>)>,
     /// How often each live job's lease expired.
     stalls: HashMap<String, u32>,
     /// Active jobs cancelled while they run.
     cancels: HashSet<String>,
-    /// Dead ids by time of death.
+    /// Listed deaths (by [`Death::member`]) by time of death.
     dead: ZSet,
+    /// Listed deaths, in id order (members sort by id, then sequence).
+    dead_ids: BTreeSet<String>,
+    /// Every death that is listed or pending, by member.
     graves: HashMap<String, Grave>,
-    /// Dead ids whose hook has not yet succeeded, by when they may next be handed to a hook.
+    /// Deaths whose hook has not yet succeeded, by when they may next be handed to a hook.
     dead_pending: ZSet,
     /// The counters (the state counts are filled in by [`Topic::counts`]).
     counters: TopicCounts,
-    /// The last lease token handed out.
-    token_seq: u64,
 }
 
 /// The due time asked for: a delay from now, or an absolute time (a past time means now), capped at
@@ -61,6 +85,11 @@ pub(super) fn resolve(due: Due, now: i64) -> i64 {
 }
 
 impl Topic {
+    /// Whether job `id` is leased under `token`.
+    fn held(&self, id: &str, token: u64) -> bool {
+        self.leases.get(id).is_some_and(|l| l.token == token)
+    }
+
     /// Whether a job due at `due_at` is earlier than everything in `due` (or `due` is empty).
     fn is_earliest(&self, due_at: i64) -> bool {
         self.due.first_score().is_none_or(|first| due_at < first)
@@ -76,29 +105,23 @@ impl Topic {
         self.jobs.remove(id)
     }
 
-    /// Moves a live job to the dead letters (replacing a dead job of the same id), pending its hook.
+    /// Moves a live job to the dead letters as a new death (numbered by the `dead_total` counter),
+    /// listed and pending its hook.
     fn bury(&mut self, id: &str, record: Vec<u8>, reason: String, now: i64) {
         self.forget(id);
-        self.graves.insert(id.to_owned(), Grave { record, reason });
-        self.dead.insert(id, now);
-        self.dead_pending.insert(id, now);
         self.counters.dead_total += 1;
-    }
-
-    fn unbury(&mut self, id: &str) -> Option<Grave> {
-        self.dead.remove(id);
-        self.dead_pending.remove(id);
-        self.graves.remove(id)
-    }
-
-    fn dead_entry(&self, id: &str) -> Option<DeadEntry> {
-        let grave = self.graves.get(id)?;
-        Some(DeadEntry {
-            id: id.to_owned(),
-            record: grave.record.clone(),
-            reason: grave.reason.clone(),
-            died_at_ms: self.dead.score(id)?,
-        })
+        let death = Death::new(id, self.counters.dead_total);
+        let member = death.member();
+        self.dead.insert(&member, now);
+        self.dead_pending.insert(&member, now);
+        self.dead_ids.insert(member.clone());
+        let grave = Grave {
+            death,
+            record,
+            reason,
+            died_at_ms: now,
+        };
+        self.graves.insert(member, grave);
     }
 
     /// Enqueues one job; returns the outcome and the due time to hint about, if any.
@@ -127,9 +150,13 @@ impl Topic {
             now_us: now.saturating_mul(1000),
             ..ClaimBatch::default()
         };
+        if let Some(token) = request.received {
+            self.claims.remove(&token);
+        }
+        self.claims.retain(|_, (expires, _)| *expires > now);
         for (_, id) in self.active.take_up_to(now, request.sweep_limit) {
             self.active.remove(&id);
-            self.leases.remove(&id);
+            let lease = self.leases.remove(&id);
             let stalls = self.stalls.entry(id.clone()).or_default();
             *stalls = stalls.saturating_add(1);
             let stalls = *stalls;
@@ -147,28 +174,44 @@ impl Topic {
                 );
                 batch.swept_dead += 1;
             } else {
-                self.due.insert(&id, now);
+                // Due again at the due time it was claimed at: it keeps its place in line.
+                self.due.insert(&id, lease.map_or(now, |l| l.due_at_ms));
                 self.counters.stalled += 1;
                 batch.swept += 1;
             }
         }
 
-        let ready = self.due.take_up_to(now, request.max);
-        if !ready.is_empty() {
-            self.token_seq += 1;
-        }
-        let deadline = add_ms(now, request.lease_ms);
-        for (due_at_ms, id) in ready {
-            self.due.remove(&id);
-            self.active.insert(&id, deadline);
-            self.leases.insert(id.clone(), self.token_seq);
-            let record = self.jobs.get(&id).cloned().unwrap_or_default();
-            batch.jobs.push(ClaimedJob {
-                id,
-                token: self.token_seq,
-                due_at_ms,
-                record,
-            });
+        let token = request.token;
+        if let Some((_, ids)) = self.claims.get(&token).filter(|_| request.again) {
+            // The first send of this claim ran: hand back its jobs still leased under its token.
+            for id in ids {
+                if let Some(lease) = self.leases.get(id).filter(|l| l.token == token) {
+                    batch.jobs.push(ClaimedJob {
+                        id: id.clone(),
+                        token,
+                        due_at_ms: lease.due_at_ms,
+                        record: self.jobs.get(id).cloned().unwrap_or_default(),
+                    });
+                }
+            }
+        } else {
+            let deadline = add_ms(now, request.lease_ms);
+            for (due_at_ms, id) in self.due.take_up_to(now, request.max) {
+                self.due.remove(&id);
+                self.active.insert(&id, deadline);
+                self.leases.insert(id.clone(), Lease { token, due_at_ms });
+                let record = self.jobs.get(&id).cloned().unwrap_or_default();
+                batch.jobs.push(ClaimedJob {
+                    id,
+                    token,
+                    due_at_ms,
+                    record,
+                });
+            }
+            if !batch.jobs.is_empty() {
+                let ids = batch.jobs.iter().map(|j| j.id.clone()).collect();
+                self.claims.insert(token, (deadline, ids));
+            }
         }
 
         batch.next_due_ms = self.due.first_score();
@@ -181,7 +224,7 @@ impl Topic {
     /// retry, the due time to hint about, if any.
     pub(super) fn finish(&mut self, item: FinishItem, now: i64) -> (FinishOutcome, Option<i64>) {
         let id = item.id.as_str();
-        if self.leases.get(id) != Some(&item.token) {
+        if !self.held(id, item.token) {
             return (FinishOutcome::Stale, None);
         }
         match item.finish {
@@ -221,7 +264,7 @@ impl Topic {
 
     /// Renews one lease if its token matches.
     pub(super) fn extend(&mut self, id: &str, token: u64, lease_ms: u64, now: i64) -> LeaseStatus {
-        if self.leases.get(id) != Some(&token) {
+        if !self.held(id, token) {
             return LeaseStatus::Lost;
         }
         self.active.insert(id, add_ms(now, lease_ms));
@@ -271,15 +314,17 @@ impl Topic {
         } else if let Some(lease_deadline_ms) = self.active.score(id) {
             StoredState::Active { lease_deadline_ms }
         } else {
-            let dead = self.dead_entry(id)?;
+            let member = self.deaths_of(id).next_back()?;
+            let grave = self.graves.get(member)?;
             let state = StoredState::Dead {
-                died_at_ms: dead.died_at_ms,
-                reason: dead.reason,
-                delivered: !self.dead_pending.contains(id),
+                seq: grave.death.seq,
+                died_at_ms: grave.died_at_ms,
+                reason: grave.reason.clone(),
+                delivered: !self.dead_pending.contains(member),
             };
             return Some(StoredJob {
                 state,
-                record: dead.record,
+                record: grave.record.clone(),
             });
         };
         let record = self.jobs.get(id).cloned().unwrap_or_default();
@@ -298,7 +343,8 @@ impl Topic {
         }
     }
 
-    /// Whether the topic holds any per-job state (for tests that nothing is left behind).
+    /// Whether the topic holds any per-job state (for tests that nothing is left behind). Claim records
+    /// are not per job, and go by themselves when their lease would have ended.
     #[cfg(test)]
     pub(super) fn holds_nothing(&self) -> bool {
         self.due.len() == 0
@@ -308,6 +354,7 @@ impl Topic {
             && self.stalls.is_empty()
             && self.cancels.is_empty()
             && self.graves.is_empty()
+            && self.dead_ids.is_empty()
             && self.dead.len() == 0
             && self.dead_pending.len() == 0
     }

@@ -1,15 +1,26 @@
--- Sweeps expired leases, then claims due jobs under one fresh lease token (see ClaimBatch in store/mod.rs).
--- ARGV: max, lease ms, sweep limit, stall limit.
+-- Sweeps expired leases, then claims due jobs under the caller's lease token (see WorkerStore::claim).
+-- KEYS: the topic's twelve, then this claim's record ("<prefix>claim:<token>") and the record of the
+-- previous claim whose reply the caller received ("<prefix>claim:0" when none): see below.
+-- ARGV: max, lease ms, sweep limit, stall limit, token, again ('1' when this claim was sent before and
+-- its reply was lost).
 -- Returns: now, swept, swept_dead, next due|nil, next lease deadline|nil, dead pending (0|1), token,
 -- the microseconds of now past its millisecond (0-999), then three fields per claimed job: id, due time,
 -- record.
+--
+-- A claim that takes jobs records their ids under its token until its lease would end (a key of the
+-- topic's slot), and the caller's next claim deletes it. A claim sent again after its reply was lost
+-- finds that record and hands back the jobs still leased under its token instead of claiming more: a
+-- lost reply leaves nothing leased to nobody and costs no stall.
 -- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (earliest due), ZRANGE (due <= now),
--- ZREMRANGEBYRANK, HINCRBY (token), ZADD and HSETNX (the marker of prelude.lua), ZADD (active), HSET
--- (leases), HMGET (records), ZRANGE (next due), ZRANGE (dead pending) = 13, whatever the batch size; a
--- call that finds nothing due makes 4. A sweep
--- that finds expired leases adds 4 calls, plus 1 to 4 per expired lease (rare: a worker died or stalled).
+-- ZREMRANGEBYRANK, ZADD and HSETNX (the marker of prelude.lua), ZADD (active), HSET (leases), HMGET
+-- (records), SET (the claim's record), ZRANGE (next due), ZRANGE (dead pending) = 13 whatever the batch
+-- size, and DEL (the previous claim's record) when the caller names one; a call that finds nothing due
+-- makes 4. A sweep that finds expired leases adds 5 calls, plus 1 to 4 per expired lease (rare: a
+-- worker died or stalled).
 local max, lease = tonumber(ARGV[1]), tonumber(ARGV[2])
 local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
+local token_s, again = ARGV[5], ARGV[6] == '1'
+local K_CLAIM, K_RECEIVED = KEYS[13], KEYS[14]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local now_us_part = tonumber(time[2]) % 1000
@@ -18,6 +29,7 @@ local swept, swept_dead = 0, 0
 local next_lease = earliest(K_ACTIVE)
 if sweep_limit > 0 and next_lease and next_lease <= now then
   local expired = redis.call('ZRANGE', K_ACTIVE, '-inf', now, 'BYSCORE', 'LIMIT', 0, sweep_limit)
+  local held = fetch_many('HMGET', K_LEASES, expired)
   call_many('ZREM', K_ACTIVE, expired, 1)
   call_many('HDEL', K_LEASES, expired, 1)
   local cancelled = fetch_many('SMISMEMBER', K_CANCELS, expired)
@@ -46,7 +58,8 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
       dead_reasons[#dead_reasons + 1] = reason
       swept_dead = swept_dead + 1
     else
-      back[#back + 1] = now
+      -- Due again at the due time it was claimed at: it keeps its place in line.
+      back[#back + 1] = lease_due(held[i]) or now
       back[#back + 1] = id
       swept = swept + 1
     end
@@ -63,10 +76,30 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
   next_lease = earliest(K_ACTIVE)
 end
 
+if K_RECEIVED ~= K_CLAIM then
+  redis.call('DEL', K_RECEIVED)
+end
 local token = 0
 local out = {}
 local next_due = earliest(K_DUE)
-if max > 0 and next_due and next_due <= now then
+local recorded = again and redis.call('GET', K_CLAIM)
+if recorded then
+  -- The first send of this claim ran: hand back its jobs that are still leased under its token.
+  token = token_s
+  local ids = {}
+  for id in string.gmatch(recorded, '[^\n]+') do
+    ids[#ids + 1] = id
+  end
+  local leases = fetch_many('HMGET', K_LEASES, ids)
+  local recs = fetch_many('HMGET', K_JOBS, ids)
+  for i, id in ipairs(ids) do
+    if held_by(leases[i], token_s) and recs[i] then
+      out[#out + 1] = id
+      out[#out + 1] = string.format('%d', lease_due(leases[i]))
+      out[#out + 1] = recs[i]
+    end
+  end
+elseif max > 0 and next_due and next_due <= now then
   local got = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, max, 'WITHSCORES')
   local k = #got / 2
   if k > 0 then
@@ -74,10 +107,10 @@ if max > 0 and next_due and next_due <= now then
     -- (maxmemory, noeviction) it refuses a script whose first write may grow memory, and a claim, which
     -- only moves jobs, must still run then, or a full Redis could never be drained.
     redis.call('ZREMRANGEBYRANK', K_DUE, 0, k - 1)
-    token = redis.call('HINCRBY', K_STATS, 'seq', 1)
+    token = token_s
     local deadline = now + lease
     -- Numbers go to redis.call as strings made once: Redis would format each with %.17g.
-    local deadline_s, token_s = string.format('%d', deadline), string.format('%d', token)
+    local deadline_s = string.format('%d', deadline)
     local ids, active, leases = {}, {}, {}
     for i = 1, k do
       local id = got[2 * i - 1]
@@ -85,7 +118,7 @@ if max > 0 and next_due and next_due <= now then
       active[2 * i - 1] = deadline_s
       active[2 * i] = id
       leases[2 * i - 1] = id
-      leases[2 * i] = token_s
+      leases[2 * i] = lease_of(token_s, got[2 * i])
     end
     hashed_leases()
     call_many('ZADD', K_ACTIVE, active, 2)
@@ -113,6 +146,7 @@ if max > 0 and next_due and next_due <= now then
       kill_many(lost_ids, lost_recs, lost_reasons, now)
       drop_marker_if_last()
     end
+    redis.call('SET', K_CLAIM, table.concat(ids, '\n'), 'PX', lease)
     if next_lease == nil or deadline < next_lease then
       next_lease = deadline
     end

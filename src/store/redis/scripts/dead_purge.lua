@@ -1,13 +1,14 @@
--- Deletes one dead job, or all of them, pending hooks included.
--- ARGV: 'one', id | 'all'. Returns how many were deleted.
+-- Takes deaths off the dead letters: one, or the oldest up to 1000 of all (the caller repeats while
+-- it gets 1000). Their hooks, if pending, still see them.
+-- ARGV: 'one', death | 'all'. Returns how many were taken off.
+local deaths
 if ARGV[1] == 'all' then
-  local n = redis.call('ZCARD', K_DEAD)
-  redis.call('UNLINK', K_DEAD, K_DEAD_JOBS, K_DEAD_REASON, K_DEAD_PENDING)
-  return n
+  deaths = redis.call('ZRANGE', K_DEAD, 0, 999)
+else
+  deaths = {}
+  if redis.call('ZSCORE', K_DEAD, ARGV[2]) then
+    deaths[1] = ARGV[2]
+  end
 end
-local id = ARGV[2]
-local n = redis.call('ZREM', K_DEAD, id)
-redis.call('ZREM', K_DEAD_PENDING, id)
-redis.call('HDEL', K_DEAD_JOBS, id)
-redis.call('HDEL', K_DEAD_REASON, id)
-return n
+unlist_many(deaths)
+return #deaths

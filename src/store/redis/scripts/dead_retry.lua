@@ -1,8 +1,4 @@
--- Puts a failed hook's dead job back in dead pending for now + delay.
--- ARGV: id, delay ms. Returns 1 when the job is still dead, else 0 (nothing changed).
-local id = ARGV[1]
-if not redis.call('ZSCORE', K_DEAD, id) then
-  return 0
-end
-redis.call('ZADD', K_DEAD_PENDING, now_ms() + tonumber(ARGV[2]), id)
-return 1
+-- Hands a death to the hook again after a delay (its hook failed). Only a pending death: one whose hook
+-- was acknowledged meanwhile (another worker's delivery) stays done.
+-- ARGV: death, delay ms. Returns 1 when rescheduled, else 0.
+return redis.call('ZADD', K_DEAD_PENDING, 'XX', 'CH', now_ms() + tonumber(ARGV[2]), ARGV[1]) > 0 and 1 or 0

@@ -15,7 +15,7 @@ if redis.call('SCARD', K_CANCELS) > 0 then
 end
 local out, held, zadd = {}, {}, {}
 for i = 1, n do
-  if leases[i] == ARGV[2 * i + 1] then
+  if held_by(leases[i], ARGV[2 * i + 1]) then
     held[#held + 1] = ids[i]
     zadd[#zadd + 1] = deadline
     zadd[#zadd + 1] = ids[i]

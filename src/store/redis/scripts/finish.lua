@@ -33,7 +33,7 @@ local first_retry = nil
 for i = 1, n do
   local b = at_arg[i]
   local id, token, kind = ids[i], ARGV[b + 2], ARGV[b + 3]
-  if seen[id] or leases[i] ~= token then
+  if seen[id] or not held_by(leases[i], token) then
     out[i] = 3
   else
     seen[id] = true

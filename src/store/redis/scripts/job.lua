@@ -1,7 +1,7 @@
 -- Finds a job (live first, then dead) by id.
 -- ARGV: id.
 -- Returns {0} not found, {1, due time, record} due, {2, lease deadline, record} active,
--- {3, died at, record, reason, delivered (0|1)} dead.
+-- {3, death, record, info ("<died at> <reason>"), delivered (0|1)} dead (its newest listed death).
 local id = ARGV[1]
 local s = redis.call('ZSCORE', K_DUE, id)
 if s then
@@ -11,14 +11,15 @@ s = redis.call('ZSCORE', K_ACTIVE, id)
 if s then
   return { 2, tonumber(s), redis.call('HGET', K_JOBS, id) }
 end
-s = redis.call('ZSCORE', K_DEAD, id)
-if s then
-  local pending = redis.call('ZSCORE', K_DEAD_PENDING, id)
+local newest = redis.call('ZRANGE', K_DEAD_IDS, '(' .. id .. '\v', '[' .. id .. '\n', 'BYLEX', 'REV', 'LIMIT', 0, 1)
+if newest[1] then
+  local d = newest[1]
+  local pending = redis.call('ZSCORE', K_DEAD_PENDING, d)
   return {
     3,
-    tonumber(s),
-    redis.call('HGET', K_DEAD_JOBS, id),
-    redis.call('HGET', K_DEAD_REASON, id),
+    d,
+    redis.call('HGET', K_DEAD_JOBS, d),
+    redis.call('HGET', K_DEAD_INFO, d),
     pending and 0 or 1,
   }
 end

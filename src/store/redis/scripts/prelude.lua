@@ -1,10 +1,11 @@
 -- postpone: shared prelude, prepended to every script by scripts.rs.
 --
--- KEYS are always the eleven keys of one topic, in the order of keys.rs (one hash tag, one slot).
--- Scripts never parse a record: records, ids and reasons are opaque strings here.
+-- KEYS are the twelve keys of one topic, in the order of keys.rs (one hash tag, one slot), and for the
+-- claim script two more of the same topic: see claim.lua. Scripts never parse a record: records, ids
+-- and reasons are opaque strings here.
 local K_DUE, K_ACTIVE, K_JOBS, K_LEASES = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_STALLS, K_CANCELS, K_DEAD, K_DEAD_JOBS = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local K_DEAD_REASON, K_DEAD_PENDING, K_STATS = KEYS[9], KEYS[10], KEYS[11]
+local K_DEAD_INFO, K_DEAD_PENDING, K_STATS, K_DEAD_IDS = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 
 -- Latest time a job may be due (9999-12-31, ms): keeps every score an exact integer in a double.
 local MAX_MS = 253402300799999
@@ -107,24 +108,78 @@ local function hint_if_earlier(channel, topic, first, at)
   end
 end
 
--- Adds jobs (already removed from due/active/jobs) to the dead letters, hook pending now.
+-- A lease: "<token>:<due time>", the token of the claim that holds it and the job's due time when it
+-- was claimed (a job whose lease expires is due again at that time: it keeps its place in line).
+local function lease_of(token, due)
+  return token .. ':' .. due
+end
+
+-- Whether lease value `v` is held under `token` (a string).
+local function held_by(v, token)
+  return v ~= false and v ~= nil and string.sub(v, 1, #token + 1) == token .. ':'
+end
+
+-- The due time in lease value `v`, or nil.
+local function lease_due(v)
+  if not v then
+    return nil
+  end
+  local at = string.find(v, ':', 1, true)
+  return at and tonumber(string.sub(v, at + 1)) or nil
+end
+
+-- A death: "<id>\n<sequence, 15 digits>". Every death of a job is a dead letter of its own; the members
+-- of one id sort together, oldest death first, in `dead_ids` (all scores 0, ranged by lex).
+local function death_of(id, seq)
+  return id .. '\n' .. string.format('%015d', seq)
+end
+
+-- Adds jobs (already removed from due/active/jobs) to the dead letters, each a new death, listed and
+-- pending its hook from now. `dead_info` holds "<died at> <reason>". The death's sequence number is the
+-- topic's `dead` counter.
 local function kill_many(ids, recs, reasons, now)
   if #ids == 0 then
     return
   end
-  local jobs, why, died = {}, {}, {}
+  local last = redis.call('HINCRBY', K_STATS, 'dead', #ids)
+  local now_s = string.format('%d', now)
+  local jobs, info, died, byid = {}, {}, {}, {}
   for i, id in ipairs(ids) do
-    jobs[2 * i - 1] = id
+    local d = death_of(id, last - #ids + i)
+    jobs[2 * i - 1] = d
     jobs[2 * i] = recs[i]
-    why[2 * i - 1] = id
-    why[2 * i] = reasons[i]
-    died[2 * i - 1] = now
-    died[2 * i] = id
+    info[2 * i - 1] = d
+    info[2 * i] = now_s .. ' ' .. reasons[i]
+    died[2 * i - 1] = now_s
+    died[2 * i] = d
+    byid[2 * i - 1] = '0'
+    byid[2 * i] = d
   end
   call_many('HSET', K_DEAD_JOBS, jobs, 2)
-  call_many('HSET', K_DEAD_REASON, why, 2)
+  call_many('HSET', K_DEAD_INFO, info, 2)
   call_many('ZADD', K_DEAD, died, 2)
   call_many('ZADD', K_DEAD_PENDING, died, 2)
-  redis.call('HINCRBY', K_STATS, 'dead', #ids)
+  call_many('ZADD', K_DEAD_IDS, byid, 2)
+end
+
+-- Takes deaths off the dead letters' listing. Their record and reason stay while their hook is pending
+-- (the hook sees every death, requeued or purged or not), and go with the acknowledgement.
+local function unlist_many(deaths)
+  if #deaths == 0 then
+    return
+  end
+  call_many('ZREM', K_DEAD, deaths, 1)
+  call_many('ZREM', K_DEAD_IDS, deaths, 1)
+  local pending = fetch_many('ZMSCORE', K_DEAD_PENDING, deaths)
+  local gone = {}
+  for i, d in ipairs(deaths) do
+    if not pending[i] then
+      gone[#gone + 1] = d
+    end
+  end
+  if #gone > 0 then
+    call_many('HDEL', K_DEAD_JOBS, gone, 1)
+    call_many('HDEL', K_DEAD_INFO, gone, 1)
+  end
 end
 
