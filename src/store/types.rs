@@ -81,8 +81,7 @@ pub struct ClaimRequest {
     /// [`ClaimRequest::new`]), so that it never matches a lease of another claim, even after a store
     /// lost writes (a failover, an fsync window).
     pub token: u64,
-    /// This claim was sent before and its reply was lost: hand back what it took (see
-    /// [`ClaimRequest::again`]).
+    /// This claim was sent before and its reply was lost (see [`ClaimRequest::again`]).
     pub again: bool,
     /// The token of the caller's previous claim, whose reply arrived: the store may forget what that
     /// claim took (see [`ClaimRequest::received`]).

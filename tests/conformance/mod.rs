@@ -10,6 +10,7 @@
 //! and `dead_code` is denied here, so the suite does not build until it is listed.
 #![deny(dead_code)]
 
+pub(crate) mod deaths;
 pub(crate) mod jobs;
 pub(crate) mod lifecycle;
 pub(crate) mod partitions;
@@ -148,6 +149,8 @@ macro_rules! conformance_tests {
             partitions::hints_wake_each_partition,
             partitions::expired_leases_are_swept_in_every_partition,
             partitions::dead_letters_merge_over_partitions,
+            deaths::a_panicking_sink_is_retried_and_other_deaths_still_flow,
+            deaths::each_death_of_an_id_reaches_the_sink,
         );
     };
     (@each $factory:path, $($module:ident :: $name:ident),* $(,)?) => {

@@ -25,6 +25,7 @@
 mod cancel;
 mod claim;
 mod dead;
+mod deaths;
 mod enqueue;
 mod hints;
 mod inspect;
@@ -44,6 +45,7 @@ use tokio::sync::broadcast;
 pub(crate) use self::cancel::*;
 pub(crate) use self::claim::*;
 pub(crate) use self::dead::*;
+pub(crate) use self::deaths::*;
 pub(crate) use self::enqueue::*;
 pub(crate) use self::hints::*;
 pub(crate) use self::inspect::*;
@@ -116,6 +118,14 @@ macro_rules! store_conformance {
             dead_claimed_entries_come_back_after_the_lease,
             dead_ack_marks_the_hook_delivered,
             dead_retry_makes_the_hook_due_after_the_delay,
+            // deaths, lost claim replies, swept jobs' places
+            two_deaths_of_one_id_are_two_dead_letters,
+            acking_one_death_leaves_a_newer_death_of_the_same_id_pending,
+            requeue_and_purge_touch_only_the_death_they_name,
+            a_claim_sent_again_gets_back_what_it_took,
+            a_claim_sent_again_that_never_ran_claims_as_usual,
+            a_received_claim_is_forgotten,
+            an_expired_lease_keeps_its_place_in_line,
             // hints
             hint_on_enqueue_earlier_than_the_topics_earliest_and_not_on_a_later_one,
             hint_on_reschedule_earlier_than_the_topics_earliest,

@@ -19,13 +19,17 @@ pub(crate) async fn sweep_returns_an_expired_lease_to_due_without_using_an_attem
 
     let batch = claim(s, t, 0, LONG).await;
     assert_eq!((batch.swept, batch.swept_dead), (1, 0));
-    assert_eq!(batch.next_due_ms, Some(batch.now_ms()), "due at once");
+    assert_eq!(
+        batch.next_due_ms,
+        Some(old.due_at_ms),
+        "due at once, at its own due time (its place in line)"
+    );
     assert_eq!(batch.next_lease_deadline_ms, None);
     let stored = s.job(t, "a").await.unwrap().unwrap();
     assert_eq!(
         stored.state,
         StoredState::Due {
-            due_at_ms: batch.now_ms()
+            due_at_ms: old.due_at_ms
         }
     );
     assert_eq!(

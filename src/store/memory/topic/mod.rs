@@ -182,8 +182,9 @@ impl Topic {
         }
 
         let token = request.token;
-        if let Some((_, ids)) = self.claims.get(&token).filter(|_| request.again) {
-            // The first send of this claim ran: hand back its jobs still leased under its token.
+        // A token names one claim: when it is recorded, this is that claim again (sent again after a
+        // lost reply), and it hands back the jobs still leased under it instead of claiming more.
+        if let Some((_, ids)) = self.claims.get(&token) {
             for id in ids {
                 if let Some(lease) = self.leases.get(id).filter(|l| l.token == token) {
                     batch.jobs.push(ClaimedJob {

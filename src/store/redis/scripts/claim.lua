@@ -13,9 +13,9 @@
 -- lost reply leaves nothing leased to nobody and costs no stall.
 -- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (earliest due), ZRANGE (due <= now),
 -- ZREMRANGEBYRANK, ZADD and HSETNX (the marker of prelude.lua), ZADD (active), HSET (leases), HMGET
--- (records), SET (the claim's record), ZRANGE (next due), ZRANGE (dead pending) = 13 whatever the batch
--- size, and DEL (the previous claim's record) when the caller names one; a call that finds nothing due
--- makes 4. A sweep that finds expired leases adds 5 calls, plus 1 to 4 per expired lease (rare: a
+-- (records), GET and SET (the claim's record), ZRANGE (next due), ZRANGE (dead pending) = 14 whatever
+-- the batch size, and DEL (the previous claim's record) when the caller names one; a call that finds
+-- nothing due makes 4. A sweep that finds expired leases adds 5 calls, plus 1 to 4 per expired lease (rare: a
 -- worker died or stalled).
 local max, lease = tonumber(ARGV[1]), tonumber(ARGV[2])
 local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -82,9 +82,15 @@ end
 local token = 0
 local out = {}
 local next_due = earliest(K_DUE)
-local recorded = again and redis.call('GET', K_CLAIM)
+-- A token names one claim: when its record exists, this is that claim again (sent again after a lost
+-- reply, or its first send arriving late, after the second, on another connection), and it hands back
+-- the jobs still leased under the token instead of claiming more. Looked up only when the caller says
+-- so or there is something to claim, so that an idle claim stays at 5 calls.
+local recorded = nil
+if again or (max > 0 and next_due and next_due <= now) then
+  recorded = redis.call('GET', K_CLAIM)
+end
 if recorded then
-  -- The first send of this claim ran: hand back its jobs that are still leased under its token.
   token = token_s
   local ids = {}
   for id in string.gmatch(recorded, '[^\n]+') do
