@@ -245,11 +245,16 @@ impl fmt::Display for Error {
                 partition,
                 partitions,
                 ..
-            } => write!(
-                f,
-                "partition {partition} of {partitions} of topic {topic:?} (stored as \"{topic}#{partition}\") \
-                 failed"
-            ),
+            } => {
+                write!(
+                    f,
+                    "partition {partition} of {partitions} of topic {topic:?} (stored as "
+                )?;
+                match partition {
+                    0 => write!(f, "{topic:?}) failed"),
+                    p => write!(f, "\"{topic}#{p}\") failed"),
+                }
+            }
         }
     }
 }

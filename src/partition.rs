@@ -1,13 +1,16 @@
 //! Partitioned topics: which partition an id belongs to, and the store's name for each partition.
 //!
-//! A topic declared with `partitions = N` (N > 1) is N store-level topics, `<topic>#0` to
-//! `<topic>#<N-1>`, each with its own keys and hash tag (`postpone:{<ns>:<topic>#<p>}:*`), so on a Redis
-//! Cluster the partitions spread over slots and nodes. `#` cannot appear in a topic name, so a partition
-//! never collides with a real topic. A topic with one partition is stored under its plain name, as
-//! before partitions existed.
+//! A topic declared with `partitions = N` (N > 1) is N store-level topics: partition 0 under the topic's
+//! plain name, and `<topic>#1` to `<topic>#<N-1>`, each with its own keys and hash tag
+//! (`postpone:{<ns>:<topic>#<p>}:*`), so on a Redis Cluster the partitions spread over slots and nodes.
+//! `#` cannot appear in a topic name, so a partition never collides with a real topic. A topic with one
+//! partition is its partition 0, so growing a topic from 1 partition to N keeps every stored job where
+//! it is.
 //!
 //! An id always maps to the same partition: [`partition_of`], which is part of the stored format and
-//! never changes.
+//! never changes. When a topic grows, an id moves only to a new partition, and the partitions it lived
+//! in before are [`partition_history`]: lookups by id try those too, so jobs stored before the growth
+//! are still found.
 
 use std::borrow::Cow;
 
@@ -36,7 +39,7 @@ pub fn partition_of(id: &str, partitions: u16) -> u16 {
     if partitions <= 1 {
         return 0;
     }
-    jump_hash(fmix64(fnv1a_64(id.as_bytes())), partitions)
+    jump_hash(fmix64(fnv1a_64(id.as_bytes())), partitions, |_| {})
 }
 
 /// MurmurHash3's 64-bit finalizer.
@@ -57,21 +60,39 @@ fn fnv1a_64(bytes: &[u8]) -> u64 {
         .fold(OFFSET, |h, b| (h ^ u64::from(*b)).wrapping_mul(PRIME))
 }
 
-/// Jump consistent hash: a bucket in `0..buckets` for `key`.
-fn jump_hash(mut key: u64, buckets: u16) -> u16 {
+/// Jump consistent hash: a bucket in `0..buckets` for `key`. `visited` is called with every bucket the
+/// key takes as the count grows from 1 to `buckets` (the last is the answer).
+fn jump_hash(mut key: u64, buckets: u16, mut visited: impl FnMut(u16)) -> u16 {
     let (mut b, mut j): (i64, i64) = (-1, 0);
     while j < i64::from(buckets) {
         b = j;
+        visited(b as u16);
         key = key.wrapping_mul(2_862_933_555_777_941_757).wrapping_add(1);
         j = ((b + 1) as f64 * ((1u64 << 31) as f64 / ((key >> 33) + 1) as f64)) as i64;
     }
     b as u16
 }
 
-/// The store's name for partition `p` of `topic` (of `partitions`): the topic itself when it has one
-/// partition, else `<topic>#<p>`.
-pub(crate) fn store_topic(topic: &str, p: u16, partitions: u16) -> Cow<'_, str> {
-    if partitions <= 1 {
+/// The partitions job `id` belonged to while its topic grew to `partitions`, newest first: its
+/// partition now, then each earlier one (about ln N of them). A job stored before the topic grew is in
+/// one of them.
+pub(crate) fn partition_history(id: &str, partitions: u16) -> Vec<u16> {
+    let mut visited = Vec::new();
+    if partitions > 1 {
+        jump_hash(fmix64(fnv1a_64(id.as_bytes())), partitions, |b| {
+            visited.push(b)
+        });
+    } else {
+        visited.push(0);
+    }
+    visited.reverse();
+    visited
+}
+
+/// The store's name for partition `p` of `topic`: the topic itself for partition 0 (so a topic of one
+/// partition, and one grown from it, keep its jobs there), else `<topic>#<p>`.
+pub(crate) fn store_topic(topic: &str, p: u16) -> Cow<'_, str> {
+    if p == 0 {
         Cow::Borrowed(topic)
     } else {
         Cow::Owned(format!("{topic}#{p}"))
@@ -150,8 +171,8 @@ mod tests {
         assert_eq!(fnv1a_64(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv1a_64(b"foobar"), 0x8594_4171_f739_67e8);
         // Jump hash as in the paper's C code (transcribed to Python to compute these).
-        assert_eq!(jump_hash(0xdead_beef, 128), 87);
-        assert_eq!(jump_hash(0x0ddc_0ffe_ebad_f00d, 1000), 113);
+        assert_eq!(jump_hash(0xdead_beef, 128, |_| {}), 87);
+        assert_eq!(jump_hash(0x0ddc_0ffe_ebad_f00d, 1000, |_| {}), 113);
         let got: Vec<u16> = [
             "order:1", "order:2", "order:3", "order:42", "zoé", "{x}*: y",
         ]
@@ -193,9 +214,23 @@ mod tests {
     }
 
     #[test]
+    fn the_history_of_an_id_holds_every_partition_it_had() {
+        for i in 0..2_000 {
+            let id = format!("id{i}");
+            let history = partition_history(&id, 64);
+            assert_eq!(history[0], partition_of(&id, 64));
+            for n in 1..=64 {
+                assert!(history.contains(&partition_of(&id, n)), "{id} at {n}");
+            }
+            assert!(history.len() <= 12, "{id}: {history:?}");
+        }
+        assert_eq!(partition_history("x", 1), [0]);
+    }
+
+    #[test]
     fn store_topic_names() {
-        assert_eq!(store_topic("orders", 0, 1), "orders");
-        assert_eq!(store_topic("orders", 2, 3), "orders#2");
+        assert_eq!(store_topic("orders", 0), "orders");
+        assert_eq!(store_topic("orders", 2), "orders#2");
         for ok in ["orders", "orders#0", "orders#2", "orders#1023"] {
             assert!(validate_store_topic(ok).is_ok(), "{ok}");
         }

@@ -348,7 +348,7 @@ impl Client {
         }
         let calls = groups.iter().map(|(p, members)| {
             let batch: Vec<NewJob> = members.iter().map(|i| jobs[*i].clone()).collect();
-            let stored_as = store_topic(topic, *p, partitions).into_owned();
+            let stored_as = store_topic(topic, *p).into_owned();
             async move { store.enqueue(&stored_as, batch).await }
         });
         let results = join_all(calls).await;

@@ -9,10 +9,10 @@ use super::{Client, When};
 use crate::dead_letter::DeadLetter;
 use crate::error::{Error, Result};
 use crate::job::Job;
-use crate::partition::{partition_error, partition_of, store_topic, validate_partitions};
+use crate::partition::{partition_error, partition_history, store_topic, validate_partitions};
 use crate::record::{AttemptError, Record};
 use crate::store::{
-    CancelOutcome, DeadSelection, Death, RequeueOutcome, RescheduleOutcome, StoredState,
+    CancelOutcome, DeadEntry, DeadSelection, Death, RequeueOutcome, RescheduleOutcome, StoredState,
     TopicCounts,
 };
 use crate::time::ms_to_time;
@@ -124,11 +124,33 @@ impl Topic {
         Ok(self.partitions)
     }
 
-    /// The partition of `id` and the store's name for it.
-    fn partition(&self, id: &str) -> Result<(u16, String)> {
-        let n = self.count()?;
-        let p = partition_of(id, n);
-        Ok((p, store_topic(&self.name, p, n).into_owned()))
+    /// Runs a by-id store call in `id`'s partition and, while `found` says it found nothing there, in
+    /// the partitions the id had before the topic grew ([`partition_history`], newest first), so that a
+    /// job stored before the growth is still found. Returns the partition that answered (the id's own
+    /// when none found it), its store name and the answer.
+    async fn by_id<T, F, Fut>(
+        &self,
+        id: &str,
+        call: F,
+        found: impl Fn(&T) -> bool,
+    ) -> Result<(u16, String, T)>
+    where
+        F: Fn(String) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        validate_id(id)?;
+        let mut first = None;
+        for p in partition_history(id, self.count()?) {
+            let stored_as = store_topic(&self.name, p).into_owned();
+            let answer = call(stored_as.clone())
+                .await
+                .map_err(self.in_partition(p))?;
+            if found(&answer) {
+                return Ok((p, stored_as, answer));
+            }
+            first.get_or_insert((p, stored_as, answer));
+        }
+        Ok(first.expect("an id has at least its own partition"))
     }
 
     fn in_partition(&self, p: u16) -> impl FnOnce(Error) -> Error + '_ {
@@ -142,7 +164,7 @@ impl Topic {
         Fut: std::future::Future<Output = Result<T>> + 'a,
     {
         let n = self.count()?;
-        let calls = (0..n).map(|p| f(store_topic(&self.name, p, n).into_owned()));
+        let calls = (0..n).map(|p| f(store_topic(&self.name, p).into_owned()));
         join_all(calls)
             .await
             .into_iter()
@@ -160,13 +182,14 @@ impl Topic {
 
     /// Cancels a job by id (see [`Client::cancel`]).
     pub async fn cancel(&self, id: &str) -> Result<CancelStatus> {
-        validate_id(id)?;
-        let (p, stored_as) = self.partition(id)?;
-        let outcome = self
-            .store()
-            .cancel(&stored_as, id)
-            .await
-            .map_err(self.in_partition(p))?;
+        let store = self.store();
+        let (_, _, outcome) = self
+            .by_id(
+                id,
+                |t| async move { store.cancel(&t, id).await },
+                |o| *o != CancelOutcome::NotFound,
+            )
+            .await?;
         match outcome {
             CancelOutcome::Removed => Ok(CancelStatus::Removed),
             CancelOutcome::Marked => Ok(CancelStatus::WillNotRetry),
@@ -176,14 +199,15 @@ impl Topic {
 
     /// Moves a scheduled job to a new time (see [`Client::reschedule`]).
     pub async fn reschedule(&self, id: &str, when: impl Into<When>) -> Result<DateTime<Utc>> {
-        validate_id(id)?;
         let due = when.into().to_due(std::time::Duration::ZERO);
-        let (p, stored_as) = self.partition(id)?;
-        let outcome = self
-            .store()
-            .reschedule(&stored_as, id, due)
-            .await
-            .map_err(self.in_partition(p))?;
+        let store = self.store();
+        let (_, _, outcome) = self
+            .by_id(
+                id,
+                |t| async move { store.reschedule(&t, id, due).await },
+                |o| *o != RescheduleOutcome::NotFound,
+            )
+            .await?;
         match outcome {
             RescheduleOutcome::Rescheduled { due_at_ms } => Ok(ms_to_time(due_at_ms)),
             RescheduleOutcome::Running => Err(Error::JobRunning {
@@ -197,14 +221,15 @@ impl Topic {
     /// Finds a scheduled, running or dead job by id. `None` when it finished, was cancelled, or never
     /// existed.
     pub async fn job(&self, id: &str) -> Result<Option<JobInfo>> {
-        validate_id(id)?;
-        let (p, stored_as) = self.partition(id)?;
-        let Some(stored) = self
-            .store()
-            .job(&stored_as, id)
-            .await
-            .map_err(self.in_partition(p))?
-        else {
+        let store = self.store();
+        let (_, _, stored) = self
+            .by_id(
+                id,
+                |t| async move { store.job(&t, id).await },
+                Option::is_some,
+            )
+            .await?;
+        let Some(stored) = stored else {
             return Ok(None);
         };
         let record = self.decode(id, &stored.record)?;
@@ -275,13 +300,7 @@ impl Topic {
     /// with [`Error::JobNotFound`] when no dead job has this id and [`Error::JobExists`] when a live one
     /// does.
     pub async fn requeue_dead(&self, id: &str) -> Result<()> {
-        validate_id(id)?;
-        let (p, stored_as) = self.partition(id)?;
-        let newest = self
-            .store()
-            .dead_of(&stored_as, id, 1)
-            .await
-            .map_err(self.in_partition(p))?;
+        let (p, stored_as, newest) = self.deaths_of(id, 1).await?;
         let Some(entry) = newest.into_iter().next() else {
             return Err(self.not_found(id));
         };
@@ -293,14 +312,15 @@ impl Topic {
     /// death of the same id stays a dead letter. Fails with [`Error::JobNotFound`] when it is no longer
     /// a dead letter (requeued, purged or trimmed) and [`Error::JobExists`] when a live job has its id.
     pub async fn requeue_dead_letter(&self, dead: &DeadLetter) -> Result<()> {
-        validate_id(&dead.id)?;
-        let (p, stored_as) = self.partition(&dead.id)?;
         let death = Death::new(dead.id.clone(), dead.death);
-        let entries = self
-            .store()
-            .dead_of(&stored_as, &dead.id, DEATHS_OF_ONE_ID)
-            .await
-            .map_err(self.in_partition(p))?;
+        let store = self.store();
+        let (p, stored_as, entries) = self
+            .by_id(
+                &dead.id,
+                |t| async move { store.dead_of(&t, &dead.id, DEATHS_OF_ONE_ID).await },
+                |entries| entries.iter().any(|e| e.seq == dead.death),
+            )
+            .await?;
         let Some(entry) = entries.into_iter().find(|e| e.seq == dead.death) else {
             return Err(self.not_found(&dead.id));
         };
@@ -335,13 +355,8 @@ impl Topic {
     /// Deletes the dead letters of this id (every death of it; hooks still pending still run). Fails
     /// with [`Error::JobNotFound`] when there is none.
     pub async fn purge_dead(&self, id: &str) -> Result<()> {
-        validate_id(id)?;
-        let (p, stored_as) = self.partition(id)?;
+        let (p, stored_as, deaths) = self.deaths_of(id, DEATHS_OF_ONE_ID).await?;
         let store = self.store();
-        let deaths = store
-            .dead_of(&stored_as, id, DEATHS_OF_ONE_ID)
-            .await
-            .map_err(self.in_partition(p))?;
         let mut purged = 0;
         for entry in deaths {
             purged += store
@@ -358,14 +373,18 @@ impl Topic {
     /// Deletes this dead letter only (its hook, if still pending, still runs). Fails with
     /// [`Error::JobNotFound`] when it is no longer a dead letter.
     pub async fn purge_dead_letter(&self, dead: &DeadLetter) -> Result<()> {
-        validate_id(&dead.id)?;
-        let (p, stored_as) = self.partition(&dead.id)?;
         let death = Death::new(dead.id.clone(), dead.death);
-        let purged = self
-            .store()
-            .dead_purge(&stored_as, DeadSelection::Death(&death))
-            .await
-            .map_err(self.in_partition(p))?;
+        let store = self.store();
+        let (_, _, purged) = self
+            .by_id(
+                &dead.id,
+                |t| {
+                    let death = &death;
+                    async move { store.dead_purge(&t, DeadSelection::Death(death)).await }
+                },
+                |n| *n > 0,
+            )
+            .await?;
         match purged {
             0 => Err(self.not_found(&dead.id)),
             _ => Ok(()),
@@ -379,6 +398,17 @@ impl Topic {
             .each(|t| async move { store.dead_purge(&t, DeadSelection::All).await })
             .await?;
         Ok(purged.into_iter().sum())
+    }
+
+    /// The listed deaths of `id`, newest first, and where they are.
+    async fn deaths_of(&self, id: &str, limit: usize) -> Result<(u16, String, Vec<DeadEntry>)> {
+        let store = self.store();
+        self.by_id(
+            id,
+            |t| async move { store.dead_of(&t, id, limit).await },
+            |deaths| !deaths.is_empty(),
+        )
+        .await
     }
 
     fn decode(&self, id: &str, bytes: &[u8]) -> Result<Record> {

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::execute::run_job;
 use super::shared::{ServedTopic, Shared};
-use crate::store::ClaimRequest;
+use crate::store::{ClaimRequest, Finish, FinishItem};
 use crate::time::{add_ms, millis};
 
 /// Claims and starts jobs until the worker is told to shut down.
@@ -22,7 +22,12 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
     // The token of the last claim that took jobs and whose reply arrived: the next claim says so, and
     // the store forgets that claim's record.
     let mut received: Option<u64> = None;
-    'claiming: while !*shutdown.borrow() {
+    // A claim that failed: it may have run with its reply lost, so it is sent again, with the same
+    // token, and the store hands back what it took. The slots go back meanwhile (another partition may
+    // use them).
+    let mut failed: Option<ClaimRequest> = None;
+    let mut backoff = Duration::from_millis(50);
+    while !*shutdown.borrow() {
         topic.saturated.store(true, Ordering::Relaxed);
         let first = tokio::select! {
             slot = topic.slot(&shared.global) => slot,
@@ -37,32 +42,36 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
             }
         }
         let wanted = slots.len();
-        let mut request = ClaimRequest::new(
-            wanted,
-            topic.lease_ms,
-            config.sweep_limit,
-            config.stall_limit,
-        );
-        if let Some(token) = received.take() {
-            request = request.received(token);
-        }
-        // A failed claim may have run with its reply lost: it is sent again, with the same token and the
-        // slots kept, until a reply arrives, so that the store hands back what it took.
-        let mut backoff = Duration::from_millis(50);
-        let batch = loop {
-            match shared.store.claim(&topic.stored_as, request).await {
-                Ok(batch) => break batch,
-                Err(e) => {
-                    tracing::warn!(topic = topic.name, partition = topic.partition, error = %e.report(), retry_in = ?backoff, "claim failed; retrying");
-                    tokio::select! {
-                        _ = tokio::time::sleep(backoff) => {}
-                        _ = shutdown.wait_for(|s| *s) => break 'claiming,
-                    }
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
-                    request = request.again();
+        let request = match failed.take() {
+            Some(request) => request.again(),
+            None => {
+                let request = ClaimRequest::new(
+                    wanted,
+                    topic.lease_ms,
+                    config.sweep_limit,
+                    config.stall_limit,
+                );
+                match received.take() {
+                    Some(token) => request.received(token),
+                    None => request,
                 }
             }
         };
+        let mut batch = match shared.store.claim(&topic.stored_as, request).await {
+            Ok(batch) => batch,
+            Err(e) => {
+                drop(slots);
+                tracing::warn!(topic = topic.name, partition = topic.partition, error = %e.report(), retry_in = ?backoff, "claim failed; retrying");
+                failed = Some(request);
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = shutdown.wait_for(|s| *s) => break,
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+                continue;
+            }
+        };
+        backoff = Duration::from_millis(50);
         // The backend's clock read `batch.now_*` at the latest now.
         let replied = Instant::now();
         if batch.dead_pending {
@@ -89,6 +98,17 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
                 jobs: &batch.jobs,
             });
         }
+        // A claim sent again may hand back more jobs than there are slots now: the rest go back to due
+        // at once, no attempt used.
+        for job in batch.jobs.drain(wanted.min(claimed)..) {
+            let finish = Finish::Retry {
+                record: job.record,
+                delay_ms: 0,
+                counted: false,
+            };
+            topic.send_finish(FinishItem::new(job.id, job.token, finish));
+        }
+        let claimed = batch.jobs.len();
         for (job, slot) in batch.jobs.into_iter().zip(slots.drain(..claimed)) {
             let guard = shared.jobs.enter();
             tokio::spawn(run_job(shared.clone(), topic.clone(), job, slot, guard));

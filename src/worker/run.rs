@@ -75,7 +75,7 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
             let served = Arc::new(ServedTopic::new(
                 name,
                 (partitions > 1).then_some(p),
-                store_topic(name, p, partitions).into_owned(),
+                store_topic(name, p).into_owned(),
                 handler.clone(),
                 lease_ms,
                 limit.clone(),

@@ -11,6 +11,7 @@
 #![deny(dead_code)]
 
 pub(crate) mod deaths;
+pub(crate) mod growth;
 pub(crate) mod jobs;
 pub(crate) mod lifecycle;
 pub(crate) mod partitions;
@@ -151,6 +152,7 @@ macro_rules! conformance_tests {
             partitions::dead_letters_merge_over_partitions,
             deaths::a_panicking_sink_is_retried_and_other_deaths_still_flow,
             deaths::each_death_of_an_id_reaches_the_sink,
+            growth::a_topic_grown_to_several_partitions_keeps_its_jobs,
         );
     };
     (@each $factory:path, $($module:ident :: $name:ident),* $(,)?) => {

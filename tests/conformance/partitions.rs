@@ -23,9 +23,12 @@ pub(crate) struct Part {
 
 const P: u16 = 3;
 
-/// The store's name of partition `p`.
+/// The store's name of partition `p` (partition 0 keeps the topic's own name).
 fn stored_as(p: u16) -> String {
-    format!("{}#{p}", Part::TOPIC)
+    match p {
+        0 => Part::TOPIC.to_owned(),
+        p => format!("{}#{p}", Part::TOPIC),
+    }
 }
 
 /// `count` ids of the form `<prefix>-<i>` that fall in partition `p`.
