@@ -131,10 +131,12 @@ async fn execute<S: Send + Sync + 'static>(
         }
     });
     topic.in_flight.insert(id.to_owned(), token, stop, abort);
-    let error = match AssertUnwindSafe(future.instrument(span.clone()))
+    let returned = AssertUnwindSafe(future.instrument(span.clone()))
         .catch_unwind()
-        .await
-    {
+        .await;
+    // From here the job's outcome is on its way to the acker: its lease is no longer renewed.
+    topic.in_flight.finishing(id, token);
+    let error = match returned {
         Ok(Ok(Ok(()))) => {
             span.in_scope(|| tracing::debug!("job done"));
             return Finish::Done;

@@ -46,7 +46,7 @@ pub(crate) async fn shut_down<'a, S: Send + Sync + 'static>(
         .await
         .is_err()
     {
-        let n: usize = topics.clone().map(|t| t.in_flight.abort_all()).sum();
+        let n: usize = topics.clone().map(|t| t.in_flight.abort_all().len()).sum();
         tracing::warn!(
             jobs = n,
             ?grace,
