@@ -110,7 +110,7 @@ async fn execute<S: Send + Sync + 'static>(
         Ok(f) => f,
         Err(e) => {
             let message = format!("payload does not decode into {}: {e}", handler.job_type());
-            span.in_scope(|| tracing::error!(error = %message, "dead-lettered: the payload cannot succeed on retry"));
+            tracing::error!(topic = topic.name, partition = topic.partition, job_id = %id, error = %message, "dead-lettered: the payload cannot succeed on retry");
             record.payload = payload.to_vec();
             record.push_error(AttemptError::new(attempt, system_now_ms(), message.clone()));
             return Finish::Dead {
@@ -155,11 +155,25 @@ async fn execute<S: Send + Sync + 'static>(
     };
     let _enter = span.enter();
     record.payload = payload.to_vec();
-    failure(record, &schedule, error, original)
+    let job = JobRef {
+        topic: topic.name,
+        partition: topic.partition,
+        id,
+    };
+    failure(&job, record, &schedule, error, original)
+}
+
+/// Which job an event is about: every warning and error names it in its own fields, so that a log
+/// filtered at `warn` (without the job's span) still tells which job.
+struct JobRef<'a> {
+    topic: &'a str,
+    partition: Option<u16>,
+    id: &'a str,
 }
 
 /// What a failed attempt leads to.
 fn failure(
+    job: &JobRef<'_>,
     mut record: Record,
     schedule: &RetrySchedule,
     error: JobError,
@@ -183,7 +197,7 @@ fn failure(
     record.push_error(AttemptError::new(attempt, system_now_ms(), message.clone()));
     match delay {
         Some(delay) => {
-            tracing::warn!(error = %message, retry_in = ?delay, "job failed; will retry");
+            tracing::warn!(topic = job.topic, partition = job.partition, job_id = %job.id, error = %message, retry_in = ?delay, "job failed; will retry");
             record.attempt += 1;
             Finish::Retry {
                 record: record.encode(),
@@ -200,7 +214,7 @@ fn failure(
                     schedule.attempts()
                 )
             };
-            tracing::error!(error = %message, "job dead-lettered: {reason}");
+            tracing::error!(topic = job.topic, partition = job.partition, job_id = %job.id, error = %message, "job dead-lettered: {reason}");
             Finish::Dead {
                 record: record.encode(),
                 reason,
@@ -214,6 +228,12 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    const JOB: JobRef<'static> = JobRef {
+        topic: "t",
+        partition: None,
+        id: "1",
+    };
+
     fn record(attempt: u32) -> Record {
         let mut r = Record::new(0, b"{}".to_vec());
         r.attempt = attempt;
@@ -223,7 +243,7 @@ mod tests {
     #[test]
     fn failures_follow_the_schedule() {
         let s = RetrySchedule::from_millis(&[0, 0, 10, 20]).unwrap();
-        match failure(record(1), &s, JobError::msg("x"), b"") {
+        match failure(&JOB, record(1), &s, JobError::msg("x"), b"") {
             Finish::Retry {
                 record,
                 delay_ms: 10,
@@ -236,11 +256,12 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            failure(record(3), &s, JobError::msg("x"), b""),
+            failure(&JOB, record(3), &s, JobError::msg("x"), b""),
             Finish::Dead { .. }
         ));
         assert!(matches!(
             failure(
+                &JOB,
                 record(1),
                 &s,
                 JobError::retry_after(Duration::from_secs(7), "x"),
@@ -250,6 +271,7 @@ mod tests {
         ));
         assert!(matches!(
             failure(
+                &JOB,
                 record(3),
                 &s,
                 JobError::retry_after(Duration::from_secs(7), "x"),
@@ -258,10 +280,10 @@ mod tests {
             Finish::Dead { .. }
         ));
         assert!(
-            matches!(failure(record(1), &s, JobError::fail("no"), b""), Finish::Dead { reason, .. } if reason == "failed: no")
+            matches!(failure(&JOB, record(1), &s, JobError::fail("no"), b""), Finish::Dead { reason, .. } if reason == "failed: no")
         );
         assert!(matches!(
-            failure(record(3), &s, JobError::snooze(Duration::from_millis(5)), b"orig"),
+            failure(&JOB, record(3), &s, JobError::snooze(Duration::from_millis(5)), b"orig"),
             Finish::Retry { delay_ms: 5, counted: false, record } if record == b"orig"
         ));
     }
