@@ -292,6 +292,9 @@ impl Client {
         Ok((NewJob::new(id, bytes, due, item.replace), generated))
     }
 
+    /// Enqueues `items` in order. Every item is validated and encoded before any is sent, so a bad item
+    /// anywhere fails the call with nothing stored (a stored job with a generated id the caller never
+    /// learned could not be told apart from its duplicate on a retry).
     pub(crate) async fn enqueue_items<J: Job>(
         &self,
         items: Vec<EnqueueItem<J>>,
@@ -299,27 +302,26 @@ impl Client {
         self.check_topic::<J>()?;
         let now_ms = Utc::now().timestamp_millis();
         let default_first_delay = J::retry_schedule().delay_before(1);
-        let mut out = Vec::with_capacity(items.len());
-        let mut items = items.into_iter().peekable();
-        while items.peek().is_some() {
-            let mut jobs = Vec::with_capacity(CHUNK.min(items.len()));
-            let mut generated = Vec::with_capacity(jobs.capacity());
-            for item in items.by_ref().take(CHUNK) {
-                let (job, gen) = self.prepare(item, now_ms, default_first_delay)?;
-                jobs.push(job);
-                generated.push(gen);
-            }
+        let (jobs, generated): (Vec<NewJob>, Vec<bool>) = items
+            .into_iter()
+            .map(|item| self.prepare(item, now_ms, default_first_delay))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .unzip();
+        let mut out = Vec::with_capacity(jobs.len());
+        let mut generated = generated.into_iter();
+        for chunk in jobs.chunks(CHUNK) {
             let outcomes = self
-                .enqueue_routed(J::TOPIC, J::partitions(), &jobs)
+                .enqueue_routed(J::TOPIC, J::partitions(), chunk)
                 .await?;
-            for ((job, gen), outcome) in jobs.into_iter().zip(generated).zip(outcomes) {
+            for ((job, gen), outcome) in chunk.iter().zip(generated.by_ref()).zip(outcomes) {
                 let enqueued = match (outcome, gen) {
                     // A generated id that collided with a live job: draw a random one, never drop the job.
                     (EnqueueOutcome::Exists { .. } | EnqueueOutcome::Running, true) => {
-                        self.enqueue_with_fresh_id(J::TOPIC, J::partitions(), job)
+                        self.enqueue_with_fresh_id(J::TOPIC, J::partitions(), job.clone())
                             .await?
                     }
-                    (outcome, _) => to_enqueued(job.id, outcome),
+                    (outcome, _) => to_enqueued(job.id.clone(), outcome),
                 };
                 out.push(enqueued);
             }

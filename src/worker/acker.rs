@@ -47,7 +47,7 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                                 tracing::info!(topic = topic.name, partition = topic.partition, job_id = %item.id, "job was cancelled; not retried")
                             }
                             FinishOutcome::Stale if tried => tracing::info!(
-                                topic = topic.name,
+                                topic = topic.name, partition = topic.partition,
                                 job_id = %item.id,
                                 "result not recorded again: an earlier try was applied (its reply was \
                                  lost), or the lease expired meanwhile and the job was taken back"
@@ -62,9 +62,11 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                     break;
                 }
                 Err(e) if *give_up.borrow() => {
+                    let ids: Vec<&str> = batch.iter().map(|item| item.id.as_str()).collect();
                     tracing::error!(
                         topic = topic.name, partition = topic.partition,
                         jobs = batch.len(),
+                        job_ids = ?ids,
                         error = %e.report(),
                         "could not record results before stopping; these jobs will run again after their leases"
                     );

@@ -111,7 +111,7 @@ async fn execute<S: Send + Sync + 'static>(
         Ok(f) => f,
         Err(e) => {
             let message = format!("payload does not decode into {}: {e}", handler.job_type());
-            span.in_scope(|| tracing::error!(error = %message, "dead-lettered: the payload cannot succeed on retry"));
+            tracing::error!(topic = topic.name, partition = topic.partition, job_id = %id, error = %message, "dead-lettered: the payload cannot succeed on retry");
             record.payload = payload.to_vec();
             record.push_error(AttemptError::new(attempt, system_now_ms(), message.clone()));
             return Finish::Dead {
@@ -132,10 +132,12 @@ async fn execute<S: Send + Sync + 'static>(
         }
     });
     topic.in_flight.insert(id.to_owned(), token, stop, abort);
-    let error = match AssertUnwindSafe(future.instrument(span.clone()))
+    let returned = AssertUnwindSafe(future.instrument(span.clone()))
         .catch_unwind()
-        .await
-    {
+        .await;
+    // From here the job's outcome is on its way to the acker: its lease is no longer renewed.
+    topic.in_flight.finishing(id, token);
+    let error = match returned {
         Ok(Ok(Ok(()))) => {
             span.in_scope(|| tracing::debug!("job done"));
             return Finish::Done;
@@ -154,11 +156,25 @@ async fn execute<S: Send + Sync + 'static>(
     };
     let _enter = span.enter();
     record.payload = payload.to_vec();
-    failure(record, &schedule, error, original)
+    let job = JobRef {
+        topic: topic.name,
+        partition: topic.partition,
+        id,
+    };
+    failure(&job, record, &schedule, error, original)
+}
+
+/// Which job an event is about: every warning and error names it in its own fields, so that a log
+/// filtered at `warn` (without the job's span) still tells which job.
+struct JobRef<'a> {
+    topic: &'a str,
+    partition: Option<u16>,
+    id: &'a str,
 }
 
 /// What a failed attempt leads to.
 fn failure(
+    job: &JobRef<'_>,
     mut record: Record,
     schedule: &RetrySchedule,
     error: JobError,
@@ -182,7 +198,7 @@ fn failure(
     record.push_error(AttemptError::new(attempt, system_now_ms(), message.clone()));
     match delay {
         Some(delay) => {
-            tracing::warn!(error = %message, retry_in = ?delay, "job failed; will retry");
+            tracing::warn!(topic = job.topic, partition = job.partition, job_id = %job.id, error = %message, retry_in = ?delay, "job failed; will retry");
             record.attempt += 1;
             Finish::Retry {
                 record: record.encode(),
@@ -199,7 +215,7 @@ fn failure(
                     schedule.attempts()
                 )
             };
-            tracing::error!(error = %message, "job dead-lettered: {reason}");
+            tracing::error!(topic = job.topic, partition = job.partition, job_id = %job.id, error = %message, "job dead-lettered: {reason}");
             Finish::Dead {
                 record: record.encode(),
                 reason,
@@ -213,6 +229,12 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    const JOB: JobRef<'static> = JobRef {
+        topic: "t",
+        partition: None,
+        id: "1",
+    };
+
     fn record(attempt: u32) -> Record {
         let mut r = Record::new(0, b"{}".to_vec());
         r.attempt = attempt;
@@ -222,7 +244,7 @@ mod tests {
     #[test]
     fn failures_follow_the_schedule() {
         let s = RetrySchedule::from_millis(&[0, 0, 10, 20]).unwrap();
-        match failure(record(1), &s, JobError::msg("x"), b"") {
+        match failure(&JOB, record(1), &s, JobError::msg("x"), b"") {
             Finish::Retry {
                 record,
                 delay_ms: 10,
@@ -235,11 +257,12 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            failure(record(3), &s, JobError::msg("x"), b""),
+            failure(&JOB, record(3), &s, JobError::msg("x"), b""),
             Finish::Dead { .. }
         ));
         assert!(matches!(
             failure(
+                &JOB,
                 record(1),
                 &s,
                 JobError::retry_after(Duration::from_secs(7), "x"),
@@ -249,6 +272,7 @@ mod tests {
         ));
         assert!(matches!(
             failure(
+                &JOB,
                 record(3),
                 &s,
                 JobError::retry_after(Duration::from_secs(7), "x"),
@@ -257,10 +281,10 @@ mod tests {
             Finish::Dead { .. }
         ));
         assert!(
-            matches!(failure(record(1), &s, JobError::fail("no"), b""), Finish::Dead { reason, .. } if reason == "failed: no")
+            matches!(failure(&JOB, record(1), &s, JobError::fail("no"), b""), Finish::Dead { reason, .. } if reason == "failed: no")
         );
         assert!(matches!(
-            failure(record(3), &s, JobError::snooze(Duration::from_millis(5)), b"orig"),
+            failure(&JOB, record(3), &s, JobError::snooze(Duration::from_millis(5)), b"orig"),
             Finish::Retry { delay_ms: 5, counted: false, record } if record == b"orig"
         ));
     }

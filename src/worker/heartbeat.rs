@@ -1,5 +1,6 @@
-//! The heartbeat: renews the leases of the jobs this worker runs, and tells their handlers when a job
-//! was cancelled or its lease lost.
+//! The heartbeat: renews the leases of the jobs whose handlers run on this worker, and tells those
+//! handlers when their job was cancelled or their lease lost. A job whose handler has returned is not
+//! renewed: its acknowledgement may end the lease at any moment, and a lease it ended is no loss.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -38,9 +39,12 @@ pub(crate) async fn heartbeat<S: Send + Sync + 'static>(
                             LeaseStatus::Cancelled => {
                                 topic.in_flight.stop(id, *token, StopReason::Cancelled)
                             }
-                            LeaseStatus::Lost => {
+                            LeaseStatus::Lost if topic.in_flight.lease_lost(id, *token) => {
                                 tracing::warn!(topic = topic.name, partition = topic.partition, job_id = %id, "lease lost: the job may run elsewhere; this run's result will be ignored");
-                                topic.in_flight.stop(id, *token, StopReason::LeaseLost);
+                            }
+                            // The handler returned meanwhile, and its acknowledgement ended the lease.
+                            LeaseStatus::Lost => {
+                                tracing::debug!(topic = topic.name, partition = topic.partition, job_id = %id, "lease ended by the job's acknowledgement");
                             }
                         }
                     }

@@ -1,5 +1,9 @@
 //! The jobs of one served topic that this worker is running, by id and lease token: what the heartbeat
 //! renews, what a cancel or a lost lease stops, and what shutdown aborts.
+//!
+//! A run is keyed by its id *and* its token: after a lease is lost, this worker may claim the same id
+//! again while the old run goes on, and both must stay reachable (each stopped, removed and aborted on
+//! its own).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -8,54 +12,172 @@ use futures_util::future::AbortHandle;
 
 use crate::handler::{StopReason, StopSender};
 
+/// Where a run is, as far as its lease goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Its handler runs: the heartbeat renews its lease.
+    Running,
+    /// Its lease was lost while its handler ran (and the handler was told so): not renewed any more.
+    Lost,
+    /// Its handler has returned and its outcome is on its way to the acker, which may end the lease at
+    /// any moment: not renewed any more.
+    Finishing,
+}
+
 struct Entry {
-    token: u64,
+    state: State,
     stop: StopSender,
     abort: AbortHandle,
 }
 
-/// The jobs of one topic that this worker is running, by id.
+/// The runs of one topic on this worker, by (id, lease token).
 #[derive(Default)]
 pub(crate) struct InFlight {
-    map: Mutex<HashMap<String, Entry>>,
+    map: Mutex<HashMap<(String, u64), Entry>>,
 }
 
 impl InFlight {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, u64), Entry>> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Tracks a run whose handler is about to start.
     pub(crate) fn insert(&self, id: String, token: u64, stop: StopSender, abort: AbortHandle) {
-        self.lock().insert(id, Entry { token, stop, abort });
+        let entry = Entry {
+            state: State::Running,
+            stop,
+            abort,
+        };
+        self.lock().insert((id, token), entry);
     }
 
-    /// Forgets a job once its outcome is recorded (only the claim with this token).
-    pub(crate) fn remove(&self, id: &str, token: u64) {
-        let mut map = self.lock();
-        if map.get(id).is_some_and(|e| e.token == token) {
-            map.remove(id);
+    /// Marks a run whose handler has returned: its lease is no longer renewed, and a lease found lost
+    /// from now on (its acknowledgement ended it) stops nothing.
+    pub(crate) fn finishing(&self, id: &str, token: u64) {
+        if let Some(e) = self.lock().get_mut(&(id.to_owned(), token)) {
+            e.state = State::Finishing;
         }
     }
 
+    /// Forgets a run once its outcome is recorded.
+    pub(crate) fn remove(&self, id: &str, token: u64) {
+        self.lock().remove(&(id.to_owned(), token));
+    }
+
+    /// The leases to renew: those of the runs whose handler runs and still holds its lease.
     pub(crate) fn leases(&self) -> Vec<(String, u64)> {
         self.lock()
             .iter()
-            .map(|(id, e)| (id.clone(), e.token))
+            .filter(|(_, e)| e.state == State::Running)
+            .map(|(key, _)| key.clone())
             .collect()
     }
 
+    /// Tells a running handler to stop (its job was cancelled).
     pub(crate) fn stop(&self, id: &str, token: u64, reason: StopReason) {
-        if let Some(e) = self.lock().get(id).filter(|e| e.token == token) {
-            e.stop.stop(reason);
+        if let Some(e) = self.lock().get(&(id.to_owned(), token)) {
+            if e.state == State::Running {
+                e.stop.stop(reason);
+            }
         }
     }
 
-    /// Stops every running handler (end of the shutdown grace period); returns how many.
-    pub(crate) fn abort_all(&self) -> usize {
-        let map = self.lock();
-        for e in map.values() {
-            e.abort.abort();
+    /// The store found this lease lost. When the run's handler still runs, it is told so
+    /// ([`StopReason::LeaseLost`]) and this returns true: its result will be ignored, which is worth a
+    /// warning. A run that is finishing or gone (its acknowledgement ended the lease), or was already
+    /// found lost, is left alone and this returns false.
+    pub(crate) fn lease_lost(&self, id: &str, token: u64) -> bool {
+        match self.lock().get_mut(&(id.to_owned(), token)) {
+            Some(e) if e.state == State::Running => {
+                e.state = State::Lost;
+                e.stop.stop(StopReason::LeaseLost);
+                true
+            }
+            _ => false,
         }
-        map.len()
+    }
+
+    /// Aborts every handler (end of the shutdown grace period); returns the ids of those that were
+    /// still running.
+    pub(crate) fn abort_all(&self) -> Vec<String> {
+        let mut running = Vec::new();
+        for ((id, _), e) in self.lock().iter() {
+            e.abort.abort();
+            if e.state != State::Finishing {
+                running.push(id.clone());
+            }
+        }
+        running
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handler::JobContext;
+    use futures_util::future::{AbortHandle, AbortRegistration};
+
+    fn run(in_flight: &InFlight, id: &str, token: u64) -> (JobContext, AbortRegistration) {
+        let now = chrono::Utc::now();
+        let (ctx, stop) = JobContext::new("t", id.into(), 1, 8, now, now, vec![]);
+        let (abort, registration) = AbortHandle::new_pair();
+        in_flight.insert(id.into(), token, stop, abort);
+        (ctx, registration)
+    }
+
+    fn aborted(registration: &AbortRegistration) -> bool {
+        registration.handle().is_aborted()
+    }
+
+    #[test]
+    fn a_job_claimed_again_while_its_old_run_goes_on_is_tracked_twice() {
+        let in_flight = InFlight::default();
+        // The lease of run 1 was lost, and this worker claimed the same id again (run 2).
+        let (old, old_abort) = run(&in_flight, "x", 1);
+        let (new, new_abort) = run(&in_flight, "x", 2);
+        let mut leases = in_flight.leases();
+        leases.sort();
+        assert_eq!(leases, [("x".to_owned(), 1), ("x".to_owned(), 2)]);
+
+        in_flight.stop("x", 1, StopReason::LeaseLost);
+        assert_eq!(old.stop_reason(), Some(StopReason::LeaseLost));
+        assert_eq!(new.stop_reason(), None, "a stop acts on its own run only");
+
+        assert_eq!(in_flight.abort_all(), ["x", "x"]);
+        assert!(aborted(&old_abort) && aborted(&new_abort));
+
+        in_flight.remove("x", 1);
+        assert_eq!(in_flight.leases(), [("x".to_owned(), 2)]);
+        in_flight.remove("x", 2);
+        assert!(in_flight.leases().is_empty());
+    }
+
+    #[test]
+    fn a_lost_lease_stops_only_a_handler_that_still_runs() {
+        let in_flight = InFlight::default();
+        let (running, _r) = run(&in_flight, "running", 1);
+        let (finishing, _f) = run(&in_flight, "finishing", 2);
+        let (_gone, _g) = run(&in_flight, "gone", 3);
+        in_flight.finishing("finishing", 2);
+        in_flight.finishing("gone", 3);
+        in_flight.remove("gone", 3);
+        // A returned handler's lease is not renewed: its acknowledgement may end it at any moment.
+        assert_eq!(in_flight.leases(), [("running".to_owned(), 1)]);
+
+        // Its acknowledgement ended these leases: no stop, nothing to warn about.
+        assert!(!in_flight.lease_lost("finishing", 2));
+        assert!(!in_flight.lease_lost("gone", 3));
+        assert_eq!(finishing.stop_reason(), None);
+        // A wrong token is another run.
+        assert!(!in_flight.lease_lost("running", 9));
+        assert_eq!(running.stop_reason(), None);
+
+        assert!(in_flight.lease_lost("running", 1));
+        assert_eq!(running.stop_reason(), Some(StopReason::LeaseLost));
+        // Found lost once: not renewed again, so not warned about again.
+        assert!(in_flight.leases().is_empty());
+        assert!(!in_flight.lease_lost("running", 1));
+        // Still aborted at shutdown, and reported as running; a finishing one is not.
+        assert_eq!(in_flight.abort_all(), ["running"]);
     }
 }

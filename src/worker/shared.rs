@@ -77,12 +77,12 @@ impl<S> ServedTopic<S> {
 
     /// Hands a job's outcome to the acker.
     pub(crate) fn send_finish(&self, item: FinishItem) {
-        let sent = match &*self.finishes.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some(tx) => tx.send(item).is_ok(),
-            None => false,
+        let unsent = match &*self.finishes.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(tx) => tx.send(item).err().map(|e| e.0),
+            None => Some(item),
         };
-        if !sent {
-            tracing::error!(topic = self.name, partition = self.partition, "worker stopped before a result could be recorded; the job runs again after its lease");
+        if let Some(item) = unsent {
+            tracing::error!(topic = self.name, partition = self.partition, job_id = %item.id, "worker stopped before a result could be recorded; the job runs again after its lease");
         }
     }
 

@@ -46,12 +46,18 @@ pub(crate) async fn shut_down<'a, S: Send + Sync + 'static>(
         .await
         .is_err()
     {
-        let n: usize = topics.clone().map(|t| t.in_flight.abort_all()).sum();
-        tracing::warn!(
-            jobs = n,
-            ?grace,
-            "grace period over: stopping handlers and handing their jobs back"
-        );
+        for t in topics.clone() {
+            let running = t.in_flight.abort_all();
+            for id in running {
+                tracing::warn!(
+                    topic = t.name,
+                    partition = t.partition,
+                    job_id = %id,
+                    ?grace,
+                    "grace period over: stopping the handler and handing the job back"
+                );
+            }
+        }
         let _ = tokio::time::timeout(ABORT_WAIT, shared.jobs.wait_idle()).await;
     }
     for t in topics {
