@@ -20,7 +20,8 @@ enum State {
     /// Its lease was lost while its handler ran (and the handler was told so): not renewed any more.
     Lost,
     /// Its handler has returned and its outcome is on its way to the acker, which may end the lease at
-    /// any moment: not renewed any more.
+    /// any moment. Still renewed (a slow acknowledgement must not cost the lease and run the job
+    /// again), but a lease found lost now was most likely ended by the acknowledgement: no warning.
     Finishing,
 }
 
@@ -51,8 +52,8 @@ impl InFlight {
         self.lock().insert((id, token), entry);
     }
 
-    /// Marks a run whose handler has returned: its lease is no longer renewed, and a lease found lost
-    /// from now on (its acknowledgement ended it) stops nothing.
+    /// Marks a run whose handler has returned: a lease found lost from now on (its acknowledgement
+    /// ended it) stops nothing and is not worth a warning.
     pub(crate) fn finishing(&self, id: &str, token: u64) {
         if let Some(e) = self.lock().get_mut(&(id.to_owned(), token)) {
             e.state = State::Finishing;
@@ -64,11 +65,11 @@ impl InFlight {
         self.lock().remove(&(id.to_owned(), token));
     }
 
-    /// The leases to renew: those of the runs whose handler runs and still holds its lease.
+    /// The leases to renew: every run's but those found lost.
     pub(crate) fn leases(&self) -> Vec<(String, u64)> {
         self.lock()
             .iter()
-            .filter(|(_, e)| e.state == State::Running)
+            .filter(|(_, e)| e.state != State::Lost)
             .map(|(key, _)| key.clone())
             .collect()
     }
@@ -161,8 +162,13 @@ mod tests {
         in_flight.finishing("finishing", 2);
         in_flight.finishing("gone", 3);
         in_flight.remove("gone", 3);
-        // A returned handler's lease is not renewed: its acknowledgement may end it at any moment.
-        assert_eq!(in_flight.leases(), [("running".to_owned(), 1)]);
+        // A returned handler's lease is still renewed until its outcome is recorded.
+        let mut leases = in_flight.leases();
+        leases.sort();
+        assert_eq!(
+            leases,
+            [("finishing".to_owned(), 2), ("running".to_owned(), 1)]
+        );
 
         // Its acknowledgement ended these leases: no stop, nothing to warn about.
         assert!(!in_flight.lease_lost("finishing", 2));
@@ -175,7 +181,7 @@ mod tests {
         assert!(in_flight.lease_lost("running", 1));
         assert_eq!(running.stop_reason(), Some(StopReason::LeaseLost));
         // Found lost once: not renewed again, so not warned about again.
-        assert!(in_flight.leases().is_empty());
+        assert_eq!(in_flight.leases(), [("finishing".to_owned(), 2)]);
         assert!(!in_flight.lease_lost("running", 1));
         // Still aborted at shutdown, and reported as running; a finishing one is not.
         assert_eq!(in_flight.abort_all(), ["running"]);
