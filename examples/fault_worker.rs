@@ -125,6 +125,12 @@ fn crash_at(point: &str) {
 
 fn hook(point: &Point<'_>) {
     match point {
+        Point::Claiming { token, .. } => {
+            log(format!("claiming {token} {} {}", pid(), local_ms()));
+        }
+        Point::Claimed { jobs, token, .. } if jobs.is_empty() => {
+            log(format!("replied {token} {}", pid()));
+        }
         Point::Claimed { now_ms, jobs, .. } => {
             for j in jobs.iter() {
                 log(format!(

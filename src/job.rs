@@ -67,8 +67,9 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
 
     /// How many partitions the topic is split into (1 to [`MAX_PARTITIONS`](crate::MAX_PARTITIONS);
     /// default 1). A job's id decides its partition ([`partition_of`](crate::partition_of)), so
-    /// cancel, reschedule and lookup by id touch one partition. Changing it for a topic that holds jobs
-    /// strands the jobs whose partition changes: drain the topic first.
+    /// cancel, reschedule and lookup by id touch one partition. Growing it keeps stored jobs running
+    /// and findable by id (partition 0 is the topic's own name, and lookups follow an id's partition
+    /// history); shrinking strands the jobs of the removed partitions: drain them first.
     fn partitions() -> u16 {
         1
     }

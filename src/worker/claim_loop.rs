@@ -57,6 +57,10 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
                 }
             }
         };
+        failpoint!(Claiming {
+            topic: topic.name,
+            token: request.token,
+        });
         let mut batch = match shared.store.claim(&topic.stored_as, request).await {
             Ok(batch) => batch,
             Err(e) => {
@@ -91,13 +95,12 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
             received = Some(request.token);
         }
         let now_ms = batch.now_ms();
-        if claimed > 0 {
-            failpoint!(Claimed {
-                topic: topic.name,
-                now_ms: batch.now_ms(),
-                jobs: &batch.jobs,
-            });
-        }
+        failpoint!(Claimed {
+            topic: topic.name,
+            token: request.token,
+            now_ms,
+            jobs: &batch.jobs,
+        });
         // A claim sent again may hand back more jobs than there are slots now: the rest go back to due
         // at once, no attempt used.
         for job in batch.jobs.drain(wanted.min(claimed)..) {

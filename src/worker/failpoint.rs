@@ -13,10 +13,20 @@ use crate::store::{ClaimedJob, FinishItem, FinishOutcome};
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Point<'a> {
-    /// A claim returned these jobs (at `now_ms` by the store's clock); no handler of theirs has started.
+    /// A claim is about to be sent, with this lease token (a claim sent again keeps its token).
+    Claiming {
+        /// The topic.
+        topic: &'a str,
+        /// The claim's lease token.
+        token: u64,
+    },
+    /// A claim's reply arrived with these jobs, maybe none (at `now_ms` by the store's clock); no
+    /// handler of theirs has started.
     Claimed {
         /// The topic.
         topic: &'a str,
+        /// The claim's lease token.
+        token: u64,
         /// The store's time of the claim, ms.
         now_ms: i64,
         /// The claimed jobs.

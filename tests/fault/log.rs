@@ -52,6 +52,17 @@ pub enum Event {
         pid: u32,
         local_ms: i64,
     },
+    /// A claim about to be sent (its reply, with jobs, is `Claim` lines; without, `Replied`).
+    Claiming {
+        token: u64,
+        pid: u32,
+        local_ms: i64,
+    },
+    /// A claim's reply that took no job.
+    Replied {
+        token: u64,
+        pid: u32,
+    },
 }
 
 impl Event {
@@ -132,6 +143,15 @@ fn parse(line: &str) -> Event {
             id: s(1),
             pid: n(2) as u32,
             reason: s(3),
+        },
+        "claiming" => Event::Claiming {
+            token: n(1) as u64,
+            pid: n(2) as u32,
+            local_ms: n(3),
+        },
+        "replied" => Event::Replied {
+            token: n(1) as u64,
+            pid: n(2) as u32,
         },
         "crash" => Event::Crash {
             point: f[1].to_owned(),

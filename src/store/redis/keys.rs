@@ -22,7 +22,8 @@
 //! `<token>:<due time>`: the claim's random token, and the due time the job keeps if the lease expires.
 //!
 //! A partition of a partitioned topic is a topic of its own here, named `<topic>#<p>`
-//! (`postpone:{<ns>:<topic>#<p>}:due`, ...), so each partition has its own hash tag and slot.
+//! (`postpone:{<ns>:<topic>#<p>}:due`, ...), so each partition has its own hash tag and slot; partition
+//! 0 keeps the topic's own name.
 //!
 //! Ids are only ever members and fields, never part of a key; namespaces and topics are validated to
 //! `[A-Za-z0-9_.-]` (plus exactly one `#<0-1023>` partition suffix), so no input can reach another
