@@ -6,7 +6,7 @@
 //! use postpone::store::redis::{RedisOptions, RedisStore};
 //! use std::time::Duration;
 //!
-//! // Defaults: a pool of 8 connections, 3 s connect and response timeouts.
+//! // Defaults: one shared connection for every command, 3 s connect and response timeouts.
 //! let store = RedisStore::connect("redis://127.0.0.1:6379", "shop").await?;
 //!
 //! // Or tuned:
@@ -23,9 +23,21 @@
 //!
 //! Layout: see `keys.rs` (one hash tag per topic, or per partition of a partitioned topic, so every
 //! script touches one slot and the layout works on Redis Cluster). Due times and leases are judged by the
-//! server's clock (`TIME` inside scripts; on a cluster, the clock of the master holding the topic). A
-//! dropped connection or a Redis restart needs no new store: operations fail with [`Error::Backend`] until
-//! Redis is back, then carry on. Hints use one dedicated pub/sub connection that reconnects by itself.
+//! server's clock (`TIME` inside scripts; on a cluster, the clock of the master holding the topic).
+//!
+//! Connections (one Redis): every command goes over one multiplexed connection, pipelined, so no
+//! caller ever waits for a free connection, however many call at once. On top of that
+//! connection: one idle watchdog connection that notices at once when Redis goes away, one pub/sub
+//! connection for wake-up hints (started by the first worker), and a pool of up to
+//! [`pool_size`](RedisOptions::pool_size) dedicated connections, opened on demand, for what must not
+//! share a pipe (today only the worker's start-up checks).
+//!
+//! A dropped connection or a Redis restart needs no new store: operations fail with [`Error::Backend`]
+//! while Redis is away, each as soon as its connect fails (one connect at a time; every call waiting for
+//! it gets its outcome at once), and succeed again as soon as Redis answers: the first call after that
+//! opens a new connection. A call that failed may still have been applied (its reply was lost with the
+//! connection): enqueueing by id is idempotent, so retrying it is safe. Hints use one dedicated pub/sub
+//! connection that reconnects by itself.
 //! Run Redis with `maxmemory-policy noeviction` (a worker warns at start otherwise) and, for durability,
 //! with AOF.
 
@@ -36,6 +48,7 @@ mod exec;
 mod hints;
 mod jobs;
 mod keys;
+mod mux;
 mod reply;
 mod scripts;
 mod worker;
@@ -88,15 +101,17 @@ impl RedisOptions {
         }
     }
 
-    /// Most pooled connections (default 8, at least 1). Each is multiplexed; the pub/sub connection for
-    /// hints comes on top. One Redis only: on a cluster, one multiplexed connection per node serves
-    /// every command.
+    /// Most dedicated connections (default 8, at least 1), opened on demand for what must not share the
+    /// multiplexed connection that carries every command (today only the worker's start-up checks: a
+    /// client holds none, a worker one). Commands never wait for them. One Redis only: on a cluster, one
+    /// multiplexed connection per node serves every command.
     pub fn pool_size(mut self, size: u32) -> Self {
         self.pool_size = size.max(1);
         self
     }
 
-    /// How long to wait for a TCP (and TLS) connection and its handshake (default 3 s).
+    /// How long to wait for a TCP (and TLS) connection and its handshake (default 3 s). Calls that arrive
+    /// while a connect is under way wait for it, and fail at once with it when it fails.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
@@ -116,7 +131,7 @@ impl RedisOptions {
     }
 }
 
-/// Jobs kept in Redis (6.2 or later). Cheap to clone: clones share one pool.
+/// Jobs kept in Redis (6.2 or later). Cheap to clone: clones share one connection.
 #[derive(Clone)]
 pub struct RedisStore {
     inner: Arc<Inner>,
@@ -183,7 +198,7 @@ impl RedisStore {
             channel.clone(),
             options.connect_timeout.max(options.response_timeout),
         );
-        let pool = Pool::new(client, settings, first);
+        let pool = Pool::new(client, settings, addr.clone(), first);
         Ok(RedisStore {
             inner: Arc::new(Inner {
                 namespace: options.namespace,
