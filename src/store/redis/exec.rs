@@ -76,6 +76,17 @@ impl RedisStore {
             args(&mut cmd);
             cmd
         };
+        // On a cluster, a call for a master known to be down fails at once.
+        let health = self.inner.health.as_ref().zip(keys.first());
+        if let Some((health, key)) = health {
+            health.check(context, key)?;
+        }
+        let failed = |e: RedisError| {
+            if let Some((health, key)) = health {
+                health.failed(key, &e);
+            }
+            Error::backend(context, e)
+        };
         match self.inner.conns.send(context, &call(false)).await? {
             Ok(v) => Ok(v),
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
@@ -87,9 +98,9 @@ impl RedisStore {
                     .conns
                     .send(context, &call(true))
                     .await?
-                    .map_err(|e| Error::backend(context, e))
+                    .map_err(failed)
             }
-            Err(e) => Err(Error::backend(context, e)),
+            Err(e) => Err(failed(e)),
         }
     }
 

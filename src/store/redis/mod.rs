@@ -44,6 +44,7 @@
 //! with AOF.
 
 mod cluster;
+mod cluster_health;
 mod conn;
 mod dead;
 mod exec;
@@ -152,6 +153,8 @@ struct Inner {
     addr: String,
     channel: String,
     conns: Conns,
+    /// On a cluster: the masters known to be down.
+    health: Option<cluster_health::Health>,
     hints: Hints,
     /// Group commit of enqueues, cancels and reschedules, per topic.
     enqueues: GroupCommit<Enqueues>,
@@ -215,6 +218,7 @@ impl RedisStore {
                 addr,
                 channel,
                 conns: Conns::Single(pool),
+                health: None,
                 hints,
                 enqueues: GroupCommit::default(),
                 cancels: GroupCommit::default(),
@@ -230,7 +234,9 @@ impl RedisStore {
     /// lives in one hash slot, so on one master; commands follow MOVED and ASK redirections and slot
     /// migrations. Hints come from one node at a time (PUBLISH reaches every node of a cluster), moving
     /// to the next seed when that node fails. Each command, redirections and retries included, fails
-    /// after the response timeout. Masters that do not answer at connect are logged and skipped; the
+    /// after the response timeout; a command for a master known to be down (one that did not answer a
+    /// PING after a call to it failed, or at connect) fails at once instead, until it answers again or
+    /// its slots move to another master (checked every 100 ms while a master is down). Masters that do not answer at connect are logged and skipped; the
     /// store fails with [`Error::Connect`] only when none answers.
     ///
     /// ```no_run
@@ -269,6 +275,7 @@ impl RedisStore {
                 addr: connected.addrs,
                 channel,
                 conns: Conns::Cluster(connected.conn),
+                health: Some(connected.health),
                 hints,
                 enqueues: GroupCommit::default(),
                 cancels: GroupCommit::default(),
