@@ -54,6 +54,40 @@ impl Client {
 
     /// A client on Redis at `url` (`redis://`, `redis://user:pass@host:port/db`, `rediss://`), in the
     /// default namespace.
+    ///
+    /// # Connections and timeouts
+    ///
+    /// Share one client per process: every call from every task goes over **one multiplexed
+    /// connection**, pipelined, so no caller ever waits for a free connection, however many call at
+    /// once. Concurrent enqueues (and cancels, and reschedules) of one topic are coalesced into one
+    /// Redis script call while one is in flight: an idle client sends at once; under load, callers
+    /// share calls, and each gets exactly its own outcome.
+    ///
+    /// Besides that connection, a client holds one idle connection that notices at once when Redis
+    /// goes away. A worker adds one pub/sub connection for wake-up hints and one dedicated connection for
+    /// its start-up checks (from a pool of at most 8, opened on demand, for what must not share the
+    /// multiplexed connection).
+    ///
+    /// Timeouts (defaults): 3 s to connect (TCP, TLS and handshake), 3 s for each reply. When Redis is
+    /// away, calls fail with a transient [`Error::Backend`](crate::Error::Backend) as soon as the
+    /// connect fails (one connect at a time; every call waiting for it fails with it, none waits out a
+    /// timeout for it); after Redis is back, the next call reconnects and succeeds. A failed call may
+    /// still have been applied (its reply lost with the connection): enqueueing by id is idempotent, so
+    /// retrying it is safe.
+    ///
+    /// Other timeouts or pool size: build a [`RedisStore`] with
+    /// [`RedisOptions`](crate::store::redis::RedisOptions) and pass it to [`ClientBuilder::store`].
+    ///
+    /// ```no_run
+    /// # async fn demo() -> postpone::Result<()> {
+    /// use postpone::store::redis::{RedisOptions, RedisStore};
+    /// use std::time::Duration;
+    ///
+    /// let options = RedisOptions::new("shop").response_timeout(Duration::from_secs(1));
+    /// let store = RedisStore::connect_with("redis://127.0.0.1:6379", options).await?;
+    /// let client = postpone::Client::builder().store(store);
+    /// # Ok(()) }
+    /// ```
     pub async fn connect(url: &str) -> Result<Self> {
         Self::builder().redis(url).await
     }
@@ -192,7 +226,9 @@ impl ClientBuilder {
         self
     }
 
-    /// Connects to Redis.
+    /// Connects to Redis, with default connections and timeouts: one multiplexed connection for every
+    /// call (no pool to wait on), 3 s connect and response timeouts. See [`Client::connect`] for what
+    /// that means under load and when Redis is away, and for how to change them.
     pub async fn redis(self, url: &str) -> Result<Client> {
         validate_namespace(&self.namespace)?;
         let store = RedisStore::connect(url, &self.namespace).await?;
@@ -201,7 +237,8 @@ impl ClientBuilder {
 
     /// Connects to a Redis Cluster from seed node URLs (a few of its nodes; the others are found from
     /// them). The client and worker work as on one Redis; declare hot topics with `partitions = N` to
-    /// spread them over the cluster's nodes.
+    /// spread them over the cluster's nodes. One multiplexed connection per node carries every call
+    /// (no pool); 3 s connect and response timeouts, as in [`Client::connect`].
     ///
     /// ```no_run
     /// # async fn demo() -> postpone::Result<()> {

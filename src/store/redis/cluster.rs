@@ -14,6 +14,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, RedisError, RedisFuture, Value};
 
+use super::cluster_health::Health;
 use super::conn;
 use crate::error::{Error, Result};
 
@@ -25,6 +26,8 @@ pub(super) struct Connected {
     pub(super) seed_clients: Vec<redis::Client>,
     /// `host:port,host:port,...` of the seeds (never the credentials).
     pub(super) addrs: String,
+    /// Masters known to be down.
+    pub(super) health: Health,
 }
 
 /// Connects to the cluster of the seed `urls` (at least one), checks its masters' versions, and makes a
@@ -60,6 +63,7 @@ pub(super) async fn connect<S: AsRef<str>>(
         .response_timeout(response_timeout)
         .build()
         .map_err(|e| Error::InvalidUrl { reason: redact(e) })?;
+    let template = infos[0].clone();
     let seed_clients = infos
         .into_iter()
         .map(redis::Client::open)
@@ -72,17 +76,24 @@ pub(super) async fn connect<S: AsRef<str>>(
             addr: addrs.clone(),
             source: redact(e).into(),
         })?;
-    check_versions(&conn, &addrs).await?;
+    let (slots, down) = check_versions(&conn, &addrs).await?;
+    let health = Health::new(conn.clone(), template, slots, down);
     Ok(Connected {
         conn,
         seed_clients,
         addrs,
+        health,
     })
 }
 
-/// The masters serving slots, as `(host, port)`, from `CLUSTER SLOTS` on any node (up to three nodes
-/// tried, since the one picked may be down).
-pub(super) async fn masters(conn: &ClusterConnection) -> Result<Vec<(String, u16)>, RedisError> {
+/// A node, as `(host, port)`.
+pub(super) type Node = (String, u16);
+
+/// The slot map: `(first slot, last slot, master)` per range, from `CLUSTER SLOTS` on any node (up to
+/// three nodes tried, since the one picked may be down).
+pub(super) async fn slot_map(
+    conn: &ClusterConnection,
+) -> Result<Vec<(u16, u16, Node)>, RedisError> {
     let mut tries = 0;
     let reply = loop {
         let asked = conn
@@ -99,13 +110,15 @@ pub(super) async fn masters(conn: &ClusterConnection) -> Result<Vec<(String, u16
             Err(_) => {}
         }
     };
-    let mut out: Vec<(String, u16)> = Vec::new();
+    let mut out = Vec::new();
     if let Value::Array(ranges) = reply {
         for range in ranges {
             let Value::Array(fields) = range else {
                 continue;
             };
-            let Some(Value::Array(master)) = fields.get(2) else {
+            let (Some(Value::Int(first)), Some(Value::Int(last)), Some(Value::Array(master))) =
+                (fields.first(), fields.get(1), fields.get(2))
+            else {
                 continue;
             };
             let host = match master.first() {
@@ -116,14 +129,26 @@ pub(super) async fn masters(conn: &ClusterConnection) -> Result<Vec<(String, u16
             let Some(Value::Int(port)) = master.get(1) else {
                 continue;
             };
-            let node = (host, u16::try_from(*port).unwrap_or(0));
-            if !out.contains(&node) {
-                out.push(node);
-            }
+            let (Ok(first), Ok(last), Ok(port)) = (
+                u16::try_from(*first),
+                u16::try_from(*last),
+                u16::try_from(*port),
+            ) else {
+                continue;
+            };
+            out.push((first, last, (host, port)));
         }
     }
     out.sort();
     Ok(out)
+}
+
+/// The masters of a slot map, each once, sorted.
+fn masters_of(slots: &[(u16, u16, Node)]) -> Vec<Node> {
+    let mut out: Vec<Node> = slots.iter().map(|(_, _, node)| node.clone()).collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The cluster connection, with every command sent to one node.
@@ -178,15 +203,19 @@ impl ConnectionLike for NodeConn {
 
 /// Checks the version of every master (6.2 or later). A master that cannot be asked is logged and
 /// skipped: its partitions fail on their own, clearly, while the others work. Fails when no master
-/// answers at all.
-async fn check_versions(conn: &ClusterConnection, seeds: &str) -> Result<()> {
-    let masters = masters(conn).await.map_err(|e| Error::Connect {
+/// answers at all. Returns the slot map, and the masters that did not answer.
+async fn check_versions(
+    conn: &ClusterConnection,
+    seeds: &str,
+) -> Result<(Vec<(u16, u16, Node)>, Vec<Node>)> {
+    let slots = slot_map(conn).await.map_err(|e| Error::Connect {
         addr: seeds.to_owned(),
         source: Box::new(e),
     })?;
     let mut answered = 0;
     let mut last_error = None;
-    for (host, port) in masters {
+    let mut down = Vec::new();
+    for (host, port) in masters_of(&slots) {
         let mut node = NodeConn::new(conn, &host, port);
         match conn::server_version(&mut node).await {
             Ok(version) => {
@@ -197,6 +226,7 @@ async fn check_versions(conn: &ClusterConnection, seeds: &str) -> Result<()> {
             Err(e) => {
                 tracing::warn!(addr = %node.addr(), error = %e, "postpone: a Redis Cluster master did not answer; the topics and partitions it serves will fail until it is back");
                 last_error = Some(e);
+                down.push((host, port));
             }
         }
     }
@@ -205,7 +235,7 @@ async fn check_versions(conn: &ClusterConnection, seeds: &str) -> Result<()> {
             addr: seeds.to_owned(),
             source: Box::new(e),
         }),
-        _ => Ok(()),
+        _ => Ok((slots, down)),
     }
 }
 
@@ -213,8 +243,8 @@ async fn check_versions(conn: &ClusterConnection, seeds: &str) -> Result<()> {
 /// `noeviction`). Masters that do not answer are logged and skipped, so that a worker can start while one
 /// master is down and serve the topics and partitions of the others.
 pub(super) async fn check_worker_start(conn: &ClusterConnection) -> Result<()> {
-    let masters = match masters(conn).await {
-        Ok(masters) => masters,
+    let masters = match slot_map(conn).await {
+        Ok(slots) => masters_of(&slots),
         Err(e) => {
             tracing::warn!(error = %e, "postpone: could not list the Redis Cluster masters (CLUSTER SLOTS) at worker start; their versions and eviction policies are unchecked");
             return Ok(());

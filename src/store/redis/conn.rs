@@ -1,12 +1,9 @@
-//! Connections: URL parsing, the connection pool, and the server checks.
+//! Connections: URL parsing, the connections to one Redis, and the server checks.
 //!
-//! Pooled connections are multiplexed connections with connect and response timeouts. A connection that
-//! fails at the transport level is marked broken and replaced when it goes back to the pool; a dropped
-//! connection also retires every connection made before it (a Redis restart kills them all), so after a
-//! restart only one operation fails per store, not one per pooled connection.
+//! Every command goes over one shared multiplexed connection (see `mux.rs`: pipelined, reconnected on
+//! demand, never waited for). A bb8 pool of dedicated connections, opened on demand and checked with a
+//! PING when lent, serves what must not share that pipe.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use bb8_redis::bb8;
@@ -15,6 +12,7 @@ use redis::{
     AsyncConnectionConfig, Client, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisError,
 };
 
+use super::mux::Mux;
 use crate::error::{BoxError, Error, Result};
 
 /// Parses a Redis URL. Errors never contain the password.
@@ -52,25 +50,16 @@ pub(super) fn redact(message: &str, url: &str) -> String {
     out
 }
 
-/// A pooled connection.
+/// A dedicated connection, lent by the pool.
 pub(super) struct Conn {
     /// The connection itself.
     pub(super) inner: MultiplexedConnection,
-    epoch: u64,
-    broken: bool,
 }
 
-/// Makes pooled connections.
+/// Makes the pool's connections.
 pub(super) struct Manager {
     client: Client,
     config: AsyncConnectionConfig,
-    epoch: Arc<AtomicU64>,
-}
-
-impl Manager {
-    fn stale(epoch: &AtomicU64, conn: &Conn) -> bool {
-        conn.broken || conn.epoch < epoch.load(Ordering::Relaxed)
-    }
 }
 
 impl bb8::ManageConnection for Manager {
@@ -78,110 +67,91 @@ impl bb8::ManageConnection for Manager {
     type Error = RedisError;
 
     async fn connect(&self) -> Result<Conn, RedisError> {
-        let epoch = self.epoch.load(Ordering::Relaxed);
         let inner = self
             .client
             .get_multiplexed_async_connection_with_config(&self.config)
             .await?;
-        Ok(Conn {
-            inner,
-            epoch,
-            broken: false,
-        })
+        Ok(Conn { inner })
     }
 
     async fn is_valid(&self, conn: &mut Conn) -> Result<(), RedisError> {
         redis::cmd("PING").query_async::<()>(&mut conn.inner).await
     }
 
-    fn has_broken(&self, conn: &mut Conn) -> bool {
-        Manager::stale(&self.epoch, conn)
+    fn has_broken(&self, _: &mut Conn) -> bool {
+        false
     }
 }
 
-/// A pooled connection, lent for one operation.
+/// A dedicated connection, lent for one operation.
 pub(super) type Pooled<'a> = bb8::PooledConnection<'a, Manager>;
 
-/// The connection pool.
+/// The connections to one Redis: the shared multiplexed connection that carries every command
+/// ([`Mux`]), and a bb8 pool of dedicated connections, opened on demand, for what must not share that
+/// pipe (today only the worker's start-up checks; blocking commands would go there too).
 pub(super) struct Pool {
+    shared: Mux,
     pool: bb8::Pool<Manager>,
-    /// Connections made before this epoch are retired.
-    epoch: Arc<AtomicU64>,
 }
 
 impl Pool {
-    /// A pool of at most `size` connections, holding `first` (already checked) as its first.
+    /// The shared connection starts as `first` (already checked); the pool holds at most `size`
+    /// dedicated connections and opens none until one is asked for.
     pub(super) fn new(
         client: Client,
         settings: PoolSettings,
+        addr: String,
         first: MultiplexedConnection,
     ) -> Self {
-        let epoch = Arc::new(AtomicU64::new(0));
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(settings.connect_timeout))
-            .set_response_timeout(Some(settings.response_timeout));
-        let manager = Manager {
-            client,
-            config,
-            epoch: epoch.clone(),
-        };
+        let config = settings.config();
+        let shared = Mux::new(
+            client.clone(),
+            config.clone(),
+            settings.connect_timeout,
+            addr,
+            first,
+        );
         let pool = bb8::Pool::builder()
             .max_size(settings.size)
             .connection_timeout(settings.connect_timeout + settings.response_timeout)
-            // A failed connect fails the operation at once (the caller retries later) instead of
-            // retrying in a loop until the pool's timeout.
+            // A failed connect fails the operation at once instead of retrying in a loop until the
+            // pool's timeout.
             .retry_connection(false)
-            // Broken connections are found by the commands that fail on them, not by a PING per use.
-            .test_on_check_out(false)
+            // Dedicated connections are used rarely: a PING on each checkout finds the dead ones.
+            .test_on_check_out(true)
             .error_sink(Box::new(LogErrors))
-            .build_unchecked(manager);
-        if pool
-            .add(Conn {
-                inner: first,
-                epoch: 0,
-                broken: false,
-            })
-            .is_err()
-        {
-            tracing::debug!("the first Redis connection did not fit in the pool");
-        }
-        Pool { pool, epoch }
+            .build_unchecked(Manager { client, config });
+        Pool { shared, pool }
     }
 
-    /// Gets a live connection, skipping connections retired since they were made.
+    /// The shared connection (connected first if need be) and its number, for [`Pool::failed_shared`].
+    pub(super) async fn shared(
+        &self,
+        context: &'static str,
+    ) -> Result<(MultiplexedConnection, u64)> {
+        self.shared
+            .get()
+            .await
+            .map_err(|e| Error::backend(context, e))
+    }
+
+    /// Records a command that failed on shared connection `n`.
+    pub(super) fn failed_shared(&self, n: u64, e: &RedisError) {
+        self.shared.failed(n, e);
+    }
+
+    /// Gets a dedicated connection (waits while all `size` are lent).
     pub(super) async fn get(&self, context: &'static str) -> Result<Pooled<'_>> {
-        // Each stale connection is dropped here, and so discarded by the pool: there are at most
-        // pool-size of them.
-        for _ in 0..=self.pool.state().connections {
-            let conn = self.pool.get().await.map_err(|e| match e {
-                bb8::RunError::User(e) => Error::backend(context, e),
-                bb8::RunError::TimedOut => {
-                    Error::backend(context, "timed out waiting for a Redis connection")
-                }
-            })?;
-            if !Manager::stale(&self.epoch, &conn) {
-                return Ok(conn);
+        self.pool.get().await.map_err(|e| match e {
+            bb8::RunError::User(e) => Error::backend(context, e),
+            bb8::RunError::TimedOut => {
+                Error::backend(context, "timed out waiting for a Redis connection")
             }
-        }
-        Err(Error::backend(
-            context,
-            "no live Redis connection in the pool",
-        ))
-    }
-
-    /// Records a command that failed on `conn`: a transport failure retires the connection, a dropped
-    /// connection also retires every connection made before it.
-    pub(super) fn failed(&self, conn: &mut Conn, e: &RedisError) {
-        if e.is_io_error() || e.is_unrecoverable_error() {
-            conn.broken = true;
-        }
-        if e.is_connection_dropped() {
-            self.epoch.fetch_max(conn.epoch + 1, Ordering::Relaxed);
-        }
+        })
     }
 }
 
-/// Pool settings.
+/// Connection settings.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct PoolSettings {
     pub(super) size: u32,
@@ -190,16 +160,19 @@ pub(super) struct PoolSettings {
 }
 
 impl PoolSettings {
-    /// Opens one connection outside the pool (to check the server before building the pool).
+    fn config(&self) -> AsyncConnectionConfig {
+        AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.connect_timeout))
+            .set_response_timeout(Some(self.response_timeout))
+    }
+
+    /// Opens one connection (to check the server; it becomes the first shared connection).
     pub(super) async fn connect_one(
         &self,
         client: &Client,
     ) -> Result<MultiplexedConnection, RedisError> {
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(self.connect_timeout))
-            .set_response_timeout(Some(self.response_timeout));
         client
-            .get_multiplexed_async_connection_with_config(&config)
+            .get_multiplexed_async_connection_with_config(&self.config())
             .await
     }
 }

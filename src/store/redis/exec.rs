@@ -1,5 +1,5 @@
-//! Running scripts and commands on either kind of connection: a pooled single-node connection, or the
-//! cluster connection, which routes each command to the node serving its first key's slot.
+//! Running scripts and commands on either kind of connection: the shared connection to one Redis, or
+//! the cluster connection, which routes each command to the node serving its first key's slot.
 
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value};
@@ -12,7 +12,8 @@ use crate::error::{Error, Result};
 
 /// Where commands go.
 pub(super) enum Conns {
-    /// One Redis: a pool of multiplexed connections.
+    /// One Redis: one shared multiplexed connection for every command (and a pool of dedicated
+    /// connections for what must not share it).
     Single(Pool),
     /// A Redis Cluster: one cluster connection (multiplexed, one connection per node, following MOVED
     /// and ASK), cloned per command.
@@ -28,10 +29,10 @@ impl Conns {
     ) -> Result<std::result::Result<Value, RedisError>> {
         match self {
             Conns::Single(pool) => {
-                let mut conn = pool.get(context).await?;
-                let result = cmd.query_async::<Value>(&mut conn.inner).await;
+                let (mut conn, n) = pool.shared(context).await?;
+                let result = cmd.query_async::<Value>(&mut conn).await;
                 if let Err(e) = &result {
-                    pool.failed(&mut conn, e);
+                    pool.failed_shared(n, e);
                 }
                 Ok(result)
             }
@@ -75,6 +76,17 @@ impl RedisStore {
             args(&mut cmd);
             cmd
         };
+        // On a cluster, a call for a master known to be down fails at once.
+        let health = self.inner.health.as_ref().zip(keys.first());
+        if let Some((health, key)) = health {
+            health.check(context, key)?;
+        }
+        let failed = |e: RedisError| {
+            if let Some((health, key)) = health {
+                health.failed(key, &e);
+            }
+            Error::backend(context, e)
+        };
         match self.inner.conns.send(context, &call(false)).await? {
             Ok(v) => Ok(v),
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
@@ -86,9 +98,9 @@ impl RedisStore {
                     .conns
                     .send(context, &call(true))
                     .await?
-                    .map_err(|e| Error::backend(context, e))
+                    .map_err(failed)
             }
-            Err(e) => Err(Error::backend(context, e)),
+            Err(e) => Err(failed(e)),
         }
     }
 

@@ -23,8 +23,10 @@ use crate::store::Hint;
 const CAPACITY: usize = 1024;
 /// How often the pub/sub connection is pinged, to notice a dead peer.
 const PING_EVERY: Duration = Duration::from_secs(15);
+/// Pauses between reconnects: short, so that hints are back within half a second of Redis answering
+/// again (a refused connect costs next to nothing).
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
-const BACKOFF_MAX: Duration = Duration::from_secs(5);
+const BACKOFF_MAX: Duration = Duration::from_millis(500);
 
 /// The hint channel of one store.
 pub(super) struct Hints {

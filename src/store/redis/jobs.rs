@@ -3,8 +3,9 @@
 use async_trait::async_trait;
 
 use super::exec::Conns;
+use super::group_commit::{Batched, GroupCommit};
 use super::keys::TopicKeys;
-use super::reply::{as_int, ints, Reply};
+use super::reply::{ints, Reply};
 use super::scripts::SCRIPTS;
 use super::{due_args, RedisStore};
 use crate::error::{Error, Result};
@@ -15,6 +16,10 @@ use crate::store::{
 
 /// Jobs per enqueue script call (each job is atomic on its own; chunks keep scripts short).
 const ENQUEUE_CHUNK: usize = 1000;
+/// Ids per coalesced cancel or reschedule call.
+const ID_CHUNK: usize = 1000;
+/// Most argument bytes of a coalesced call (a caller with more goes alone).
+const BATCH_BYTES: usize = 1 << 20;
 
 /// An enqueue script's outcome code and due time.
 fn outcome(code: i64, due_at_ms: i64) -> EnqueueOutcome {
@@ -36,72 +41,45 @@ impl JobStore for RedisStore {
         }
     }
 
+    /// Concurrent calls for one topic are coalesced while one is in flight: see `group_commit.rs`.
     async fn enqueue(&self, topic: &str, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
         let keys = self.keys(topic)?;
-        if let [job] = &jobs[..] {
-            return enqueue_one(self, topic, &keys, job).await.map(|o| vec![o]);
+        let queues = &self.inner.enqueues;
+        if jobs.len() <= ENQUEUE_CHUNK {
+            if jobs.is_empty() {
+                return Ok(Vec::new());
+            }
+            return queues.submit(self, topic, &keys, jobs).await;
         }
         let mut out = Vec::with_capacity(jobs.len());
-        for chunk in jobs.chunks(ENQUEUE_CHUNK) {
-            let reply = self
-                .eval("enqueueing jobs", &SCRIPTS.enqueue, &keys, |inv| {
-                    inv.arg(&self.inner.channel).arg(topic);
-                    for job in chunk {
-                        let (kind, value) = due_args(job.due);
-                        inv.arg(&job.id)
-                            .arg(&job.record[..])
-                            .arg(kind)
-                            .arg(value)
-                            .arg(u8::from(job.replace));
-                    }
-                })
-                .await?;
-            let codes = ints(reply, "enqueueing jobs")?;
-            if codes.len() != chunk.len() * 2 {
-                return Err(Error::backend(
-                    "enqueueing jobs",
-                    "the script's reply has the wrong length",
-                ));
+        let mut jobs = jobs.into_iter();
+        loop {
+            let chunk: Vec<NewJob> = jobs.by_ref().take(ENQUEUE_CHUNK).collect();
+            if chunk.is_empty() {
+                return Ok(out);
             }
-            out.extend(codes.chunks(2).map(|c| outcome(c[0], c[1])));
+            out.extend(queues.submit(self, topic, &keys, chunk).await?);
         }
-        Ok(out)
     }
 
     async fn cancel(&self, topic: &str, id: &str) -> Result<CancelOutcome> {
         let keys = self.keys(topic)?;
-        let reply = self
-            .eval("cancelling a job", &SCRIPTS.cancel, &keys, |inv| {
-                inv.arg(id);
-            })
+        let mut out = self
+            .inner
+            .cancels
+            .submit(self, topic, &keys, vec![id.to_owned()])
             .await?;
-        Ok(match as_int(&reply) {
-            Some(1) => CancelOutcome::Removed,
-            Some(2) => CancelOutcome::Marked,
-            _ => CancelOutcome::NotFound,
-        })
+        Ok(out.pop().unwrap_or(CancelOutcome::NotFound))
     }
 
     async fn reschedule(&self, topic: &str, id: &str, due: Due) -> Result<RescheduleOutcome> {
-        const CONTEXT: &str = "rescheduling a job";
         let keys = self.keys(topic)?;
-        let (kind, value) = due_args(due);
-        let reply = self
-            .eval(CONTEXT, &SCRIPTS.reschedule, &keys, |inv| {
-                inv.arg(&self.inner.channel)
-                    .arg(topic)
-                    .arg(id)
-                    .arg(kind)
-                    .arg(value);
-            })
+        let mut out = self
+            .inner
+            .reschedules
+            .submit(self, topic, &keys, vec![(id.to_owned(), due)])
             .await?;
-        let mut r = Reply::new(reply, CONTEXT)?;
-        let (code, at) = (r.int()?, r.int()?);
-        Ok(match code {
-            1 => RescheduleOutcome::Rescheduled { due_at_ms: at },
-            2 => RescheduleOutcome::Running,
-            _ => RescheduleOutcome::NotFound,
-        })
+        Ok(out.pop().unwrap_or(RescheduleOutcome::NotFound))
     }
 
     async fn job(&self, topic: &str, id: &str) -> Result<Option<StoredJob>> {
@@ -176,6 +154,68 @@ impl JobStore for RedisStore {
     }
 }
 
+/// Enqueues, coalesced per topic.
+pub(super) struct Enqueues;
+
+impl Batched for Enqueues {
+    type Item = NewJob;
+    type Out = EnqueueOutcome;
+    const CONTEXT: &'static str = "enqueueing jobs";
+    const MAX_ITEMS: usize = ENQUEUE_CHUNK;
+    const MAX_BYTES: usize = BATCH_BYTES;
+
+    fn bytes(job: &NewJob) -> usize {
+        job.id.len() + job.record.len() + 32
+    }
+
+    fn queues(store: &RedisStore) -> &GroupCommit<Self> {
+        &store.inner.enqueues
+    }
+
+    async fn run(
+        store: &RedisStore,
+        topic: &str,
+        keys: &TopicKeys,
+        jobs: &[NewJob],
+    ) -> Result<Vec<EnqueueOutcome>> {
+        match jobs {
+            [job] => enqueue_one(store, topic, keys, job).await.map(|o| vec![o]),
+            _ => enqueue_many(store, topic, keys, jobs).await,
+        }
+    }
+}
+
+/// Many jobs: `enqueue.lua`.
+async fn enqueue_many(
+    store: &RedisStore,
+    topic: &str,
+    keys: &TopicKeys,
+    jobs: &[NewJob],
+) -> Result<Vec<EnqueueOutcome>> {
+    const CONTEXT: &str = "enqueueing jobs";
+    let reply = store
+        .eval(CONTEXT, &SCRIPTS.enqueue, keys, |inv| {
+            inv.arg(&store.inner.channel).arg(topic);
+            for job in jobs {
+                let (kind, value) = due_args(job.due);
+                inv.arg(&job.id)
+                    .arg(&job.record[..])
+                    .arg(kind)
+                    .arg(value)
+                    .arg(u8::from(job.replace));
+            }
+        })
+        .await?;
+    let codes = ints(reply, CONTEXT)?;
+    if codes.len() != jobs.len() * 2 {
+        return Err(Error::backend(
+            CONTEXT,
+            "the script's reply has the wrong length",
+        ));
+    }
+    Ok(codes.chunks(2).map(|c| outcome(c[0], c[1])).collect())
+}
+
 /// One job: `enqueue_one.lua`, which needs only the first three keys (due, active, jobs).
 async fn enqueue_one(
     store: &RedisStore,
@@ -199,4 +239,104 @@ async fn enqueue_one(
     let mut r = Reply::new(reply, CONTEXT)?;
     let (code, due_at_ms) = (r.int()?, r.int()?);
     Ok(outcome(code, due_at_ms))
+}
+
+/// Cancels, coalesced per topic.
+pub(super) struct Cancels;
+
+impl Batched for Cancels {
+    type Item = String;
+    type Out = CancelOutcome;
+    const CONTEXT: &'static str = "cancelling a job";
+    const MAX_ITEMS: usize = ID_CHUNK;
+    const MAX_BYTES: usize = BATCH_BYTES;
+
+    fn bytes(id: &String) -> usize {
+        id.len() + 16
+    }
+
+    fn queues(store: &RedisStore) -> &GroupCommit<Self> {
+        &store.inner.cancels
+    }
+
+    async fn run(
+        store: &RedisStore,
+        _topic: &str,
+        keys: &TopicKeys,
+        ids: &[String],
+    ) -> Result<Vec<CancelOutcome>> {
+        const CONTEXT: &str = "cancelling a job";
+        let reply = store
+            .eval(CONTEXT, &SCRIPTS.cancel, keys, |inv| {
+                inv.arg(ids);
+            })
+            .await?;
+        let codes = ints(reply, CONTEXT)?;
+        if codes.len() != ids.len() {
+            return Err(Error::backend(
+                CONTEXT,
+                "the script's reply has the wrong length",
+            ));
+        }
+        Ok(codes
+            .into_iter()
+            .map(|c| match c {
+                1 => CancelOutcome::Removed,
+                2 => CancelOutcome::Marked,
+                _ => CancelOutcome::NotFound,
+            })
+            .collect())
+    }
+}
+
+/// Reschedules, coalesced per topic.
+pub(super) struct Reschedules;
+
+impl Batched for Reschedules {
+    type Item = (String, Due);
+    type Out = RescheduleOutcome;
+    const CONTEXT: &'static str = "rescheduling a job";
+    const MAX_ITEMS: usize = ID_CHUNK;
+    const MAX_BYTES: usize = BATCH_BYTES;
+
+    fn bytes((id, _): &(String, Due)) -> usize {
+        id.len() + 32
+    }
+
+    fn queues(store: &RedisStore) -> &GroupCommit<Self> {
+        &store.inner.reschedules
+    }
+
+    async fn run(
+        store: &RedisStore,
+        topic: &str,
+        keys: &TopicKeys,
+        items: &[(String, Due)],
+    ) -> Result<Vec<RescheduleOutcome>> {
+        const CONTEXT: &str = "rescheduling a job";
+        let reply = store
+            .eval(CONTEXT, &SCRIPTS.reschedule, keys, |inv| {
+                inv.arg(&store.inner.channel).arg(topic);
+                for (id, due) in items {
+                    let (kind, value) = due_args(*due);
+                    inv.arg(id).arg(kind).arg(value);
+                }
+            })
+            .await?;
+        let codes = ints(reply, CONTEXT)?;
+        if codes.len() != items.len() * 2 {
+            return Err(Error::backend(
+                CONTEXT,
+                "the script's reply has the wrong length",
+            ));
+        }
+        Ok(codes
+            .chunks(2)
+            .map(|c| match c[0] {
+                1 => RescheduleOutcome::Rescheduled { due_at_ms: c[1] },
+                2 => RescheduleOutcome::Running,
+                _ => RescheduleOutcome::NotFound,
+            })
+            .collect())
+    }
 }

@@ -6,7 +6,7 @@
 //! use postpone::store::redis::{RedisOptions, RedisStore};
 //! use std::time::Duration;
 //!
-//! // Defaults: a pool of 8 connections, 3 s connect and response timeouts.
+//! // Defaults: one shared connection for every command, 3 s connect and response timeouts.
 //! let store = RedisStore::connect("redis://127.0.0.1:6379", "shop").await?;
 //!
 //! // Or tuned:
@@ -23,19 +23,36 @@
 //!
 //! Layout: see `keys.rs` (one hash tag per topic, or per partition of a partitioned topic, so every
 //! script touches one slot and the layout works on Redis Cluster). Due times and leases are judged by the
-//! server's clock (`TIME` inside scripts; on a cluster, the clock of the master holding the topic). A
-//! dropped connection or a Redis restart needs no new store: operations fail with [`Error::Backend`] until
-//! Redis is back, then carry on. Hints use one dedicated pub/sub connection that reconnects by itself.
+//! server's clock (`TIME` inside scripts; on a cluster, the clock of the master holding the topic).
+//!
+//! Connections (one Redis): every command goes over one multiplexed connection, pipelined, so no
+//! caller ever waits for a free connection, however many call at once. Concurrent enqueues, cancels and
+//! reschedules to one topic (or partition) are coalesced into one script call while one is in flight
+//! (group commit: no added latency when idle; each caller gets exactly its own outcome). On top of that
+//! connection: one idle watchdog connection that notices at once when Redis goes away, one pub/sub
+//! connection for wake-up hints (started by the first worker), and a pool of up to
+//! [`pool_size`](RedisOptions::pool_size) dedicated connections, opened on demand, for what must not
+//! share a pipe (today only the worker's start-up checks).
+//!
+//! A dropped connection or a Redis restart needs no new store: operations fail with [`Error::Backend`]
+//! while Redis is away, each as soon as its connect fails (one connect at a time; every call waiting for
+//! it gets its outcome at once), and succeed again as soon as Redis answers: the first call after that
+//! opens a new connection. A call that failed may still have been applied (its reply was lost with the
+//! connection): enqueueing by id is idempotent, so retrying it is safe. Hints use one dedicated pub/sub
+//! connection that reconnects by itself.
 //! Run Redis with `maxmemory-policy noeviction` (a worker warns at start otherwise) and, for durability,
 //! with AOF.
 
 mod cluster;
+mod cluster_health;
 mod conn;
 mod dead;
 mod exec;
+mod group_commit;
 mod hints;
 mod jobs;
 mod keys;
+mod mux;
 mod reply;
 mod scripts;
 mod worker;
@@ -51,7 +68,9 @@ use crate::validate::validate_namespace;
 
 use conn::{Pool, PoolSettings};
 use exec::Conns;
+use group_commit::GroupCommit;
 use hints::Hints;
+use jobs::{Cancels, Enqueues, Reschedules};
 use keys::TopicKeys;
 
 /// How to connect a [`RedisStore`].
@@ -88,15 +107,17 @@ impl RedisOptions {
         }
     }
 
-    /// Most pooled connections (default 8, at least 1). Each is multiplexed; the pub/sub connection for
-    /// hints comes on top. One Redis only: on a cluster, one multiplexed connection per node serves
-    /// every command.
+    /// Most dedicated connections (default 8, at least 1), opened on demand for what must not share the
+    /// multiplexed connection that carries every command (today only the worker's start-up checks: a
+    /// client holds none, a worker one). Commands never wait for them. One Redis only: on a cluster, one
+    /// multiplexed connection per node serves every command.
     pub fn pool_size(mut self, size: u32) -> Self {
         self.pool_size = size.max(1);
         self
     }
 
-    /// How long to wait for a TCP (and TLS) connection and its handshake (default 3 s).
+    /// How long to wait for a TCP (and TLS) connection and its handshake (default 3 s). Calls that arrive
+    /// while a connect is under way wait for it, and fail at once with it when it fails.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
@@ -116,7 +137,7 @@ impl RedisOptions {
     }
 }
 
-/// Jobs kept in Redis (6.2 or later). Cheap to clone: clones share one pool.
+/// Jobs kept in Redis (6.2 or later). Cheap to clone: clones share one connection.
 #[derive(Clone)]
 pub struct RedisStore {
     inner: Arc<Inner>,
@@ -132,7 +153,13 @@ struct Inner {
     addr: String,
     channel: String,
     conns: Conns,
+    /// On a cluster: the masters known to be down.
+    health: Option<cluster_health::Health>,
     hints: Hints,
+    /// Group commit of enqueues, cancels and reschedules, per topic.
+    enqueues: GroupCommit<Enqueues>,
+    cancels: GroupCommit<Cancels>,
+    reschedules: GroupCommit<Reschedules>,
 }
 
 impl fmt::Debug for RedisStore {
@@ -183,7 +210,7 @@ impl RedisStore {
             channel.clone(),
             options.connect_timeout.max(options.response_timeout),
         );
-        let pool = Pool::new(client, settings, first);
+        let pool = Pool::new(client, settings, addr.clone(), first);
         Ok(RedisStore {
             inner: Arc::new(Inner {
                 namespace: options.namespace,
@@ -191,7 +218,11 @@ impl RedisStore {
                 addr,
                 channel,
                 conns: Conns::Single(pool),
+                health: None,
                 hints,
+                enqueues: GroupCommit::default(),
+                cancels: GroupCommit::default(),
+                reschedules: GroupCommit::default(),
             }),
         })
     }
@@ -203,7 +234,9 @@ impl RedisStore {
     /// lives in one hash slot, so on one master; commands follow MOVED and ASK redirections and slot
     /// migrations. Hints come from one node at a time (PUBLISH reaches every node of a cluster), moving
     /// to the next seed when that node fails. Each command, redirections and retries included, fails
-    /// after the response timeout. Masters that do not answer at connect are logged and skipped; the
+    /// after the response timeout; a command for a master known to be down (one that did not answer a
+    /// PING after a call to it failed, or at connect) fails at once instead, until it answers again or
+    /// its slots move to another master (checked every 100 ms while a master is down). Masters that do not answer at connect are logged and skipped; the
     /// store fails with [`Error::Connect`] only when none answers.
     ///
     /// ```no_run
@@ -242,7 +275,11 @@ impl RedisStore {
                 addr: connected.addrs,
                 channel,
                 conns: Conns::Cluster(connected.conn),
+                health: Some(connected.health),
                 hints,
+                enqueues: GroupCommit::default(),
+                cancels: GroupCommit::default(),
+                reschedules: GroupCommit::default(),
             }),
         })
     }

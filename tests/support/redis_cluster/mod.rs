@@ -141,6 +141,16 @@ impl RedisCluster {
         self.nodes[i].kill9();
     }
 
+    /// Stops node `i` (SIGSTOP): its connections stay open but nothing answers.
+    pub fn pause(&self, i: usize) {
+        self.nodes[i].signal("-STOP");
+    }
+
+    /// Resumes a paused node (SIGCONT).
+    pub fn resume(&self, i: usize) {
+        self.nodes[i].signal("-CONT");
+    }
+
     /// Runs one command on node `i` (no redirection) and returns its reply.
     pub fn cli(&self, i: usize, args: &[&str]) -> Result<redis::Value, redis::RedisError> {
         self.nodes[i].cli(args)

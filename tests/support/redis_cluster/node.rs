@@ -81,6 +81,18 @@ impl Node {
         }
     }
 
+    /// Sends `signal` (e.g. `-STOP`, `-CONT`) to the running redis-server.
+    pub(super) fn signal(&self, signal: &str) {
+        let process = self.process.lock().unwrap();
+        let w = process.as_ref().expect("the node is not running");
+        let status = Command::new("kill")
+            .arg(signal)
+            .arg(w.pid.to_string())
+            .status()
+            .expect("running kill");
+        assert!(status.success(), "kill {signal} failed");
+    }
+
     /// One command on a fresh connection to this node only.
     pub(super) fn cli(&self, args: &[&str]) -> Result<redis::Value, redis::RedisError> {
         cli(self.port, args)

@@ -1,15 +1,33 @@
--- Moves a due job to a new due time; hints when it is now the topic's earliest.
--- ARGV: channel, topic, id, 'in'|'at', value (ms).
--- Returns {1, due time} rescheduled, {2, 0} running, {3, 0} not found.
-local channel, topic, id = ARGV[1], ARGV[2], ARGV[3]
-if redis.call('ZSCORE', K_DUE, id) then
-  local at = resolve_due(now_ms(), ARGV[4], tonumber(ARGV[5]))
-  local first = earliest(K_DUE)
-  redis.call('ZADD', K_DUE, at, id)
-  hint_if_earlier(channel, topic, first, at)
-  return { 1, at }
+-- Moves due jobs to new due times, each on its own, in order (one job, or those of coalesced calls);
+-- hints once when one of them is now earlier than the topic's earliest before the call.
+-- ARGV: channel, topic, then per job three fields: id, 'in'|'at', value (ms).
+-- Returns two integers per job: {1, due time} rescheduled, {2, 0} running, {3, 0} not found.
+local channel, topic = ARGV[1], ARGV[2]
+local n = (#ARGV - 2) / 3
+local now, first, hint = nil, nil, nil
+local out = {}
+for i = 1, n do
+  local b = 2 + (i - 1) * 3
+  local id = ARGV[b + 1]
+  if redis.call('ZSCORE', K_DUE, id) then
+    if now == nil then
+      now = now_ms()
+      first = earliest(K_DUE)
+    end
+    local at = resolve_due(now, ARGV[b + 2], tonumber(ARGV[b + 3]))
+    redis.call('ZADD', K_DUE, string.format('%d', at), id)
+    if hint == nil or at < hint then
+      hint = at
+    end
+    out[2 * i - 1] = 1
+    out[2 * i] = at
+  elseif redis.call('ZSCORE', K_ACTIVE, id) then
+    out[2 * i - 1] = 2
+    out[2 * i] = 0
+  else
+    out[2 * i - 1] = 3
+    out[2 * i] = 0
+  end
 end
-if redis.call('ZSCORE', K_ACTIVE, id) then
-  return { 2, 0 }
-end
-return { 3, 0 }
+hint_if_earlier(channel, topic, first, hint)
+return out

@@ -1,0 +1,110 @@
+//! Redis Cluster: a call for a master known to be down fails at once, not after the response timeout,
+//! and works again once the master answers. The other masters are unaffected throughout.
+//!
+//! The stores use a 4 s response timeout: a call that fails in less than half of it did not wait it
+//! out. The times measured are printed, not asserted.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use postpone::store::redis::{RedisOptions, RedisStore};
+use postpone::store::{Due, JobStore};
+use support::redis_cluster::RedisCluster;
+use support::store::*;
+use support::wait::eventually;
+
+const TIMEOUT: Duration = Duration::from_secs(4);
+const AT_ONCE: Duration = Duration::from_secs(2);
+const NS: &str = "down";
+
+/// A topic of namespace [`NS`] whose keys live on node `i`.
+fn topic_on(cluster: &RedisCluster, i: usize) -> String {
+    (0..1000)
+        .map(|k| format!("t{k}"))
+        .find(|t| cluster.node_of(&format!("postpone:{{{NS}:{t}}}:jobs")) == i)
+        .expect("a topic on the node")
+}
+
+async fn connect(cluster: &RedisCluster) -> RedisStore {
+    let options = RedisOptions::new(NS).response_timeout(TIMEOUT);
+    RedisStore::connect_cluster_with(&cluster.urls(), options)
+        .await
+        .expect("connect")
+}
+
+/// Enqueues one job and times it.
+async fn timed(s: &RedisStore, topic: &str, id: &str) -> (postpone::Result<()>, Duration) {
+    let start = Instant::now();
+    let r = s.enqueue(topic, vec![job(id, Due::In(0))]).await.map(drop);
+    (r, start.elapsed())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_for_a_paused_master_fail_at_once_once_it_is_known_down_then_work_again() {
+    let cluster = RedisCluster::builder().require_full_coverage(false).start();
+    let (down, up) = (topic_on(&cluster, 1), topic_on(&cluster, 2));
+    let s = connect(&cluster).await;
+    s.enqueue(&down, vec![job("a", Due::In(0))]).await.unwrap();
+    s.enqueue(&up, vec![job("a", Due::In(0))]).await.unwrap();
+
+    cluster.pause(1);
+    // Nothing says yet that the master is down: this call waits out the response timeout.
+    let (first, took) = timed(&s, &down, "b").await;
+    assert!(first.is_err());
+    eprintln!("first call to the paused master failed after {took:?}");
+    // Its master is probed; then every call for it fails at once.
+    eventually("calls to the paused master to fail at once", || async {
+        let (r, took) = timed(&s, &down, "c").await;
+        (r.is_err() && took < AT_ONCE).then_some(())
+    })
+    .await;
+    for i in 0..10 {
+        let (r, took) = timed(&s, &down, &format!("d{i}")).await;
+        let e = r.unwrap_err();
+        assert!(e.is_transient(), "{e}");
+        assert!(e.report().to_string().contains("is down"), "{}", e.report());
+        assert!(
+            took < AT_ONCE,
+            "a call to a master known down took {took:?}"
+        );
+    }
+    eprintln!(
+        "a call to the master known down fails in {:?}",
+        timed(&s, &down, "e").await.1
+    );
+    // The other masters never noticed.
+    let (r, took) = timed(&s, &up, "b").await;
+    r.unwrap();
+    assert!(took < AT_ONCE, "{took:?}");
+
+    cluster.resume(1);
+    let resumed = Instant::now();
+    until_ok("an enqueue after the master resumed", || {
+        s.enqueue(&down, vec![job("f", Due::In(0))])
+    })
+    .await;
+    eprintln!(
+        "calls to the master work again {:?} after it resumed",
+        resumed.elapsed()
+    );
+    let c = s.counts(&down).await.unwrap();
+    assert!(c.ready >= 2, "{c:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_that_does_not_answer_at_connect_is_known_down_from_the_first_call() {
+    let cluster = RedisCluster::builder().require_full_coverage(false).start();
+    let (down, up) = (topic_on(&cluster, 1), topic_on(&cluster, 2));
+    cluster.kill9(1);
+    let s = connect(&cluster).await;
+    let (r, took) = timed(&s, &down, "a").await;
+    let e = r.unwrap_err();
+    assert!(e.report().to_string().contains("is down"), "{}", e.report());
+    assert!(took < AT_ONCE, "{took:?}");
+    // A partitioned topic's counts fail at once too (here: one topic, one partition on the dead node).
+    let start = Instant::now();
+    assert!(s.counts(&down).await.is_err());
+    assert!(start.elapsed() < AT_ONCE, "{:?}", start.elapsed());
+    s.enqueue(&up, vec![job("a", Due::In(0))]).await.unwrap();
+}
