@@ -128,7 +128,9 @@ fn hook(point: &Point<'_>) {
         Point::Claiming { token, .. } => {
             log(format!("claiming {token} {} {}", pid(), local_ms()));
         }
-        Point::Claimed { jobs, token, .. } if jobs.is_empty() => {
+        Point::Claimed {
+            jobs: [], token, ..
+        } => {
             log(format!("replied {token} {}", pid()));
         }
         Point::Claimed { now_ms, jobs, .. } => {
