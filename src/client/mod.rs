@@ -1,14 +1,17 @@
 //! The client: enqueue jobs, cancel and reschedule them by id, inspect topics.
 
+mod dead_letters;
 mod enqueue;
 mod topic;
+mod when;
 
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-pub use enqueue::{Enqueue, EnqueueItem, EnqueueStatus, Enqueued, When};
+pub use enqueue::{Enqueue, EnqueueItem, EnqueueStatus, Enqueued};
 pub use topic::{CancelStatus, JobInfo, JobState, Topic};
+pub use when::When;
 
 use crate::error::Result;
 use crate::job::Job;

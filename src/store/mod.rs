@@ -37,6 +37,7 @@
 //! conformance suite, and any third backend, can use them.
 
 mod counts;
+mod death;
 pub mod memory;
 pub mod redis;
 mod types;
@@ -47,10 +48,11 @@ use tokio::sync::broadcast;
 use crate::error::Result;
 
 pub use counts::TopicCounts;
+pub use death::{DeadEntry, DeadSelection, Death, RequeueOutcome, TrimPolicy};
 pub use types::{
-    CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, DeadEntry, DeadSelection, Death, Due,
-    EnqueueOutcome, Finish, FinishItem, FinishOutcome, Hint, Lease, LeaseStatus, NewJob,
-    RequeueOutcome, RescheduleOutcome, StoredJob, StoredState, TrimPolicy, MAX_DUE_MS,
+    CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, Due, EnqueueOutcome, Finish, FinishItem,
+    FinishOutcome, Hint, Lease, LeaseStatus, NewJob, RescheduleOutcome, StoredJob, StoredState,
+    MAX_DUE_MS,
 };
 
 /// Jobs by id: what the [`Client`](crate::Client) does.

@@ -162,6 +162,22 @@ local function kill_many(ids, recs, reasons, now)
   call_many('ZADD', K_DEAD_IDS, byid, 2)
 end
 
+-- Deletes the record and reason of each death that is not in `still` (the listing, or the hook's queue):
+-- a death's record stays while it is listed or its hook pending.
+local function bury_unless_in(still, deaths)
+  local kept = fetch_many('ZMSCORE', still, deaths)
+  local gone = {}
+  for i, d in ipairs(deaths) do
+    if not kept[i] then
+      gone[#gone + 1] = d
+    end
+  end
+  if #gone > 0 then
+    call_many('HDEL', K_DEAD_JOBS, gone, 1)
+    call_many('HDEL', K_DEAD_INFO, gone, 1)
+  end
+end
+
 -- Takes deaths off the dead letters' listing. Their record and reason stay while their hook is pending
 -- (the hook sees every death, requeued or purged or not), and go with the acknowledgement.
 local function unlist_many(deaths)
@@ -170,16 +186,19 @@ local function unlist_many(deaths)
   end
   call_many('ZREM', K_DEAD, deaths, 1)
   call_many('ZREM', K_DEAD_IDS, deaths, 1)
-  local pending = fetch_many('ZMSCORE', K_DEAD_PENDING, deaths)
-  local gone = {}
+  bury_unless_in(K_DEAD_PENDING, deaths)
+end
+
+-- Deaths as replies: three fields each, death, record, info ("<died at> <reason>").
+local function death_entries(deaths)
+  local recs = fetch_many('HMGET', K_DEAD_JOBS, deaths)
+  local info = fetch_many('HMGET', K_DEAD_INFO, deaths)
+  local out = {}
   for i, d in ipairs(deaths) do
-    if not pending[i] then
-      gone[#gone + 1] = d
-    end
+    out[#out + 1] = d
+    out[#out + 1] = recs[i] or ''
+    out[#out + 1] = info[i] or ''
   end
-  if #gone > 0 then
-    call_many('HDEL', K_DEAD_JOBS, gone, 1)
-    call_many('HDEL', K_DEAD_INFO, gone, 1)
-  end
+  return out
 end
 
