@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use postpone::store::{ClaimRequest, DeadEntry, DeadSelection, Death, Due, RequeueOutcome, Store};
+use postpone::store::{
+    ClaimRequest, DeadEntry, DeadSelection, Death, Due, RequeueOutcome, Store, StoredState,
+};
 
 use super::*;
 
@@ -184,7 +186,10 @@ pub(crate) async fn an_expired_lease_keeps_its_place_in_line(store: Arc<dyn Stor
     wait_past(s, a_due).await;
     let b_due = create(s, t, "b", REC, Due::In(0)).await;
     assert!(b_due > a_due);
-    wait_past(s, a_due + SHORT as i64).await;
+    let Some(StoredState::Active { lease_deadline_ms }) = state(s, t, "a").await else {
+        panic!("a should be active")
+    };
+    wait_past(s, lease_deadline_ms).await;
     let batch = s
         .claim(t, ClaimRequest::new(1, LONG, 100, 10))
         .await
