@@ -1,8 +1,8 @@
-//! The PostgreSQL dead-letter sink of `examples/dead_letters_postgres/`, on a redis-server and a schema
+//! The PostgreSQL dead-letter sink of `examples/apps/dead_letters_postgres/`, on a redis-server and a schema
 //! of its own: a dead job lands in the table with its payload, attempts and error history, once even
 //! when the worker hands it over twice, and is re-enqueued from there.
 
-#[path = "../examples/dead_letters_postgres/pg_sink.rs"]
+#[path = "../dead_letters_postgres/pg_sink.rs"]
 #[allow(dead_code)]
 mod pg_sink;
 mod support;

@@ -8,8 +8,8 @@
 //! `api.rs` the HTTP handlers.
 //!
 //! ```text
-//! cargo run --example order_timeout                               # jobs in memory, orders in PostgreSQL
-//! REDIS_URL=redis://127.0.0.1:6379 cargo run --example order_timeout -- --payment-window 20s
+//! cargo run -p postpone-examples --example order_timeout                               # jobs in memory, orders in PostgreSQL
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run -p postpone-examples --example order_timeout -- --payment-window 20s
 //! ```
 //!
 //! Needs PostgreSQL: `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`); it creates the
@@ -24,7 +24,7 @@
 //! ```
 //!
 //! Ctrl-C or SIGTERM stops it gracefully: the HTTP server finishes its requests, then the worker lets
-//! running jobs finish (10 s at most) and hands the rest back. `tests/example_order_timeout.rs` drives
+//! running jobs finish (10 s at most) and hands the rest back. `examples/apps/tests/order_timeout.rs` drives
 //! this service over HTTP with a payment window of seconds and checks the database.
 
 #[path = "../support/flags.rs"]
