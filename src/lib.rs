@@ -95,6 +95,12 @@ pub use worker::{ShutdownHandle, Worker, WorkerBuilder};
 #[cfg(feature = "macros")]
 pub use postpone_macros::Job;
 
+/// The `async-trait` attribute, for implementing [`DeadLetterSink`] and [`JobHandler`] with `async fn`:
+/// `#[postpone::async_trait] impl DeadLetterSink for MySink { async fn deliver(..) .. }`. Re-exported so
+/// that your crate needs no dependency on `async-trait` (the code it generates names only `core` and
+/// `std`).
+pub use async_trait::async_trait;
+
 #[doc(hidden)]
 pub mod __private {
     pub use crate::handler::{ViaTrait, WithState, WithoutState};

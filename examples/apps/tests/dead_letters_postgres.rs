@@ -38,7 +38,7 @@ struct Refund {
 #[derive(Debug)]
 struct Twice(PgDeadLetterSink);
 
-#[async_trait::async_trait]
+#[postpone::async_trait]
 impl DeadLetterSink for Twice {
     async fn deliver(&self, dead: &DeadLetter) -> Result<(), BoxError> {
         self.0.deliver(dead).await?;
