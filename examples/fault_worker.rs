@@ -256,7 +256,7 @@ async fn main() {
             }
         }
     };
-    let client = Client::builder().namespace(ns.as_str()).store(store);
+    let client = Client::builder().store(store);
     let state = Arc::new(State {
         client: client.clone(),
         fail: env("FAULT_FAIL").as_deref() == Some("1"),

@@ -95,7 +95,7 @@ impl Rig {
         let store = RedisStore::connect_with(&server.url(), options)
             .await
             .expect("connecting the test's client");
-        let client = Client::builder().namespace(ns.as_str()).store(store);
+        let client = Client::builder().store(store);
         let dir = TempDir::new("postpone-fault-");
         let log = dir.path().join("events");
         std::fs::create_dir(&log).expect("creating the event log directory");
