@@ -16,8 +16,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use postpone::{Client, Job, JobContext, JobError, Worker};
-use serde::{Deserialize, Serialize};
 use redis_server::RedisServer;
+use serde::{Deserialize, Serialize};
 use tempdir::TempDir;
 
 #[derive(Serialize, Deserialize, Job)]
