@@ -7,7 +7,7 @@
 //! succeed.
 //!
 //! ```text
-//! cargo run -p postpone-examples --example dead_letters_postgres                     # jobs in memory, dead letters in PostgreSQL
+//! cargo run -p postpone-examples --example dead_letters_postgres  # jobs in memory, dead letters in PostgreSQL
 //! REDIS_URL=redis://127.0.0.1:6379 cargo run -p postpone-examples --example dead_letters_postgres
 //! ```
 //!
@@ -16,8 +16,9 @@
 //! `psql postgres://postgres@127.0.0.1:5432/test -c 'TABLE postpone_dead_letters'`.
 //!
 //! The worker keeps no dead jobs of its own once the sink has taken them
-//! (`dead_letter_retention(0, 0)`): the table is where they live. `examples/apps/tests/dead_letters_postgres.rs`
-//! checks the sink on a redis-server and a schema of its own.
+//! (`dead_letter_retention(0, 0)`): the table is where they live.
+//! `examples/apps/tests/dead_letters_postgres.rs` checks the sink on a redis-server and a schema of its
+//! own.
 
 #[path = "../support/flags.rs"]
 mod flags;

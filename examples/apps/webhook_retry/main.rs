@@ -8,8 +8,8 @@
 //! dead letter with its error history.
 //!
 //! ```text
-//! cargo run -p postpone-examples --example webhook_retry                                 # in memory, about 9 s
-//! cargo run -p postpone-examples --example webhook_retry -- --fail 5 --speedup 1000      # slower: about 90 s
+//! cargo run -p postpone-examples --example webhook_retry                             # in memory, about 9 s
+//! cargo run -p postpone-examples --example webhook_retry -- --fail 5 --speedup 1000  # about 90 s
 //! REDIS_URL=redis://127.0.0.1:6379 cargo run -p postpone-examples --example webhook_retry
 //! ```
 //!
@@ -43,6 +43,7 @@ async fn main() -> ExitCode {
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "off".into()),
         )
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .init();
     let flags = flags::Flags::from_env(USAGE, &["fail", "speedup"]);
     let options = demo::Options {
