@@ -52,14 +52,18 @@
 //! - [`Client`]: enqueue ([`Client::enqueue`], [`Client::enqueue_many`]), [`Client::cancel`],
 //!   [`Client::reschedule`], and per-topic inspection and dead letters through [`Topic`].
 //! - [`Worker`]: handlers ([`Handler`], [`JobHandler`]), [`JobContext`], [`JobError`], limits, leases,
-//!   shutdown; [`DeadLetterSink`]: where dead jobs go.
+//!   shutdown; [`DeadLetterSink`]: where dead jobs go (implement it with [`macro@async_trait`]).
 //! - [`store`]: the backend seam, with the [`store::redis`] (one Redis or a Redis Cluster) and
 //!   [`store::memory`] backends; [`partition_of`]: where a job of a partitioned topic is stored.
 //! - [`guide`]: longer guides, such as [testing your handlers](guide::testing).
 //!
-//! The README covers the concepts, the default schedule's table and the delivery guarantee, and lists
-//! the examples: an order timeout in an axum service, a retried webhook, dead letters kept in
-//! PostgreSQL, and graceful shutdown.
+//! postpone reports through [`tracing`](https://docs.rs/tracing): warnings about Redis, failed
+//! attempts, and, with the default sink ([`LogSink`]), every dead job. Install a subscriber
+//! (`tracing_subscriber::fmt::init()`), or those go nowhere.
+//!
+//! The README covers the dependencies to add, the concepts, the two ways to write a retry schedule,
+//! the default schedule's table and the delivery guarantee, and lists the examples: an order timeout in
+//! an axum service, a retried webhook, dead letters kept in PostgreSQL, and graceful shutdown.
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 
 mod client;

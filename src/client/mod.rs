@@ -128,14 +128,18 @@ impl Client {
     }
 
     /// Cancels a job by id: a scheduled job is removed; a running job is marked so that it is not
-    /// retried and its handler sees [`StopReason::Cancelled`](crate::StopReason). Unknown ids give
-    /// [`Error::JobNotFound`](crate::Error::JobNotFound).
+    /// retried and its handler sees [`StopReason::Cancelled`](crate::StopReason). An id that already
+    /// ran, was cancelled or never existed gives [`Error::JobNotFound`](crate::Error::JobNotFound): a
+    /// caller for whom that is fine ("the order was paid: cancel its timer, if any") matches it.
     pub async fn cancel<J: Job>(&self, id: &str) -> Result<CancelStatus> {
         self.topic::<J>().cancel(id).await
     }
 
-    /// Moves a scheduled job to a new time; returns the new due time. A running job gives
-    /// [`Error::JobRunning`](crate::Error::JobRunning); an unknown id [`Error::JobNotFound`](crate::Error::JobNotFound).
+    /// Moves a scheduled job to a new time; returns the new due time. A duration counts from now (the
+    /// store's clock), not from the job's old due time; a `DateTime<Utc>` is absolute. A running job
+    /// gives [`Error::JobRunning`](crate::Error::JobRunning); an id that already ran, was cancelled or
+    /// never existed [`Error::JobNotFound`](crate::Error::JobNotFound) (match it where that is fine: see
+    /// the README's "In your code").
     pub async fn reschedule<J: Job>(
         &self,
         id: &str,
