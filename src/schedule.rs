@@ -39,7 +39,7 @@ pub const MAX_SLOTS: usize = 1001;
 /// assert_eq!(fast.attempts(), 3);
 ///
 /// // Retries 1, 5 and 30 minutes after successive failures:
-/// let m = |n| Duration::from_secs(n * 60);
+/// let m = |n: u64| Duration::from_secs(n * 60);
 /// let sidekiq_like = RetrySchedule::between_failures([m(1), m(5), m(30)])?;
 /// assert_eq!(sidekiq_like.to_string(), "[0, 0, 1m, 5m, 30m]");
 /// assert_eq!(sidekiq_like.retry_delay(1), Some(m(1))); // attempt 1 failed: attempt 2 in a minute

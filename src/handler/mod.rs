@@ -59,10 +59,10 @@ pub trait JobHandler<S = ()>: Send + Sync + 'static {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a postpone handler for this worker, whose state is `{S}`",
     label = "not a handler for this worker",
-    note = "a handler is an async fn taking `(job: J, ctx: JobContext)` or `(job: J, ctx: JobContext, state: {S})`, \
-            where `J` derives `postpone::Job`, and returning `Result<(), JobError>`",
-    note = "a handler that takes the state gets a clone of it for each job: `{S}` must be `Clone + Send + Sync + 'static`; \
-            if it is not `Clone`, derive `Clone`, or give the worker an `Arc<{S}>` and take `Arc<{S}>`",
+    note = "a handler is an async fn taking `(job: J, ctx: JobContext)`, or `(job: J, ctx: JobContext, state: {S})` \
+            with this worker's state, where `J` derives `postpone::Job`, and returning `Result<(), JobError>`",
+    note = "a handler that takes the state gets a clone of it for each job, so `{S}` must be `Clone` (and `Send + \
+            Sync + 'static`): derive `Clone` for it, or make the worker's state an `Arc` of it",
     note = "for a type implementing `JobHandler`, register it with `.handler(..)`"
 )]
 pub trait Handler<M, S>: Clone + Send + Sync + 'static {
