@@ -35,7 +35,7 @@
 //! ```
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -45,6 +45,9 @@ use postpone::store::redis::{RedisOptions, RedisStore};
 use postpone::store::{Finish, FinishOutcome};
 use postpone::{sink_fn, Client, Job, JobContext, JobError, Worker};
 use serde::{Deserialize, Serialize};
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 /// The fault suite's job.
 #[derive(Debug, Clone, Serialize, Deserialize, Job)]
@@ -215,12 +218,18 @@ struct State {
 
 #[tokio::main]
 async fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "postpone=warn".into()),
+    // RUST_LOG as a list of `target=level` (tracing-subscriber's `Targets`, which needs no regex crate);
+    // colours only on a terminal: the fault tests send stderr to a file.
+    let filter: Targets = env("RUST_LOG")
+        .and_then(|spec| spec.parse().ok())
+        .unwrap_or_else(|| Targets::new().with_target("postpone", tracing::Level::WARN));
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(std::io::stderr().is_terminal()),
         )
-        .with_writer(std::io::stderr)
+        .with(filter)
         .init();
     let need = |name: &str| env(name).unwrap_or_else(|| panic!("{name} is required"));
     let url = need("FAULT_REDIS_URL");
@@ -255,7 +264,7 @@ async fn main() {
             }
         }
     };
-    let client = Client::builder().namespace(ns.as_str()).store(store);
+    let client = Client::builder().store(store);
     let state = Arc::new(State {
         client: client.clone(),
         fail: env("FAULT_FAIL").as_deref() == Some("1"),

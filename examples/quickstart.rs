@@ -9,8 +9,9 @@
 //! `REDIS_CLUSTER_NODES` (seed URLs of a Redis Cluster, separated by commas) wins over `REDIS_URL`.
 //!
 //! It uses a short demo schedule so it finishes in about two seconds, and exits 0 when every job ended
-//! as expected.
+//! as expected. On Redis it works in the namespace `quickstart`.
 
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -102,8 +103,13 @@ async fn charge(job: Charge, ctx: JobContext, _app: App) -> Result<(), JobError>
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // postpone reports through `tracing`: warnings (an evicting Redis, a lost connection) and, with the
+    // default dead-letter sink, every dead job. Without a subscriber they go nowhere. Colours only on a
+    // terminal, so that output sent to a file stays plain.
+    tracing_subscriber::fmt()
+        .with_ansi(std::io::stdout().is_terminal())
+        .init();
     let started = Instant::now();
-    let client = Client::builder().namespace("quickstart");
     let env = |name| {
         std::env::var(name)
             .ok()
@@ -111,11 +117,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let client = if let Some(nodes) = env("REDIS_CLUSTER_NODES") {
         let nodes: Vec<&str> = nodes.split(',').map(str::trim).collect();
-        client.redis_cluster(&nodes).await?
+        let builder = Client::builder().namespace("quickstart");
+        builder.redis_cluster(&nodes).await?
     } else if let Some(url) = env("REDIS_URL") {
-        client.redis(&url).await?
+        Client::builder()
+            .namespace("quickstart")
+            .redis(&url)
+            .await?
     } else {
-        client.store(postpone::store::memory::MemoryStore::new())
+        Client::memory()
     };
     println!("postpone quickstart, backend: {}", client.backend_name());
 
@@ -166,10 +176,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     client
         .enqueue(CloseOrder { order_id: 43 })
         .id("order:43")
-        .after(Duration::from_secs(1))
+        .after(Duration::from_secs(60))
         .await?;
-    client.cancel::<CloseOrder>("order:43").await?;
-    println!("  order 43 was paid: its timer is cancelled");
+    // The customer asked for more time: the timer moves to 2 s from now (not from when it was set).
+    let due_at = client
+        .reschedule::<CloseOrder>("order:43", Duration::from_secs(2))
+        .await?;
+    println!(
+        "  order 43 gets more time: due at {}",
+        due_at.format("%H:%M:%S%.3f")
+    );
+    // Then it is paid: cancel its timer. A timer that already fired, or never existed, is no error
+    // here: the order is paid either way.
+    for order in ["order:43", "order:44"] {
+        match client.cancel::<CloseOrder>(order).await {
+            Ok(status) => println!("  {order} was paid: its timer is cancelled ({status:?})"),
+            Err(postpone::Error::JobNotFound { .. }) => {
+                println!("  {order} was paid: it had no timer left (fired, or never set)")
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
     client
         .enqueue(Notify {
             partner: "acme".into(),
@@ -224,6 +251,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // Dead letters stay until trimmed; the demo removes its own so that it leaves nothing behind.
     client.topic::<Charge>().purge_all_dead().await?;
+
     println!(
         "done in {:.1} s on {}",
         started.elapsed().as_secs_f64(),

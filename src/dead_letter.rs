@@ -83,7 +83,15 @@ impl DeadLetter {
 
 /// Where dead jobs go: a table, a log, an alert. Called by a worker at least once per dead job, even if
 /// a worker crashes in between; a failing call is retried with backoff. Make it idempotent on
-/// `(topic, id, died_at)`.
+/// `(topic, id, died_at)`. Plug one in with
+/// [`WorkerBuilder::dead_letter_sink`](crate::WorkerBuilder::dead_letter_sink); without one, the worker
+/// uses [`LogSink`], which logs each dead job through `tracing` (install a subscriber to see them).
+///
+/// The trait is declared with `async-trait`, re-exported as [`postpone::async_trait`](crate::async_trait):
+/// put `#[postpone::async_trait]` on your impl and write `async fn deliver`; your crate needs no
+/// `async-trait` dependency. (A plain `async fn` in an impl without the attribute does not match the
+/// trait's signature: rustc says E0195, "lifetime parameters or bounds on method `deliver` do not match".)
+/// For a closure, [`sink_fn`] needs neither.
 ///
 /// ```
 /// use postpone::{DeadLetter, DeadLetterSink, BoxError};
@@ -91,7 +99,7 @@ impl DeadLetter {
 /// #[derive(Debug)]
 /// struct Alert;
 ///
-/// #[async_trait::async_trait]
+/// #[postpone::async_trait]
 /// impl DeadLetterSink for Alert {
 ///     async fn deliver(&self, dead: &DeadLetter) -> Result<(), BoxError> {
 ///         eprintln!("job {} of {} died: {}", dead.id, dead.topic, dead.reason);

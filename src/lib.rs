@@ -52,14 +52,18 @@
 //! - [`Client`]: enqueue ([`Client::enqueue`], [`Client::enqueue_many`]), [`Client::cancel`],
 //!   [`Client::reschedule`], and per-topic inspection and dead letters through [`Topic`].
 //! - [`Worker`]: handlers ([`Handler`], [`JobHandler`]), [`JobContext`], [`JobError`], limits, leases,
-//!   shutdown; [`DeadLetterSink`]: where dead jobs go.
+//!   shutdown; [`DeadLetterSink`]: where dead jobs go (implement it with [`macro@async_trait`]).
 //! - [`store`]: the backend seam, with the [`store::redis`] (one Redis or a Redis Cluster) and
 //!   [`store::memory`] backends; [`partition_of`]: where a job of a partitioned topic is stored.
 //! - [`guide`]: longer guides, such as [testing your handlers](guide::testing).
 //!
-//! The README covers the concepts, the default schedule's table and the delivery guarantee, and lists
-//! the examples: an order timeout in an axum service, a retried webhook, dead letters kept in
-//! PostgreSQL, and graceful shutdown.
+//! postpone reports through [`tracing`](https://docs.rs/tracing): warnings about Redis, failed
+//! attempts, and, with the default sink ([`LogSink`]), every dead job. Install a subscriber
+//! (`tracing_subscriber::fmt::init()`), or those go nowhere.
+//!
+//! The README covers the dependencies to add, the concepts, the two ways to write a retry schedule,
+//! the default schedule's table and the delivery guarantee, and lists the examples: an order timeout in
+//! an axum service, a retried webhook, dead letters kept in PostgreSQL, and graceful shutdown.
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 
 mod client;
@@ -80,7 +84,8 @@ mod worker;
 
 pub use client::{
     CancelStatus, Client, ClientBuilder, Enqueue, EnqueueItem, EnqueueStatus, Enqueued, JobInfo,
-    JobState, Topic, When, DEFAULT_MAX_PAYLOAD, DEFAULT_NAMESPACE,
+    JobState, Namespaced, NoNamespace, StoreKeepsItsOwnNamespace, Topic, When, DEFAULT_MAX_PAYLOAD,
+    DEFAULT_NAMESPACE,
 };
 pub use dead_letter::{sink_fn, DeadLetter, DeadLetterSink, FnSink, LogSink};
 pub use error::{BoxError, Error, Report, Result};
@@ -95,6 +100,12 @@ pub use worker::{ShutdownHandle, Worker, WorkerBuilder};
 
 #[cfg(feature = "macros")]
 pub use postpone_macros::Job;
+
+/// The `async-trait` attribute, for implementing [`DeadLetterSink`] and [`JobHandler`] with `async fn`:
+/// `#[postpone::async_trait] impl DeadLetterSink for MySink { async fn deliver(..) .. }`. Re-exported so
+/// that your crate needs no dependency on `async-trait` (the code it generates names only `core` and
+/// `std`).
+pub use async_trait::async_trait;
 
 #[doc(hidden)]
 pub mod __private {

@@ -12,10 +12,15 @@ pub const MAX_SLOTS: usize = 1001;
 
 /// When a failed job runs again, as an array of delays indexed by attempt number.
 ///
-/// Slot `N` is the delay before attempt `N`. Slot 0 is never read. Attempt 1 runs at the due time the
-/// enqueue asked for plus slot 1 (0 in the default); each failure of attempt `N` schedules attempt `N + 1`
-/// after slot `N + 1`; when that slot does not exist the job is exhausted and goes to the dead letters.
-/// So a schedule of `len` slots allows `len - 1` attempts.
+/// Slot `N` is the delay before attempt `N`. Slot 0 is never read, and must be 0. Attempt 1 runs at the
+/// due time the enqueue asked for plus slot 1 (0 in the default); each failure of attempt `N` schedules
+/// attempt `N + 1` after slot `N + 1`; when that slot does not exist the job is exhausted and goes to the
+/// dead letters. So a schedule of `len` slots allows `len - 1` attempts.
+///
+/// To write the delays between failures instead (as Sidekiq or BullMQ read a list of delays), use
+/// [`between_failures`](Self::between_failures): `between_failures([1m, 5m, 30m])` is
+/// `[0, 0, 1m, 5m, 30m]`, four attempts. In `#[job(...)]` the two forms are `retry = [...]` and
+/// `retry_delays = [...]`.
 ///
 /// The default is `[0, 0, 2m, 10m, 10m, 1h, 2h, 6h, 15h]`: eight attempts; the first at the due time, the
 /// second 2 minutes after the first failed, the third 10 minutes after that, ..., the eighth 15 hours after
@@ -32,6 +37,12 @@ pub const MAX_SLOTS: usize = 1001;
 ///
 /// let fast = RetrySchedule::from_millis(&[0, 0, 10, 20])?;
 /// assert_eq!(fast.attempts(), 3);
+///
+/// // Retries 1, 5 and 30 minutes after successive failures:
+/// let m = |n: u64| Duration::from_secs(n * 60);
+/// let sidekiq_like = RetrySchedule::between_failures([m(1), m(5), m(30)])?;
+/// assert_eq!(sidekiq_like.to_string(), "[0, 0, 1m, 5m, 30m]");
+/// assert_eq!(sidekiq_like.retry_delay(1), Some(m(1))); // attempt 1 failed: attempt 2 in a minute
 /// # Ok::<(), postpone::Error>(())
 /// ```
 #[derive(Clone, PartialEq, Eq)]
@@ -41,10 +52,46 @@ pub struct RetrySchedule {
 }
 
 impl RetrySchedule {
-    /// A schedule from its slots. Fails when it has fewer than two slots (no attempt at all), more than
-    /// [`MAX_SLOTS`], or a delay over [`MAX_DELAY`].
+    /// A schedule from its slots, indexed by attempt. Fails when it has fewer than two slots (no attempt
+    /// at all), more than [`MAX_SLOTS`], a delay over [`MAX_DELAY`], or a slot 0 other than 0 (never read:
+    /// for delays between failures, use [`between_failures`](Self::between_failures)).
     pub fn new(slots: impl IntoIterator<Item = Duration>) -> Result<Self> {
         let slots: Vec<Duration> = slots.into_iter().collect();
+        if let Some(slot0) = slots.first().filter(|d| !d.is_zero()) {
+            return Err(Error::InvalidSchedule {
+                reason: format!(
+                    "slot 0 is {}, but slot 0 is never read: slot 1 is the delay before the first attempt \
+                     and slot n the delay before attempt n; for delays between failures use \
+                     RetrySchedule::between_failures, otherwise make slot 0 zero",
+                    format_duration(*slot0)
+                ),
+            });
+        }
+        Self::checked(slots)
+    }
+
+    /// A schedule from the delays between failures: the first attempt runs at the due time, and retry
+    /// `n` runs `delays[n - 1]` after attempt `n` failed. `between_failures([1m, 5m, 30m])` allows four
+    /// attempts, retried 1, 5 and 30 minutes after each failure; no delays, one attempt and no retry. It
+    /// is the attempt-indexed schedule `[0, 0, delays...]`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use postpone::RetrySchedule;
+    ///
+    /// let schedule = RetrySchedule::between_failures([Duration::from_secs(60), Duration::from_secs(300)])?;
+    /// assert_eq!(schedule.attempts(), 3);
+    /// assert_eq!(schedule.retry_delay(1), Some(Duration::from_secs(60)));
+    /// assert_eq!(schedule.retry_delay(2), Some(Duration::from_secs(300)));
+    /// assert_eq!(schedule.retry_delay(3), None); // attempt 3 failed: dead letter
+    /// # Ok::<(), postpone::Error>(())
+    /// ```
+    pub fn between_failures(delays: impl IntoIterator<Item = Duration>) -> Result<Self> {
+        Self::new([Duration::ZERO, Duration::ZERO].into_iter().chain(delays))
+    }
+
+    /// The checks of [`new`](Self::new) but slot 0's: stored schedules are read back as they were.
+    fn checked(slots: Vec<Duration>) -> Result<Self> {
         if slots.len() < 2 {
             return Err(Error::InvalidSchedule {
                 reason: format!(
@@ -120,7 +167,7 @@ impl RetrySchedule {
     }
 
     pub(crate) fn from_parts(millis: &[u64], jitter_permille: u16) -> Result<Self> {
-        let mut s = Self::from_millis(millis)?;
+        let mut s = Self::checked(millis.iter().map(|ms| Duration::from_millis(*ms)).collect())?;
         s.jitter_permille = jitter_permille.min(1000);
         Ok(s)
     }
@@ -235,6 +282,47 @@ mod tests {
         assert!(RetrySchedule::new([Duration::ZERO, MAX_DELAY * 2]).is_err());
         assert!(RetrySchedule::from_millis(&vec![0; MAX_SLOTS + 1]).is_err());
         assert!(RetrySchedule::from_millis(&[0, 0]).is_ok());
+        assert!(RetrySchedule::between_failures(vec![Duration::ZERO; MAX_SLOTS - 1]).is_err());
+        assert!(RetrySchedule::between_failures(vec![Duration::ZERO; MAX_SLOTS - 2]).is_ok());
+    }
+
+    /// Slot 0 is never read: a schedule that sets it was almost always meant as delays between failures.
+    #[test]
+    fn slot_zero_must_be_zero() {
+        let err = RetrySchedule::from_millis(&[60_000, 300_000, 1_800_000]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid retry schedule: slot 0 is 1m, but slot 0 is never read: slot 1 is the delay before \
+             the first attempt and slot n the delay before attempt n; for delays between failures use \
+             RetrySchedule::between_failures, otherwise make slot 0 zero"
+        );
+        // Schedules stored by older versions are read back as they were (slot 0 is never read).
+        assert_eq!(
+            RetrySchedule::from_parts(&[5, 0, 10], 0)
+                .unwrap()
+                .attempts(),
+            2
+        );
+    }
+
+    #[test]
+    fn delays_between_failures() {
+        let m = |n: u64| Duration::from_secs(n * 60);
+        let s = RetrySchedule::between_failures([m(1), m(5), m(30)]).unwrap();
+        assert_eq!(
+            s,
+            RetrySchedule::new([m(0), m(0), m(1), m(5), m(30)]).unwrap()
+        );
+        assert_eq!(s.attempts(), 4);
+        assert_eq!(
+            s.delay_before(1),
+            Some(Duration::ZERO),
+            "the first attempt at the due time"
+        );
+        let after: Vec<_> = (1..=4).map(|failed| s.retry_delay(failed)).collect();
+        assert_eq!(after, [Some(m(1)), Some(m(5)), Some(m(30)), None]);
+        let once = RetrySchedule::between_failures([]).unwrap();
+        assert_eq!((once.attempts(), once.retry_delay(1)), (1, None));
     }
 
     #[test]

@@ -279,7 +279,7 @@ async fn a_dead_master_stops_only_its_partitions_and_errors_name_them() {
     let subscriber = tracing_subscriber::fmt()
         .with_writer(log.clone())
         .with_ansi(false)
-        .with_env_filter("postpone=debug")
+        .with_max_level(tracing::Level::DEBUG)
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
     // Another test thread may have cached this callsite's interest before this subscriber existed.

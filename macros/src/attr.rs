@@ -7,12 +7,12 @@ use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{Attribute, Expr, Ident, Lit, LitInt, LitStr, Meta, Token};
 
-use crate::duration::{format_millis, lit_millis, parse_millis, DAY_MS, FORMS, YEAR_MS};
+use crate::duration::{format_millis, lit_millis, parse_millis, DAY_MS, FORMS};
 use crate::errors::Errors;
 use crate::topic::topic_problem;
 
 /// Most slots a retry schedule may hold (`postpone::schedule::MAX_SLOTS`).
-const MAX_SLOTS: usize = 1001;
+pub(crate) const MAX_SLOTS: usize = 1001;
 /// Most partitions a topic may have (`postpone::MAX_PARTITIONS`).
 const MAX_PARTITIONS: u16 = 1024;
 
@@ -20,7 +20,8 @@ const MAX_PARTITIONS: u16 = 1024;
 pub(crate) struct JobAttr {
     /// The topic, a valid topic name.
     pub(crate) topic: LitStr,
-    /// The retry schedule's slots: 2 to 1001 of them, each at most a year.
+    /// The retry schedule's slots, from `retry` (slot 0 is 0) or `retry_delays` (two 0 slots first): 2 to
+    /// 1001 of them, each at most a year.
     pub(crate) retry: Option<Vec<u64>>,
     /// The lease: more than 0, at most a day.
     pub(crate) lease: Option<u64>,
@@ -32,9 +33,10 @@ pub(crate) struct JobAttr {
 
 /// A key `#[job(...)]` knows.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Key {
+pub(crate) enum Key {
     Topic,
     Retry,
+    RetryDelays,
     Lease,
     Timeout,
     Partitions,
@@ -45,6 +47,7 @@ impl Key {
         Some(match ident.unraw().to_string().as_str() {
             "topic" => Key::Topic,
             "retry" => Key::Retry,
+            "retry_delays" => Key::RetryDelays,
             "lease" => Key::Lease,
             "timeout" => Key::Timeout,
             "partitions" => Key::Partitions,
@@ -56,6 +59,7 @@ impl Key {
         match self {
             Key::Topic => "topic",
             Key::Retry => "retry",
+            Key::RetryDelays => "retry_delays",
             Key::Lease => "lease",
             Key::Timeout => "timeout",
             Key::Partitions => "partitions",
@@ -63,10 +67,11 @@ impl Key {
     }
 
     /// How to write this key, for error messages.
-    fn example(self) -> &'static str {
+    pub(crate) fn example(self) -> &'static str {
         match self {
             Key::Topic => r#"`topic = "orders.close"`"#,
             Key::Retry => r#"`retry = ["0", "0", "2m", "10m"]`"#,
+            Key::RetryDelays => r#"`retry_delays = ["1m", "5m", "30m"]`"#,
             Key::Lease => r#"`lease = "30s"`"#,
             Key::Timeout => r#"`timeout = "5m"`"#,
             Key::Partitions => "`partitions = 4`",
@@ -74,7 +79,7 @@ impl Key {
     }
 }
 
-const KNOWN_KEYS: &str = "`topic`, `retry`, `lease`, `timeout` or `partitions`";
+const KNOWN_KEYS: &str = "`topic`, `retry`, `retry_delays`, `lease`, `timeout` or `partitions`";
 
 /// One `key = value` inside `#[job(...)]`.
 struct Setting {
@@ -120,7 +125,8 @@ pub(crate) fn parse_job_attrs(attrs: &[Attribute], ident: &Ident) -> syn::Result
     for extra in job_attrs {
         errors.push(syn::Error::new_spanned(
             extra,
-            "more than one #[job] attribute: put topic, retry, lease, timeout and partitions in one #[job(...)]",
+            "more than one #[job] attribute: put topic, retry (or retry_delays), lease, timeout and partitions in \
+             one #[job(...)]",
         ));
     }
     errors.check()?;
@@ -147,6 +153,7 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
     let mut seen = Vec::new();
     let (mut topic, mut retry, mut lease, mut timeout, mut partitions) =
         (None, None, None, None, None);
+    let mut schedule_key: Option<&Ident> = None;
     for Setting { ident, key, value } in &settings {
         if seen.contains(key) {
             errors.push(syn::Error::new(
@@ -156,9 +163,24 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
             continue;
         }
         seen.push(*key);
+        if matches!(key, Key::Retry | Key::RetryDelays) {
+            if let Some(first) = schedule_key {
+                errors.push(syn::Error::new(
+                    ident.span(),
+                    format!(
+                        "`{ident}` and `{first}` both set the retry schedule: give one. `retry` lists the \
+                         delay before each attempt (slot 0 never read); `retry_delays` lists the delays \
+                         between failures"
+                    ),
+                ));
+                continue;
+            }
+            schedule_key = Some(ident);
+        }
         match key {
             Key::Topic => topic = errors.keep(topic_value(value)),
-            Key::Retry => retry = errors.keep(retry_value(value)),
+            Key::Retry => retry = errors.keep(retry::retry_value(value)),
+            Key::RetryDelays => retry = errors.keep(retry::retry_delays_value(value)),
             Key::Lease => lease = errors.keep(lease_value(value)),
             Key::Timeout => timeout = errors.keep(timeout_value(value)),
             Key::Partitions => partitions = errors.keep(partitions_value(value)),
@@ -179,7 +201,7 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
 }
 
 /// Looks through the invisible groups `macro_rules!` puts around `$value:expr`.
-fn unwrap_group(mut expr: &Expr) -> &Expr {
+pub(crate) fn unwrap_group(mut expr: &Expr) -> &Expr {
     while let Expr::Group(group) = expr {
         expr = &group.expr;
     }
@@ -217,53 +239,6 @@ fn topic_value(value: &Expr) -> syn::Result<LitStr> {
             ))
         }
     }
-}
-
-fn retry_value(value: &Expr) -> syn::Result<Vec<u64>> {
-    let Expr::Array(array) = unwrap_group(value) else {
-        return Err(syn::Error::new_spanned(
-            value,
-            format!(
-                "retry must be an array of durations: write {}",
-                Key::Retry.example()
-            ),
-        ));
-    };
-    let mut errors = Errors::default();
-    let mut slots = Vec::with_capacity(array.elems.len());
-    for (i, slot) in array.elems.iter().enumerate() {
-        match errors.keep(duration_value(slot, Key::Retry)) {
-            Some(ms) if ms > YEAR_MS => errors.push(syn::Error::new_spanned(
-                slot,
-                format!(
-                    "retry slot {i} is {:?}, longer than a year: the longest delay is \"365d\"",
-                    format_millis(ms)
-                ),
-            )),
-            Some(ms) => slots.push(ms),
-            None => {}
-        }
-    }
-    let len = array.elems.len();
-    if len < 2 {
-        errors.push(syn::Error::new_spanned(
-            array,
-            format!(
-                "retry has {len} slot(s) and needs at least 2: slot 0 is never read and slot 1 is the \
-                 delay before the first attempt; write e.g. `retry = [\"0\", \"0\", \"1m\"]` for two attempts"
-            ),
-        ));
-    } else if len > MAX_SLOTS {
-        errors.push(syn::Error::new_spanned(
-            array,
-            format!(
-                "retry has {len} slots; at most {MAX_SLOTS} are allowed ({} attempts)",
-                MAX_SLOTS - 1
-            ),
-        ));
-    }
-    errors.check()?;
-    Ok(slots)
 }
 
 fn lease_value(value: &Expr) -> syn::Result<u64> {
@@ -331,7 +306,7 @@ fn partitions_value(value: &Expr) -> syn::Result<u16> {
 }
 
 /// A duration: a string literal such as `"30s"`, or the integer literal `0`.
-fn duration_value(value: &Expr, key: Key) -> syn::Result<u64> {
+pub(crate) fn duration_value(value: &Expr, key: Key) -> syn::Result<u64> {
     match unwrap_group(value) {
         Expr::Lit(syn::ExprLit {
             lit: Lit::Str(lit), ..
@@ -372,6 +347,8 @@ fn int_millis(lit: &LitInt, key: Key) -> syn::Result<u64> {
         key.name()
     ))
 }
+
+mod retry;
 
 #[cfg(test)]
 mod tests;

@@ -24,8 +24,13 @@ mod topic;
 /// ```
 ///
 /// - `topic` (required): a string matching `[A-Za-z0-9_.-]{1,128}`.
-/// - `retry`: the retry schedule, delays indexed by attempt number (slot 0 is never read): 2 to 1001
-///   durations, each at most a year.
+/// - `retry`: the retry schedule, delays indexed by attempt number: 2 to 1001 durations, each at most a
+///   year. Slot 1 is the delay before the first attempt, slot `n` the delay before attempt `n`; slot 0
+///   is never read and must be `"0"` (a non-zero slot 0 is refused, since it usually means the next key).
+/// - `retry_delays`: the retry schedule as the delays between failures: `["1m", "5m", "30m"]` runs the
+///   first attempt at the due time and retries 1, 5 and 30 minutes after successive failures (four
+///   attempts); the same as `retry = ["0", "0", "1m", "5m", "30m"]`. Give `retry` or `retry_delays`, not
+///   both.
 /// - `lease`: how long a worker holds a claimed job unless renewed; more than 0, at most a day.
 /// - `timeout`: how long one attempt may run; more than 0.
 /// - `partitions`: how many partitions the topic is stored in; an integer from 1 to 1024 (default 1).

@@ -1,5 +1,6 @@
 //! The client: enqueue jobs, cancel and reschedule them by id, inspect topics.
 
+mod builder;
 mod dead_letters;
 mod enqueue;
 mod topic;
@@ -9,6 +10,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+pub use builder::{ClientBuilder, Namespaced, NoNamespace, StoreKeepsItsOwnNamespace};
 pub use enqueue::{Enqueue, EnqueueItem, EnqueueStatus, Enqueued};
 pub use topic::{CancelStatus, JobInfo, JobState, Topic};
 pub use when::When;
@@ -17,9 +19,8 @@ use crate::error::Result;
 use crate::job::Job;
 use crate::partition::validate_partitions;
 use crate::store::memory::MemoryStore;
-use crate::store::redis::RedisStore;
 use crate::store::Store;
-use crate::validate::{validate_namespace, validate_topic};
+use crate::validate::validate_topic;
 
 /// Default limit on an encoded job: 512 KiB.
 pub const DEFAULT_MAX_PAYLOAD: usize = 512 * 1024;
@@ -104,11 +105,11 @@ impl Client {
     /// From the environment: a Redis Cluster when `REDIS_CLUSTER_NODES` is set (seed URLs separated by
     /// commas, e.g. `redis://127.0.0.1:7000,redis://127.0.0.1:7001`), else Redis when `REDIS_URL` is
     /// set, else in memory. The namespace comes from `POSTPONE_NAMESPACE` when set.
+    /// In memory, the namespace plays no part: each in-memory store is a world of its own.
     pub async fn from_env() -> Result<Self> {
-        let mut builder = Self::builder();
-        if let Ok(ns) = std::env::var("POSTPONE_NAMESPACE") {
-            builder = builder.namespace(ns);
-        }
+        let namespace =
+            std::env::var("POSTPONE_NAMESPACE").unwrap_or_else(|_| DEFAULT_NAMESPACE.to_owned());
+        let builder = Self::builder().namespace(namespace);
         if let Ok(nodes) = std::env::var("REDIS_CLUSTER_NODES") {
             let nodes = split_nodes(&nodes);
             if !nodes.is_empty() {
@@ -117,16 +118,13 @@ impl Client {
         }
         match std::env::var("REDIS_URL") {
             Ok(url) if !url.is_empty() => builder.redis(&url).await,
-            _ => Ok(builder.store(MemoryStore::new())),
+            _ => Ok(Self::memory()),
         }
     }
 
     /// Options for a client.
     pub fn builder() -> ClientBuilder {
-        ClientBuilder {
-            namespace: DEFAULT_NAMESPACE.to_owned(),
-            max_payload: DEFAULT_MAX_PAYLOAD,
-        }
+        ClientBuilder::new()
     }
 
     /// "redis", "redis-cluster" or "memory".
@@ -166,14 +164,18 @@ impl Client {
     }
 
     /// Cancels a job by id: a scheduled job is removed; a running job is marked so that it is not
-    /// retried and its handler sees [`StopReason::Cancelled`](crate::StopReason). Unknown ids give
-    /// [`Error::JobNotFound`](crate::Error::JobNotFound).
+    /// retried and its handler sees [`StopReason::Cancelled`](crate::StopReason). An id that already
+    /// ran, was cancelled or never existed gives [`Error::JobNotFound`](crate::Error::JobNotFound): a
+    /// caller for whom that is fine ("the order was paid: cancel its timer, if any") matches it.
     pub async fn cancel<J: Job>(&self, id: &str) -> Result<CancelStatus> {
         self.topic::<J>().cancel(id).await
     }
 
-    /// Moves a scheduled job to a new time; returns the new due time. A running job gives
-    /// [`Error::JobRunning`](crate::Error::JobRunning); an unknown id [`Error::JobNotFound`](crate::Error::JobNotFound).
+    /// Moves a scheduled job to a new time; returns the new due time. A duration counts from now (the
+    /// store's clock), not from the job's old due time; a `DateTime<Utc>` is absolute. A running job
+    /// gives [`Error::JobRunning`](crate::Error::JobRunning); an id that already ran, was cancelled or
+    /// never existed [`Error::JobNotFound`](crate::Error::JobNotFound) (match it where that is fine: see
+    /// the README's "In your code").
     pub async fn reschedule<J: Job>(
         &self,
         id: &str,
@@ -204,72 +206,6 @@ impl Client {
     pub(crate) fn check_topic<J: Job>(&self) -> Result<()> {
         validate_topic(J::TOPIC)?;
         validate_partitions(J::TOPIC, J::partitions())
-    }
-}
-
-/// Options for a [`Client`]; finish with [`redis`](Self::redis) or [`store`](Self::store).
-#[derive(Debug, Clone)]
-#[must_use]
-pub struct ClientBuilder {
-    namespace: String,
-    max_payload: usize,
-}
-
-impl ClientBuilder {
-    /// The namespace (`[A-Za-z0-9_.-]{1,64}`, default `"default"`): applications with different
-    /// namespaces share a Redis without seeing each other's jobs.
-    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.namespace = namespace.into();
-        self
-    }
-
-    /// The largest encoded job accepted, in bytes (default 512 KiB).
-    pub fn max_payload(mut self, bytes: usize) -> Self {
-        self.max_payload = bytes;
-        self
-    }
-
-    /// Connects to Redis, with default connections and timeouts: one multiplexed connection for every
-    /// call (no pool to wait on), 3 s connect and response timeouts. See [`Client::connect`] for what
-    /// that means under load and when Redis is away, and for how to change them.
-    pub async fn redis(self, url: &str) -> Result<Client> {
-        validate_namespace(&self.namespace)?;
-        let store = RedisStore::connect(url, &self.namespace).await?;
-        Ok(self.store(store))
-    }
-
-    /// Connects to a Redis Cluster from seed node URLs (a few of its nodes; the others are found from
-    /// them). The client and worker work as on one Redis; declare hot topics with `partitions = N` to
-    /// spread them over the cluster's nodes. One multiplexed connection per node carries every call
-    /// (no pool); 3 s connect and response timeouts, as in [`Client::connect`].
-    ///
-    /// ```no_run
-    /// # async fn demo() -> postpone::Result<()> {
-    /// let client = postpone::Client::builder()
-    ///     .namespace("shop")
-    ///     .redis_cluster(&["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"])
-    ///     .await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn redis_cluster<S: AsRef<str>>(self, nodes: &[S]) -> Result<Client> {
-        validate_namespace(&self.namespace)?;
-        let store = RedisStore::connect_cluster(nodes, &self.namespace).await?;
-        Ok(self.store(store))
-    }
-
-    /// Uses a store you built (for example a [`MemoryStore`] with a manual clock).
-    pub fn store(self, store: impl Store) -> Client {
-        self.store_arc(Arc::new(store))
-    }
-
-    /// Uses a shared store.
-    pub fn store_arc(self, store: Arc<dyn Store>) -> Client {
-        Client {
-            inner: Arc::new(Inner {
-                store,
-                max_payload: self.max_payload.max(64),
-            }),
-        }
     }
 }
 

@@ -31,7 +31,7 @@ pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<(), JobError>> + Sen
 ///
 /// struct SendWelcome { sender: String }
 ///
-/// #[async_trait::async_trait]
+/// #[postpone::async_trait] // the `async-trait` crate, re-exported: no dependency of your own needed
 /// impl JobHandler for SendWelcome {
 ///     type Job = Welcome;
 ///     async fn handle(&self, job: Welcome, ctx: JobContext, _state: &()) -> Result<(), JobError> {
@@ -51,11 +51,18 @@ pub trait JobHandler<S = ()>: Send + Sync + 'static {
 
 /// Something a worker can run for a job type: an async fn `(job, ctx)` or `(job, ctx, state)` returning
 /// `Result<(), JobError>`. `M` tells the forms apart; you never name it.
+///
+/// A handler that takes the state gets a clone of it for each job, so the state type must be `Clone`
+/// (and `Send + Sync + 'static`, as every worker state): derive `Clone`, or give the worker an
+/// `Arc<State>` and take `Arc<State>`. The compiler cannot tell which of the rules a rejected handler
+/// breaks, so its error lists them all, naming the worker's state type.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a postpone handler for this worker",
-    label = "not a handler",
-    note = "a handler is an async fn taking `(job: J, ctx: JobContext)` or `(job: J, ctx: JobContext, state: S)`, \
-            where `J` derives `postpone::Job` and `S` is the worker's state, and returning `Result<(), JobError>`",
+    message = "`{Self}` is not a postpone handler for this worker, whose state is `{S}`",
+    label = "not a handler for this worker",
+    note = "a handler is an async fn taking `(job: J, ctx: JobContext)`, or `(job: J, ctx: JobContext, state: {S})` \
+            with this worker's state, where `J` derives `postpone::Job`, and returning `Result<(), JobError>`",
+    note = "a handler that takes the state gets a clone of it for each job, so `{S}` must be `Clone` (and `Send + \
+            Sync + 'static`): derive `Clone` for it, or make the worker's state an `Arc` of it",
     note = "for a type implementing `JobHandler`, register it with `.handler(..)`"
 )]
 pub trait Handler<M, S>: Clone + Send + Sync + 'static {

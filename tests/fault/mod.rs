@@ -23,6 +23,7 @@ use postpone::{Client, EnqueueItem, EnqueueStatus, Job};
 use serde::{Deserialize, Serialize};
 
 use crate::support::redis_server::{Builder, RedisServer};
+use crate::support::tempdir::TempDir;
 use crate::support::wait::wait_until_within;
 
 #[allow(unused_imports)]
@@ -79,7 +80,7 @@ pub struct Rig {
     pub faults: Vec<Fault>,
     /// Worker processes, by slot.
     pub procs: Vec<Proc>,
-    dir: tempfile::TempDir,
+    dir: TempDir,
     log: PathBuf,
     spawned: usize,
     extra_env: Vec<(String, String)>,
@@ -94,11 +95,8 @@ impl Rig {
         let store = RedisStore::connect_with(&server.url(), options)
             .await
             .expect("connecting the test's client");
-        let client = Client::builder().namespace(ns.as_str()).store(store);
-        let dir = tempfile::Builder::new()
-            .prefix("postpone-fault-")
-            .tempdir()
-            .expect("temp dir");
+        let client = Client::builder().store(store);
+        let dir = TempDir::new("postpone-fault-");
         let log = dir.path().join("events");
         std::fs::create_dir(&log).expect("creating the event log directory");
         Rig {

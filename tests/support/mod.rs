@@ -2,8 +2,8 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod events;
-pub mod postgres;
 pub mod redis_cluster;
 pub mod redis_server;
 pub mod store;
+pub mod tempdir;
 pub mod wait;

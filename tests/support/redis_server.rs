@@ -17,6 +17,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::tempdir::TempDir;
+
 /// How long a server may take to answer PING after it is spawned.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -50,10 +52,7 @@ impl Builder {
 
     /// Starts the server and waits until it answers PING.
     pub fn start(self) -> RedisServer {
-        let dir = tempfile::Builder::new()
-            .prefix("postpone-redis-")
-            .tempdir()
-            .expect("temp dir");
+        let dir = TempDir::new("postpone-redis-");
         let mut server = RedisServer {
             options: self,
             port: 0,
@@ -86,7 +85,7 @@ pub struct RedisServer {
     dir: PathBuf,
     child: Mutex<Option<Child>>,
     /// Deleted when the server is dropped (after the process is killed).
-    _dir: Option<tempfile::TempDir>,
+    _dir: Option<TempDir>,
 }
 
 impl RedisServer {

@@ -1,6 +1,7 @@
 //! Unit tests of `#[job(...)]` parsing: accepted values, and the message for each mistake.
 
 use super::*;
+use crate::duration::YEAR_MS;
 use syn::{parse_quote, DeriveInput};
 
 fn parse(input: DeriveInput) -> syn::Result<JobAttr> {
@@ -109,7 +110,7 @@ fn structural_errors() {
                 #[job(topic = "a", retries = ["0", "0"])]
                 struct A;
             ),
-            "unknown key `retries` in #[job]: expected `topic`, `retry`, `lease`, `timeout` or `partitions`",
+            "unknown key `retries` in #[job]: expected `topic`, `retry`, `retry_delays`, `lease`, `timeout` or `partitions`",
         ),
         (
             parse_quote!(
@@ -123,7 +124,7 @@ fn structural_errors() {
                 #[job("a")]
                 struct A;
             ),
-            "expected a key: `topic`, `retry`, `lease`, `timeout` or `partitions`",
+            "expected a key: `topic`, `retry`, `retry_delays`, `lease`, `timeout` or `partitions`",
         ),
         (
             parse_quote!(
@@ -265,4 +266,97 @@ fn slot_count_bounds() {
         first_error(slots(MAX_SLOTS + 1)),
         "retry has 1002 slots; at most 1001 are allowed (1000 attempts)"
     );
+}
+
+#[test]
+fn retry_slot_zero_must_be_zero() {
+    let err = first_error(parse_quote!(
+        #[job(topic = "a", retry = ["1m", "5m", "30m"])]
+        struct A;
+    ));
+    assert_eq!(
+        err,
+        "retry slot 0 is \"1m\", but slot 0 is never read: `retry` is indexed by attempt (slot 1 is the \
+         delay before the first attempt, slot n the delay before attempt n), so this schedule runs the \
+         first attempt 5m after its due time and allows 2 attempt(s). For retries 1m, 5m and 30m after \
+         successive failures, write `retry_delays = [\"1m\", \"5m\", \"30m\"]` (the same as `retry = \
+         [\"0\", \"0\", \"1m\", \"5m\", \"30m\"]`); otherwise make slot 0 \"0\""
+    );
+    // One non-zero slot: the same explanation, not "needs at least 2".
+    let err = first_error(parse_quote!(
+        #[job(topic = "a", retry = ["5m"])]
+        struct A;
+    ));
+    assert!(
+        err.starts_with("retry slot 0 is \"5m\", but slot 0 is never read")
+            && err.contains("so this schedule allows no attempt at all")
+            && err.contains("`retry_delays = [\"5m\"]`"),
+        "{err}"
+    );
+    // A zero slot 0, bare or quoted, is fine.
+    for input in [
+        parse_quote!(
+            #[job(topic = "a", retry = [0, "1m"])]
+            struct A;
+        ),
+        parse_quote!(
+            #[job(topic = "a", retry = ["0ms", "1m"])]
+            struct A;
+        ),
+    ] {
+        assert!(parse(input).is_ok());
+    }
+}
+
+#[test]
+fn retry_delays_are_the_delays_between_failures() {
+    let attr = parse(parse_quote!(
+        #[job(topic = "a", retry_delays = ["1m", "5m", "30m"])]
+        struct A;
+    ))
+    .unwrap_or_else(|err| panic!("{err}"));
+    // The first attempt at the due time, then retries 1, 5 and 30 minutes after each failure.
+    assert_eq!(attr.retry, Some(vec![0, 0, 60_000, 300_000, 1_800_000]));
+    // No retries at all.
+    let attr = parse(parse_quote!(
+        #[job(topic = "a", retry_delays = [])]
+        struct A;
+    ))
+    .unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(attr.retry, Some(vec![0, 0]));
+
+    let cases: Vec<(DeriveInput, &str)> = vec![
+        (
+            parse_quote!(
+                #[job(topic = "a", retry = ["0", "0"], retry_delays = ["1m"])]
+                struct A;
+            ),
+            "`retry_delays` and `retry` both set the retry schedule: give one",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", retry_delays = "1m")]
+                struct A;
+            ),
+            "retry_delays must be an array of durations: write `retry_delays = [\"1m\", \"5m\", \"30m\"]`",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", retry_delays = ["1m", "400d"])]
+                struct A;
+            ),
+            "retry_delays[1] is \"400d\", longer than a year",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", retry_delays = [5])]
+                struct A;
+            ),
+            "duration 5 in retry_delays has no unit",
+        ),
+    ];
+    for (input, want) in cases {
+        let got = first_error(input);
+        assert!(got.starts_with(want), "{got:?} should start with {want:?}");
+    }
 }

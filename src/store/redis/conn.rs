@@ -15,11 +15,19 @@ use redis::{
 use super::mux::Mux;
 use crate::error::{BoxError, Error, Result};
 
-/// Parses a Redis URL. Errors never contain the password.
+mod url;
+
+/// Parses a Redis URL. An error says what is wrong (scheme, host, port, database...) and shows the URL
+/// with its user-info replaced by `***`: it never contains the password.
 pub(super) fn parse_url(url: &str) -> Result<ConnectionInfo> {
-    url.into_connection_info().map_err(|e| Error::InvalidUrl {
-        reason: redact(&e.to_string(), url),
-    })
+    let invalid = |problem: String| Error::InvalidUrl {
+        reason: format!("{:?}: {problem}", url::shown(url)),
+    };
+    if let Some(problem) = url::problem(url) {
+        return Err(invalid(problem));
+    }
+    url.into_connection_info()
+        .map_err(|e| invalid(redact(&e.to_string(), url)))
 }
 
 /// `host:port` of a connection (never the credentials).
@@ -303,6 +311,10 @@ mod tests {
         let info = parse_url("redis://example.com").unwrap();
         assert_eq!(addr_of(&info), "example.com:6379");
         let err = parse_url("redis://u:secret@example.com:7000/x").unwrap_err();
-        assert!(!err.to_string().contains("secret"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "invalid Redis URL: \"redis://***@example.com:7000/x\": the database \"x\" is not a number: \
+             the path is the database index, e.g. redis://127.0.0.1:6379/0"
+        );
     }
 }

@@ -7,6 +7,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::super::tempdir::TempDir;
 use super::{Builder, INSTALL};
 
 /// How long a node may take to answer PING after it is spawned.
@@ -16,7 +17,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(20);
 #[derive(Debug)]
 pub(super) struct Node {
     pub(super) port: u16,
-    pub(super) dir: tempfile::TempDir,
+    pub(super) dir: TempDir,
     pub(super) process: Mutex<Option<Watched>>,
 }
 
@@ -47,10 +48,7 @@ exit 0"#;
 
 impl Node {
     pub(super) fn start(options: &Builder) -> Node {
-        let dir = tempfile::Builder::new()
-            .prefix("postpone-cluster-")
-            .tempdir()
-            .expect("temp dir");
+        let dir = TempDir::new("postpone-cluster-");
         let mut last_log = String::new();
         // A port picked free may be taken before redis-server binds it (or its bus port): try a few.
         for _ in 0..8 {

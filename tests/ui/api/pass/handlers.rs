@@ -26,7 +26,7 @@ async fn b(_: B, _: JobContext, _: Db) -> Result<(), JobError> {
 
 struct CHandler;
 
-#[async_trait::async_trait]
+#[postpone::async_trait]
 impl JobHandler<Db> for CHandler {
     type Job = C;
     async fn handle(&self, _: C, _: JobContext, _: &Db) -> Result<(), JobError> {

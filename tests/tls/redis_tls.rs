@@ -1,14 +1,24 @@
 //! `rediss://`: a real TLS round trip with a password, through the client, the worker and the hints.
+//!
+//! A crate of its own (`tests/tls`) because TLS is postpone's `tls` feature, which builds OpenSSL
+//! bindings: the `postpone` package and its quickstart build without it, on a machine with no OpenSSL
+//! headers.
 
-mod support;
+#[path = "../support/redis_server.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod redis_server;
+#[path = "../support/tempdir.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod tempdir;
 
 use std::net::TcpListener;
 use std::process::Command;
 use std::time::Duration;
 
 use postpone::{Client, Job, JobContext, JobError, Worker};
+use redis_server::RedisServer;
 use serde::{Deserialize, Serialize};
-use support::redis_server::RedisServer;
+use tempdir::TempDir;
 
 #[derive(Serialize, Deserialize, Job)]
 #[job(topic = "tls.ping")]
@@ -44,7 +54,7 @@ fn self_signed(dir: &std::path::Path) -> (String, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_run_over_tls_with_a_password() {
-    let certs = tempfile::tempdir().unwrap();
+    let certs = TempDir::new("postpone-tls-");
     let (cert, key) = self_signed(certs.path());
     let tls_port = TcpListener::bind("127.0.0.1:0")
         .unwrap()

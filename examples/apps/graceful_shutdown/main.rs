@@ -6,15 +6,16 @@
 //! attempt, for the next worker. Then it prints where each report is.
 //!
 //! ```text
-//! cargo run --example graceful_shutdown -- --stop-after 500ms     # sends itself SIGTERM, exits in ~4 s
-//! cargo run --example graceful_shutdown                           # stop it: Ctrl-C, or kill -TERM <pid>
-//! REDIS_URL=redis://127.0.0.1:6379 cargo run --example graceful_shutdown -- --stop-after 500ms
+//! cargo run -p postpone-examples --example graceful_shutdown -- --stop-after 500ms  # SIGTERM itself, ~4 s
+//! cargo run -p postpone-examples --example graceful_shutdown     # stop it: Ctrl-C, or kill -TERM <pid>
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run -p postpone-examples --example graceful_shutdown -- --stop-after 500ms
 //! ```
 //!
 //! In memory, a job handed back is lost with the process; on Redis it waits, and the next run takes it
 //! (it enqueues report 3 again, finds it scheduled, and runs it). A service does the same with
 //! `worker.run_until(signal)` and stops its HTTP server first (see the `order_timeout` example).
-//! `tests/example_graceful_shutdown.rs` sends the process a real SIGTERM and checks where the jobs are.
+//! `examples/apps/tests/graceful_shutdown.rs` sends the process a real SIGTERM and checks where the jobs
+//! are.
 
 #[path = "../support/flags.rs"]
 mod flags;

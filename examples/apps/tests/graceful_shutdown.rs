@@ -1,4 +1,4 @@
-//! The graceful-shutdown example (`examples/graceful_shutdown/`) on a redis-server of its own: a real
+//! The graceful-shutdown example (`examples/apps/graceful_shutdown/`) on a redis-server of its own: a real
 //! SIGTERM while three jobs run lets the two that fit in the grace period finish and hands the third
 //! back, due again on the same attempt, for the next worker to run.
 //!
@@ -6,9 +6,9 @@
 //! catches it), and the signal would reach any other test running in the same process.
 #![cfg(unix)]
 
-#[path = "../examples/graceful_shutdown/reports.rs"]
+#[path = "../graceful_shutdown/reports.rs"]
 mod reports;
-#[path = "../examples/support/shutdown.rs"]
+#[path = "../support/shutdown.rs"]
 mod shutdown;
 mod support;
 

@@ -8,15 +8,15 @@
 //! dead letter with its error history.
 //!
 //! ```text
-//! cargo run --example webhook_retry                                 # in memory, about 9 s
-//! cargo run --example webhook_retry -- --fail 5 --speedup 1000      # slower: about 90 s
-//! REDIS_URL=redis://127.0.0.1:6379 cargo run --example webhook_retry
+//! cargo run -p postpone-examples --example webhook_retry                             # in memory, about 9 s
+//! cargo run -p postpone-examples --example webhook_retry -- --fail 5 --speedup 1000  # about 90 s
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run -p postpone-examples --example webhook_retry
 //! ```
 //!
 //! The default schedule retries 2m, 10m, 10m, 1h, 2h, 6h and 15h after each failure; `--speedup N`
 //! divides every delay by N (default 10000, so 2m becomes 12ms) and `--speedup 1` keeps the real one.
 //! `webhook.rs` is the part to copy: the job type and a handler that turns each HTTP answer into
-//! delivered, retry, or dead letter now. `tests/example_webhook_retry.rs` runs this demo on a
+//! delivered, retry, or dead letter now. `examples/apps/tests/webhook_retry.rs` runs this demo on a
 //! redis-server of its own and checks the attempts, their spacing and the dead letters.
 
 #[path = "../support/flags.rs"]
@@ -43,6 +43,7 @@ async fn main() -> ExitCode {
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "off".into()),
         )
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .init();
     let flags = flags::Flags::from_env(USAGE, &["fail", "speedup"]);
     let options = demo::Options {

@@ -8,24 +8,27 @@
 //! `api.rs` the HTTP handlers.
 //!
 //! ```text
-//! cargo run --example order_timeout                               # jobs in memory, orders in PostgreSQL
-//! REDIS_URL=redis://127.0.0.1:6379 cargo run --example order_timeout -- --payment-window 20s
+//! cargo run -p postpone-examples --example order_timeout     # jobs in memory, orders in PostgreSQL
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run -p postpone-examples --example order_timeout -- --payment-window 20s
 //! ```
 //!
 //! Needs PostgreSQL: `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`); it creates the
 //! schema `postpone_orders` and its table `orders` when missing. Without `REDIS_URL` the timers live in
-//! this process, and at the next start the service sets them again for every pending order. Then:
+//! this process, and at the next start the service sets them again for every pending order. Then, in
+//! another shell (each order's id is taken from the answer that placed it):
 //!
-//! ```text
-//! curl -s localhost:3000/orders -H 'content-type: application/json' -d '{"item":"book","amount_cents":1200}'
-//! curl -s -X POST localhost:3000/orders/1/pay
-//! curl -s -X POST localhost:3000/orders/2/extend
-//! curl -s localhost:3000/orders/2
+//! ```sh
+//! a=$(curl -s localhost:3000/orders -H 'content-type: application/json' -d '{"item":"book","amount_cents":1200}' | grep -o '"id":[0-9]*' | cut -d: -f2)
+//! b=$(curl -s localhost:3000/orders -H 'content-type: application/json' -d '{"item":"pen","amount_cents":300}' | grep -o '"id":[0-9]*' | cut -d: -f2)
+//! curl -s -X POST localhost:3000/orders/$a/pay      # paid: its timer is cancelled
+//! curl -s -X POST localhost:3000/orders/$b/extend   # a longer window: its timer moves
+//! curl -s localhost:3000/orders/$b                  # still pending, closed at pay_by unless paid
 //! ```
 //!
 //! Ctrl-C or SIGTERM stops it gracefully: the HTTP server finishes its requests, then the worker lets
-//! running jobs finish (10 s at most) and hands the rest back. `tests/example_order_timeout.rs` drives
-//! this service over HTTP with a payment window of seconds and checks the database.
+//! running jobs finish (10 s at most) and hands the rest back. `examples/apps/tests/order_timeout.rs`
+//! drives this service over HTTP with a payment window of seconds and checks the database, and runs the
+//! `curl` lines above, as written, against the example's binary.
 
 #[path = "../support/flags.rs"]
 mod flags;
@@ -56,10 +59,12 @@ memory), POSTPONE_NAMESPACE, RUST_LOG (default info)";
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // Colours only on a terminal: logs sent to a file stay plain text.
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .init();
     let flags = flags::Flags::from_env(USAGE, &["listen", "payment-window", "schema"]);
     let listen: SocketAddr = flags.get("listen", SocketAddr::from(([127, 0, 0, 1], 3000)));

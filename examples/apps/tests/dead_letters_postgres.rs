@@ -1,8 +1,8 @@
-//! The PostgreSQL dead-letter sink of `examples/dead_letters_postgres/`, on a redis-server and a schema
+//! The PostgreSQL dead-letter sink of `examples/apps/dead_letters_postgres/`, on a redis-server and a schema
 //! of its own: a dead job lands in the table with its payload, attempts and error history, once even
 //! when the worker hands it over twice, and is re-enqueued from there.
 
-#[path = "../examples/dead_letters_postgres/pg_sink.rs"]
+#[path = "../dead_letters_postgres/pg_sink.rs"]
 #[allow(dead_code)]
 mod pg_sink;
 mod support;
@@ -38,7 +38,7 @@ struct Refund {
 #[derive(Debug)]
 struct Twice(PgDeadLetterSink);
 
-#[async_trait::async_trait]
+#[postpone::async_trait]
 impl DeadLetterSink for Twice {
     async fn deliver(&self, dead: &DeadLetter) -> Result<(), BoxError> {
         self.0.deliver(dead).await?;

@@ -2,9 +2,8 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use postpone::{BoxError, Client, DeadLetter, DeadLetterSink, Enqueued, Job};
+use postpone::{async_trait, BoxError, Client, DeadLetter, DeadLetterSink, Enqueued, Job};
 use serde_json::{json, Value};
 
 /// Writes each dead job to a table: its topic, id, payload as JSON, attempts, error history and times.

@@ -7,8 +7,8 @@
 //! succeed.
 //!
 //! ```text
-//! cargo run --example dead_letters_postgres                     # jobs in memory, dead letters in PostgreSQL
-//! REDIS_URL=redis://127.0.0.1:6379 cargo run --example dead_letters_postgres
+//! cargo run -p postpone-examples --example dead_letters_postgres  # jobs in memory, dead letters in PostgreSQL
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run -p postpone-examples --example dead_letters_postgres
 //! ```
 //!
 //! Needs PostgreSQL: `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`). The table,
@@ -16,8 +16,9 @@
 //! `psql postgres://postgres@127.0.0.1:5432/test -c 'TABLE postpone_dead_letters'`.
 //!
 //! The worker keeps no dead jobs of its own once the sink has taken them
-//! (`dead_letter_retention(0, 0)`): the table is where they live. `tests/example_dead_letters_postgres.rs`
-//! checks the sink on a redis-server and a schema of its own.
+//! (`dead_letter_retention(0, 0)`): the table is where they live.
+//! `examples/apps/tests/dead_letters_postgres.rs` checks the sink on a redis-server and a schema of its
+//! own.
 
 #[path = "../support/flags.rs"]
 mod flags;

@@ -1,15 +1,15 @@
-//! The webhook example (`examples/webhook_retry/`), run on a redis-server of its own with the default
+//! The webhook example (`examples/apps/webhook_retry/`), run on a redis-server of its own with the default
 //! schedule 100,000 times faster: a webhook delivered once its endpoint recovers, one dead-lettered when
 //! the schedule is exhausted, one dead-lettered at once for a 410; attempts spaced by the schedule.
 
-#[path = "../examples/webhook_retry/demo.rs"]
+#[path = "../webhook_retry/demo.rs"]
 mod demo;
-#[path = "../examples/support/flags.rs"]
+#[path = "../support/flags.rs"]
 mod flags;
-#[path = "../examples/webhook_retry/receiver.rs"]
+#[path = "../webhook_retry/receiver.rs"]
 mod receiver;
 mod support;
-#[path = "../examples/webhook_retry/webhook.rs"]
+#[path = "../webhook_retry/webhook.rs"]
 mod webhook;
 
 use std::time::Duration;

@@ -1,17 +1,17 @@
-//! The order-timeout example (`examples/order_timeout/`), driven over HTTP against a redis-server of its
+//! The order-timeout example (`examples/apps/order_timeout/`), driven over HTTP against a redis-server of its
 //! own and a PostgreSQL schema of its own, with a payment window of seconds: orders are placed, paid,
 //! extended and abandoned, and the database shows what happened to each.
 
-#[path = "../examples/order_timeout/api.rs"]
+#[path = "../order_timeout/api.rs"]
 mod api;
-#[path = "../examples/order_timeout/app.rs"]
+#[path = "../order_timeout/app.rs"]
 #[allow(dead_code)]
 mod app;
-#[path = "../examples/support/postgres.rs"]
+#[path = "../support/postgres.rs"]
 #[allow(dead_code)]
 mod example_postgres;
 mod support;
-#[path = "../examples/order_timeout/timer.rs"]
+#[path = "../order_timeout/timer.rs"]
 mod timer;
 
 use std::time::Duration;

@@ -1,0 +1,107 @@
+//! The quickstart, as the README runs it: in memory, then on a redis-server of the test's own, each time
+//! with its output sent to a pipe (no colour codes there); then the README's line that cleans what it
+//! left in Redis.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use support::redis_server::RedisServer;
+
+/// The quickstart's binary, built by `cargo test` (which builds a package's examples).
+fn quickstart() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let path = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .join("examples")
+        .join("quickstart");
+    let build = "run `cargo build --example quickstart` (plain `cargo test` builds it)";
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let built = modified(&path).unwrap_or_else(|| panic!("{} is missing: {build}", path.display()));
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quickstart.rs");
+    assert!(
+        modified(&source).is_none_or(|m| m <= built),
+        "{} is older than examples/quickstart.rs: {build}",
+        path.display()
+    );
+    path
+}
+
+fn run(redis_url: Option<&str>) -> Output {
+    let mut cmd = Command::new(quickstart());
+    cmd.env_remove("REDIS_URL")
+        .env_remove("REDIS_CLUSTER_NODES")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null());
+    if let Some(url) = redis_url {
+        cmd.env("REDIS_URL", url);
+    }
+    cmd.output().expect("running the quickstart")
+}
+
+/// Exit 0, every check passed, and plain text.
+fn check(out: &Output, backend: &str) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}:\n{stdout}\n{stderr}", out.status);
+    assert!(
+        stdout.starts_with(&format!("postpone quickstart, backend: {backend}\n")),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("\nok: ").count(), 4, "{stdout}");
+    assert!(!stdout.contains("FAILED"), "{stdout}");
+    assert!(
+        !stdout.contains('\u{1b}') && !stderr.contains('\u{1b}'),
+        "colour codes in a pipe:\n{stdout}"
+    );
+    // The subscriber is there: the dead job is visible in the log too, not only through the hook.
+    assert!(stdout.contains("job dead-lettered"), "{stdout}");
+    stdout
+}
+
+#[test]
+fn in_memory() {
+    check(&run(None), "memory");
+}
+
+#[test]
+fn on_redis_then_cleaned_by_the_readme_line() {
+    let server = RedisServer::start();
+    check(&run(Some(&server.url())), "redis");
+    // Run twice: what the first run left does not trouble the second.
+    check(&run(Some(&server.url())), "redis");
+
+    let keys = |server: &RedisServer| -> Vec<String> {
+        let out = Command::new("redis-cli")
+            .args([
+                "-u",
+                &server.url(),
+                "--scan",
+                "--pattern",
+                "postpone:{quickstart:*",
+            ])
+            .output()
+            .expect("redis-cli (Debian's redis-tools)");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    assert!(!keys(&server).is_empty(), "the quickstart left no counters");
+
+    let readme = include_str!("../README.md");
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("redis-cli ") && l.contains("postpone:{quickstart:*"))
+        .expect("the README's line that cleans what the quickstart left");
+    let line = line.replace("redis://127.0.0.1:6379", &server.url());
+    let status = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &line])
+        .status()
+        .expect("bash");
+    assert!(status.success(), "{line}");
+    assert_eq!(keys(&server), Vec::<String>::new(), "left after: {line}");
+}
