@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
+use super::backoff::Backoff;
 use super::shared::{ServedTopic, Shared};
 use crate::store::{Finish, FinishItem, FinishOutcome};
 
@@ -22,7 +23,7 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
 ) {
     let mut batch = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut batch, BATCH).await > 0 {
-        let mut backoff = Duration::from_millis(20);
+        let mut backoff = Backoff::new(Duration::from_millis(20));
         // After a failed try, a stale outcome may mean that the failed try was applied and only its
         // reply was lost.
         let mut tried = false;
@@ -75,8 +76,7 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                 Err(e) => {
                     tracing::warn!(topic = topic.name, partition = topic.partition, jobs = batch.len(), error = %e.report(), "could not record results; retrying");
                     tried = true;
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    tokio::time::sleep(backoff.next()).await;
                 }
             }
         }

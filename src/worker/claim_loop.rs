@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::backoff::Backoff;
 use super::execute::run_job;
 use super::shared::{ServedTopic, Shared};
 use crate::store::{ClaimRequest, Finish, FinishItem};
@@ -26,7 +27,7 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
     // token, and the store hands back what it took. The slots go back meanwhile (another partition may
     // use them).
     let mut failed: Option<ClaimRequest> = None;
-    let mut backoff = Duration::from_millis(50);
+    let mut backoff = Backoff::new(Duration::from_millis(50));
     while !*shutdown.borrow() {
         topic.saturated.store(true, Ordering::Relaxed);
         let first = tokio::select! {
@@ -65,17 +66,17 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
             Ok(batch) => batch,
             Err(e) => {
                 drop(slots);
-                tracing::warn!(topic = topic.name, partition = topic.partition, error = %e.report(), retry_in = ?backoff, "claim failed; retrying");
+                let pause = backoff.next();
+                tracing::warn!(topic = topic.name, partition = topic.partition, error = %e.report(), retry_in = ?pause, "claim failed; retrying");
                 failed = Some(request);
                 tokio::select! {
-                    _ = tokio::time::sleep(backoff) => {}
+                    _ = tokio::time::sleep(pause) => {}
                     _ = shutdown.wait_for(|s| *s) => break,
                 }
-                backoff = (backoff * 2).min(Duration::from_secs(5));
                 continue;
             }
         };
-        backoff = Duration::from_millis(50);
+        backoff.reset();
         // The backend's clock read `batch.now_*` at the latest now.
         let replied = Instant::now();
         if batch.dead_pending {

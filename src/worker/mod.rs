@@ -10,6 +10,7 @@ macro_rules! failpoint {
 }
 
 mod acker;
+mod backoff;
 mod claim_loop;
 mod config;
 mod dead_letter_pump;
