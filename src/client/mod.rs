@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 pub use enqueue::{Enqueue, EnqueueItem, EnqueueStatus, Enqueued, When};
-pub use topic::{CancelStatus, JobInfo, JobState, Topic};
+pub use topic::{CancelStatus, JobInfo, JobState, PartialCounts, Topic, UnreadablePartition};
 
 use crate::error::Result;
 use crate::job::Job;
