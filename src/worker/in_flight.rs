@@ -226,4 +226,28 @@ mod tests {
         // Still aborted at shutdown, and reported as running; a finishing one is not.
         assert_eq!(in_flight.abort_all(), ["running"]);
     }
+    #[test]
+    fn a_job_claimed_ahead_is_renewed_while_it_waits_and_does_not_start_once_lost() {
+        let in_flight = InFlight::default();
+        in_flight.waiting("a".into(), 1);
+        in_flight.waiting("b".into(), 2);
+        let mut leases = in_flight.leases();
+        leases.sort();
+        assert_eq!(leases, [("a".to_owned(), 1), ("b".to_owned(), 2)]);
+        assert_eq!(in_flight.running(), 0, "waiting is not running");
+
+        // Lost while it waited: reported (worth a warning), not renewed, and it must not start.
+        assert!(in_flight.lease_lost("a", 1));
+        assert_eq!(in_flight.leases(), [("b".to_owned(), 2)]);
+        assert!(in_flight.lost_while_waiting("a", 1));
+        assert!(!in_flight.lost_while_waiting("a", 1), "forgotten");
+        assert!(!in_flight.lost_while_waiting("b", 2));
+
+        // It starts: from now on it is a running job; nothing to abort while it waited.
+        assert!(in_flight.abort_all().is_empty());
+        let (ctx, _r) = run(&in_flight, "b", 2);
+        assert_eq!(in_flight.running(), 1);
+        assert!(in_flight.lease_lost("b", 2));
+        assert_eq!(ctx.stop_reason(), Some(StopReason::LeaseLost));
+    }
 }
