@@ -84,8 +84,8 @@ mod worker;
 
 pub use client::{
     CancelStatus, Client, ClientBuilder, Enqueue, EnqueueItem, EnqueueStatus, Enqueued, JobInfo,
-    JobState, Namespaced, NoNamespace, StoreKeepsItsOwnNamespace, Topic, When, DEFAULT_MAX_PAYLOAD,
-    DEFAULT_NAMESPACE,
+    JobState, Namespaced, NoNamespace, PartialCounts, StoreKeepsItsOwnNamespace, Topic,
+    UnreadablePartition, When, DEFAULT_MAX_PAYLOAD, DEFAULT_NAMESPACE,
 };
 pub use dead_letter::{sink_fn, DeadLetter, DeadLetterSink, FnSink, LogSink};
 pub use error::{BoxError, Error, Report, Result};

@@ -108,3 +108,85 @@ async fn a_master_that_does_not_answer_at_connect_is_known_down_from_the_first_c
     assert!(start.elapsed() < AT_ONCE, "{:?}", start.elapsed());
     s.enqueue(&up, vec![job("a", Due::In(0))]).await.unwrap();
 }
+
+/// A topic in three partitions.
+#[derive(Debug, serde::Serialize, serde::Deserialize, postpone::Job)]
+#[job(topic = "hot", partitions = 3)]
+struct Hot {
+    n: u64,
+}
+
+/// A key of partition `p` of `Hot` in namespace `ns`.
+fn hot_key(ns: &str, p: u16) -> String {
+    match p {
+        0 => format!("postpone:{{{ns}:hot}}:jobs"),
+        p => format!("postpone:{{{ns}:hot#{p}}}:jobs"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partial_counts_of_a_partitioned_topic_name_the_partitions_on_a_dead_master() {
+    let cluster = RedisCluster::builder().require_full_coverage(false).start();
+    // A namespace with partitions on node 1 and elsewhere.
+    let (ns, dead): (String, Vec<u16>) = (0..200)
+        .map(|k| format!("partial{k}"))
+        .find_map(|ns| {
+            let on_1: Vec<u16> = (0..3)
+                .filter(|p| cluster.node_of(&hot_key(&ns, *p)) == 1)
+                .collect();
+            (!on_1.is_empty() && on_1.len() < 3).then_some((ns, on_1))
+        })
+        .expect("a namespace with partitions on node 1 and elsewhere");
+    let options = RedisOptions::new(ns.as_str()).response_timeout(TIMEOUT);
+    let client = postpone::Client::builder().store(
+        RedisStore::connect_cluster_with(&cluster.urls(), options)
+            .await
+            .expect("connect"),
+    );
+    // One job in each partition.
+    for p in 0..3u16 {
+        let id = (0..)
+            .map(|k| format!("j{k}"))
+            .find(|id| postpone::partition_of(id, 3) == p)
+            .unwrap();
+        client.enqueue(Hot { n: p.into() }).id(id).await.unwrap();
+    }
+    let topic = client.topic::<Hot>();
+    let all = topic.counts_partial().await.unwrap();
+    assert!(all.is_complete(), "{all:?}");
+    assert_eq!(all.counts.ready, 3);
+
+    cluster.kill9(1);
+    let start = Instant::now();
+    let partial = topic.counts_partial().await.unwrap();
+    eprintln!(
+        "partial counts with a master down took {:?}",
+        start.elapsed()
+    );
+    assert!(!partial.is_complete());
+    assert_eq!(partial.unreadable_partitions(), dead, "{partial:?}");
+    assert_eq!(partial.counts.ready, 3 - dead.len() as u64, "{partial:?}");
+    for u in &partial.unreadable {
+        assert!(
+            matches!(&u.error, postpone::Error::Partition { partition, .. } if *partition == u.partition),
+            "{}",
+            u.error
+        );
+        assert!(u.error.is_transient(), "{}", u.error);
+    }
+    // Once the master is known down, partial counts answer at once.
+    let again = eventually("partial counts to answer at once", || async {
+        let start = Instant::now();
+        let partial = topic.counts_partial().await.ok()?;
+        (start.elapsed() < AT_ONCE).then_some((partial, start.elapsed()))
+    })
+    .await;
+    eprintln!("then {:?}", again.1);
+    assert_eq!(again.0.unreadable_partitions(), dead);
+    // `counts` stays all or nothing.
+    let e = topic.counts().await.unwrap_err();
+    assert!(
+        matches!(&e, postpone::Error::Partition { partition, .. } if dead.contains(partition)),
+        "{e}"
+    );
+}

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 
 pub use builder::{ClientBuilder, Namespaced, NoNamespace, StoreKeepsItsOwnNamespace};
 pub use enqueue::{Enqueue, EnqueueItem, EnqueueStatus, Enqueued};
-pub use topic::{CancelStatus, JobInfo, JobState, Topic};
+pub use topic::{CancelStatus, JobInfo, JobState, PartialCounts, Topic, UnreadablePartition};
 pub use when::When;
 
 use crate::error::Result;

@@ -76,6 +76,39 @@ impl JobInfo {
     }
 }
 
+/// The counts of a topic as far as its partitions could be read: see [`Topic::counts_partial`].
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct PartialCounts {
+    /// Counts and counters summed over the partitions that could be read.
+    pub counts: TopicCounts,
+    /// The partitions that could not be read, in partition order.
+    pub unreadable: Vec<UnreadablePartition>,
+}
+
+impl PartialCounts {
+    /// True when every partition was read: then [`counts`](Self::counts) is what
+    /// [`Topic::counts`] gives.
+    pub fn is_complete(&self) -> bool {
+        self.unreadable.is_empty()
+    }
+
+    /// The partitions that could not be read.
+    pub fn unreadable_partitions(&self) -> Vec<u16> {
+        self.unreadable.iter().map(|u| u.partition).collect()
+    }
+}
+
+/// A partition whose counts could not be read.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct UnreadablePartition {
+    /// The partition (`0..partitions`).
+    pub partition: u16,
+    /// Why: on a partitioned topic an [`Error::Partition`] naming it, with the cause.
+    pub error: Error,
+}
+
 /// One topic: its jobs by id, its counts, its dead letters. Get one from [`Client::topic`] or
 /// [`Client::topic_named`].
 ///
@@ -252,6 +285,10 @@ impl Topic {
 
     /// Counts by state (scheduled, ready, active, dead) and the topic's counters, summed over its
     /// partitions.
+    ///
+    /// All or nothing: when any partition cannot be read (its Redis Cluster master is down, say), this
+    /// fails with that partition's [`Error::Partition`]. [`counts_partial`](Self::counts_partial) sums
+    /// what could be read instead and says which partitions could not be.
     pub async fn counts(&self) -> Result<TopicCounts> {
         let store = self.store();
         let per_partition = self.each(|t| async move { store.counts(&t).await }).await?;
@@ -260,6 +297,39 @@ impl Topic {
             total += c;
         }
         Ok(total)
+    }
+
+    /// Counts as [`counts`](Self::counts) does, summed over the partitions that could be read, with the
+    /// partitions that could not be ([`PartialCounts::unreadable`], each with its
+    /// [`Error::Partition`]). A dashboard shows what it can while a master of a Redis Cluster is down.
+    ///
+    /// Fails only when no partition could be read (with the first partition's error), or on a bad
+    /// partition count. On a topic with one partition it is [`counts`](Self::counts).
+    pub async fn counts_partial(&self) -> Result<PartialCounts> {
+        let store = self.store();
+        let n = self.count()?;
+        let calls = (0..n).map(|p| {
+            let stored_as = store_topic(&self.name, p).into_owned();
+            async move { store.counts(&stored_as).await }
+        });
+        let mut partial = PartialCounts::default();
+        let mut read = 0;
+        for (r, p) in join_all(calls).await.into_iter().zip(0..) {
+            match r {
+                Ok(c) => {
+                    partial.counts += c;
+                    read += 1;
+                }
+                Err(e) => partial.unreadable.push(UnreadablePartition {
+                    partition: p,
+                    error: self.in_partition(p)(e),
+                }),
+            }
+        }
+        if read == 0 {
+            return Err(partial.unreadable.remove(0).error);
+        }
+        Ok(partial)
     }
 
     pub(super) fn decode(&self, id: &str, bytes: &[u8]) -> Result<Record> {

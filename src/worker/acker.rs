@@ -5,11 +5,17 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
+use super::backoff::Backoff;
 use super::shared::{ServedTopic, Shared};
 use crate::store::{Finish, FinishItem, FinishOutcome};
 
 /// Most outcomes recorded in one store call.
 const BATCH: usize = 512;
+/// While other handlers still run, a batch smaller than [`LINGER_BELOW`] waits up to this long for
+/// more outcomes, so that acknowledgements of short runs carry many jobs each (the job's slot is free
+/// already: a linger delays only the record, and a lease is renewed until its record is made).
+const LINGER: Duration = Duration::from_millis(1);
+const LINGER_BELOW: usize = 64;
 
 /// Takes finished jobs from `rx` and records them, retrying with backoff while the store is unreachable.
 /// After `give_up` is raised (the worker is stopping and its last wait is over) a failing batch is
@@ -22,7 +28,18 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
 ) {
     let mut batch = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut batch, BATCH).await > 0 {
-        let mut backoff = Duration::from_millis(20);
+        if batch.len() < LINGER_BELOW && topic.in_flight.running() > 0 {
+            let until = tokio::time::Instant::now() + LINGER;
+            while batch.len() < LINGER_BELOW {
+                let room = BATCH - batch.len();
+                let more = rx.recv_many(&mut batch, room);
+                match tokio::time::timeout_at(until, more).await {
+                    Ok(n) if n > 0 => {}
+                    _ => break,
+                }
+            }
+        }
+        let mut backoff = Backoff::new(Duration::from_millis(20));
         // After a failed try, a stale outcome may mean that the failed try was applied and only its
         // reply was lost.
         let mut tried = false;
@@ -75,8 +92,7 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                 Err(e) => {
                     tracing::warn!(topic = topic.name, partition = topic.partition, jobs = batch.len(), error = %e.report(), "could not record results; retrying");
                     tried = true;
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    tokio::time::sleep(backoff.next()).await;
                 }
             }
         }

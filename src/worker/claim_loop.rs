@@ -1,21 +1,85 @@
-//! One topic's claim loop: take due jobs while there are free slots, else sleep until the next due time,
-//! a wake-up hint, or the poll interval.
+//! One topic's claim loop: take due jobs while there are free slots (and a few ahead, to wait for the
+//! next free slot), else sleep until the next due time, a wake-up hint, or the poll interval.
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::backoff::Backoff;
 use super::execute::run_job;
-use super::shared::{ServedTopic, Shared};
-use crate::store::{ClaimRequest, Finish, FinishItem};
+use super::shared::{ServedTopic, Shared, Slot};
+use crate::store::{ClaimRequest, ClaimedJob, Finish, FinishItem};
 use crate::time::{add_ms, millis};
 
 /// Claims and starts jobs until the worker is told to shut down.
+///
+/// Jobs may be claimed ahead (see [`ServedTopic::ahead`]): they wait here, their leases renewed by the
+/// heartbeat, and start in claim order as slots free up. The claim loop claims again once fewer than
+/// half of them are left (the low-water mark), so that each claim carries many jobs and a run that
+/// ends finds the next one at hand. At shutdown the jobs still waiting are handed back (due at once,
+/// no attempt used).
 pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
     shared: Arc<Shared<S>>,
     topic: Arc<ServedTopic<S>>,
+) {
+    let mut waiting = VecDeque::new();
+    claim_and_start(&shared, &topic, &mut waiting).await;
+    topic.saturated.store(false, Ordering::Relaxed);
+    for job in waiting {
+        topic.in_flight.finishing(&job.id, job.token);
+        hand_back(&topic, job);
+    }
+}
+
+/// Hands a claimed job back: due at once, no attempt used.
+fn hand_back<S>(topic: &ServedTopic<S>, job: ClaimedJob) {
+    let finish = Finish::Retry {
+        record: job.record,
+        delay_ms: 0,
+        counted: false,
+    };
+    topic.send_finish(FinishItem::new(job.id, job.token, finish));
+}
+
+/// Starts a claimed job on `slot`, unless its lease was lost while it waited for the slot.
+fn start<S: Send + Sync + 'static>(
+    shared: &Arc<Shared<S>>,
+    topic: &Arc<ServedTopic<S>>,
+    job: ClaimedJob,
+    slot: Slot,
+) {
+    if topic.in_flight.lost_while_waiting(&job.id, job.token) {
+        tracing::debug!(topic = topic.name, partition = topic.partition, job_id = %job.id, "lease lost while the job waited for a slot: not started");
+        return;
+    }
+    let guard = shared.jobs.enter();
+    tokio::spawn(run_job(shared.clone(), topic.clone(), job, slot, guard));
+}
+
+/// Waits for a free slot, marking the topic saturated meanwhile; `None` at shutdown.
+async fn wait_slot<S>(
+    shared: &Shared<S>,
+    topic: &ServedTopic<S>,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Option<Slot> {
+    topic.saturated.store(true, Ordering::Relaxed);
+    let slot = tokio::select! {
+        slot = topic.slot(&shared.global) => Some(slot),
+        _ = shutdown.wait_for(|s| *s) => None,
+    };
+    topic.saturated.store(false, Ordering::Relaxed);
+    slot
+}
+
+/// The claim loop proper; returns at shutdown with the jobs still `waiting` for a slot.
+async fn claim_and_start<S: Send + Sync + 'static>(
+    shared: &Arc<Shared<S>>,
+    topic: &Arc<ServedTopic<S>>,
+    waiting: &mut VecDeque<ClaimedJob>,
 ) {
     let config = &shared.config;
     let mut shutdown = shared.shutdown.clone();
@@ -26,22 +90,42 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
     // token, and the store hands back what it took. The slots go back meanwhile (another partition may
     // use them).
     let mut failed: Option<ClaimRequest> = None;
-    let mut backoff = Duration::from_millis(50);
+    let mut backoff = Backoff::new(Duration::from_millis(50));
     while !*shutdown.borrow() {
-        topic.saturated.store(true, Ordering::Relaxed);
-        let first = tokio::select! {
-            slot = topic.slot(&shared.global) => slot,
-            _ = shutdown.wait_for(|s| *s) => break,
-        };
-        topic.saturated.store(false, Ordering::Relaxed);
-        let mut slots = vec![first];
+        // Jobs claimed ahead start first, on whatever slots are free.
+        while !waiting.is_empty() {
+            match topic.try_slot(&shared.global) {
+                Some(slot) => start(shared, topic, waiting.pop_front().expect("not empty"), slot),
+                None => break,
+            }
+        }
+        let ahead = topic.ahead();
+        if !waiting.is_empty() && waiting.len() > ahead / 2 {
+            // Above the low-water mark: no claim yet, the next free slot takes the next job.
+            let Some(slot) = wait_slot(shared, topic, &mut shutdown).await else {
+                return;
+            };
+            start(shared, topic, waiting.pop_front().expect("not empty"), slot);
+            continue;
+        }
+        // With nothing at hand, a claim waits for a slot; with jobs at hand (every slot busy), it
+        // claims ahead at once.
+        let mut slots = Vec::new();
+        if waiting.is_empty() {
+            match wait_slot(shared, topic, &mut shutdown).await {
+                Some(slot) => slots.push(slot),
+                None => return,
+            }
+        }
         while slots.len() < config.claim_batch {
             match topic.try_slot(&shared.global) {
                 Some(slot) => slots.push(slot),
                 None => break,
             }
         }
-        let wanted = slots.len();
+        // How many may wait here once the claimed jobs have taken the slots in hand.
+        let room = ahead.saturating_sub(waiting.len());
+        let wanted = (slots.len() + room).min(config.claim_batch.max(slots.len()));
         let request = match failed.take() {
             Some(request) => request.again(),
             None => {
@@ -65,17 +149,17 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
             Ok(batch) => batch,
             Err(e) => {
                 drop(slots);
-                tracing::warn!(topic = topic.name, partition = topic.partition, error = %e.report(), retry_in = ?backoff, "claim failed; retrying");
+                let pause = backoff.next();
+                tracing::warn!(topic = topic.name, partition = topic.partition, error = %e.report(), retry_in = ?pause, "claim failed; retrying");
                 failed = Some(request);
                 tokio::select! {
-                    _ = tokio::time::sleep(backoff) => {}
-                    _ = shutdown.wait_for(|s| *s) => break,
+                    _ = tokio::time::sleep(pause) => {}
+                    _ = shutdown.wait_for(|s| *s) => return,
                 }
-                backoff = (backoff * 2).min(Duration::from_secs(5));
                 continue;
             }
         };
-        backoff = Duration::from_millis(50);
+        backoff.reset();
         // The backend's clock read `batch.now_*` at the latest now.
         let replied = Instant::now();
         if batch.dead_pending {
@@ -101,26 +185,26 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
             now_ms,
             jobs: &batch.jobs,
         });
-        // A claim sent again may hand back more jobs than there are slots now: the rest go back to due
-        // at once, no attempt used.
+        // A claim sent again may hand back more jobs than there are slots and room now: the rest go
+        // back to due at once, no attempt used.
         for job in batch.jobs.drain(wanted.min(claimed)..) {
-            let finish = Finish::Retry {
-                record: job.record,
-                delay_ms: 0,
-                counted: false,
-            };
-            topic.send_finish(FinishItem::new(job.id, job.token, finish));
+            hand_back(topic, job);
         }
         let claimed = batch.jobs.len();
-        for (job, slot) in batch.jobs.into_iter().zip(slots.drain(..claimed)) {
-            let guard = shared.jobs.enter();
-            tokio::spawn(run_job(shared.clone(), topic.clone(), job, slot, guard));
+        let mut jobs = batch.jobs.into_iter();
+        // Slots first: `zip` takes no job once the slots are used up.
+        for (slot, job) in slots.drain(..).zip(jobs.by_ref()) {
+            start(shared, topic, job, slot);
         }
         drop(slots);
+        for job in jobs {
+            topic.in_flight.waiting(job.id.clone(), job.token);
+            waiting.push_back(job);
+        }
         if claimed == wanted {
             continue;
         }
-        // Nothing more is due now: sleep until something may be.
+        // Nothing more is due now: the jobs at hand start, then sleep until something may be due.
         let now_us = batch.now_us;
         let mut wake_at_ms = add_ms(now_ms, millis(config.poll_interval));
         if let Some(deadline) = batch.next_lease_deadline_ms {
@@ -136,6 +220,13 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
                 .saturating_sub(now_us)
                 .max(0) as u64,
         );
+        while let Some(job) = waiting.pop_front() {
+            let Some(slot) = wait_slot(shared, topic, &mut shutdown).await else {
+                waiting.push_front(job);
+                return;
+            };
+            start(shared, topic, job, slot);
+        }
         if sleep.is_zero() {
             continue;
         }
@@ -143,10 +234,9 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
         tokio::select! {
             _ = sleep_until(deadline, due_first) => {}
             _ = topic.wake.notified() => {}
-            _ = shutdown.wait_for(|s| *s) => break,
+            _ = shutdown.wait_for(|s| *s) => return,
         }
     }
-    topic.saturated.store(false, Ordering::Relaxed);
 }
 
 /// Below this, a wait for a due job is slept on a blocking thread.

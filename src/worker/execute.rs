@@ -35,6 +35,7 @@ pub(crate) async fn run_job<S: Send + Sync + 'static>(
     _slot: Slot,
     _guard: TrackGuard,
 ) {
+    let started = std::time::Instant::now();
     let ClaimedJob {
         id,
         token,
@@ -61,6 +62,7 @@ pub(crate) async fn run_job<S: Send + Sync + 'static>(
             }
         }
     };
+    topic.ran_for(started.elapsed());
     topic.send_finish(FinishItem::new(id, token, finish));
 }
 

@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::backoff::Backoff;
 use super::shared::{ServedTopic, Shared};
 use crate::handler::StopReason;
 use crate::store::{ClaimRequest, LeaseStatus};
 
-/// Renews this worker's leases every third of the lease, tells handlers when their job was cancelled or
+/// Renews this worker's leases every third of the lease (sooner after a failed renewal), tells handlers when their job was cancelled or
 /// their lease lost, and sweeps expired leases while every slot is busy (when the claim loop does not).
 pub(crate) async fn heartbeat<S: Send + Sync + 'static>(
     shared: Arc<Shared<S>>,
@@ -20,11 +21,16 @@ pub(crate) async fn heartbeat<S: Send + Sync + 'static>(
     mut stop: watch::Receiver<bool>,
 ) {
     let every = Duration::from_millis((topic.lease_ms / 3).max(3));
+    // After a failed renewal the next try comes sooner (within `backoff::MAX`), so that a lease
+    // survives an outage shorter than what is left of it.
+    let mut backoff = Backoff::new(Duration::from_millis(50));
+    let mut wait = every;
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(every) => {}
+            _ = tokio::time::sleep(wait) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
+        wait = every;
         let leases = topic.in_flight.leases();
         if !leases.is_empty() {
             match shared
@@ -33,6 +39,7 @@ pub(crate) async fn heartbeat<S: Send + Sync + 'static>(
                 .await
             {
                 Ok(statuses) => {
+                    backoff.reset();
                     for ((id, token), status) in leases.iter().zip(statuses) {
                         match status {
                             LeaseStatus::Held => {}
@@ -50,7 +57,8 @@ pub(crate) async fn heartbeat<S: Send + Sync + 'static>(
                     }
                 }
                 Err(e) => {
-                    tracing::warn!(topic = topic.name, partition = topic.partition, error = %e.report(), "could not renew leases; retrying at the next heartbeat")
+                    wait = backoff.next().min(every);
+                    tracing::warn!(topic = topic.name, partition = topic.partition, error = %e.report(), retry_in = ?wait, "could not renew leases; retrying")
                 }
             }
         }

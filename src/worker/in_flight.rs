@@ -15,6 +15,9 @@ use crate::handler::{StopReason, StopSender};
 /// Where a run is, as far as its lease goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
+    /// Claimed ahead: it waits in the worker for a free slot, its handler not started yet. Renewed like
+    /// a running job's, so that the wait never costs the lease.
+    Waiting,
     /// Its handler runs: the heartbeat renews its lease.
     Running,
     /// Its lease was lost while its handler ran (and the handler was told so): not renewed any more.
@@ -27,8 +30,9 @@ enum State {
 
 struct Entry {
     state: State,
-    stop: StopSender,
-    abort: AbortHandle,
+    /// The handler's stop flag and abort handle (none while waiting).
+    stop: Option<StopSender>,
+    abort: Option<AbortHandle>,
 }
 
 /// The runs of one topic on this worker, by (id, lease token).
@@ -46,10 +50,42 @@ impl InFlight {
     pub(crate) fn insert(&self, id: String, token: u64, stop: StopSender, abort: AbortHandle) {
         let entry = Entry {
             state: State::Running,
-            stop,
-            abort,
+            stop: Some(stop),
+            abort: Some(abort),
         };
         self.lock().insert((id, token), entry);
+    }
+
+    /// Tracks a run claimed ahead, waiting for a free slot: its lease is renewed from now on.
+    pub(crate) fn waiting(&self, id: String, token: u64) {
+        let entry = Entry {
+            state: State::Waiting,
+            stop: None,
+            abort: None,
+        };
+        self.lock().insert((id, token), entry);
+    }
+
+    /// A run claimed ahead is about to start: true (and the run is forgotten) when its lease was found
+    /// lost while it waited, so that it must not start.
+    pub(crate) fn lost_while_waiting(&self, id: &str, token: u64) -> bool {
+        let mut map = self.lock();
+        let key = (id.to_owned(), token);
+        let lost = map
+            .get(&key)
+            .is_some_and(|e| e.state == State::Lost && e.stop.is_none());
+        if lost {
+            map.remove(&key);
+        }
+        lost
+    }
+
+    /// How many handlers run now (their outcomes are still to come).
+    pub(crate) fn running(&self) -> usize {
+        self.lock()
+            .values()
+            .filter(|e| e.state == State::Running)
+            .count()
     }
 
     /// Marks a run whose handler has returned: a lease found lost from now on (its acknowledgement
@@ -77,21 +113,24 @@ impl InFlight {
     /// Tells a running handler to stop (its job was cancelled).
     pub(crate) fn stop(&self, id: &str, token: u64, reason: StopReason) {
         if let Some(e) = self.lock().get(&(id.to_owned(), token)) {
-            if e.state == State::Running {
-                e.stop.stop(reason);
+            if let (State::Running, Some(stop)) = (e.state, &e.stop) {
+                stop.stop(reason);
             }
         }
     }
 
     /// The store found this lease lost. When the run's handler still runs, it is told so
     /// ([`StopReason::LeaseLost`]) and this returns true: its result will be ignored, which is worth a
-    /// warning. A run that is finishing or gone (its acknowledgement ended the lease), or was already
-    /// found lost, is left alone and this returns false.
+    /// warning. A run still waiting for a slot is marked so, and will not start (true as well). A run
+    /// that is finishing or gone (its acknowledgement ended the lease), or was already found lost, is
+    /// left alone and this returns false.
     pub(crate) fn lease_lost(&self, id: &str, token: u64) -> bool {
         match self.lock().get_mut(&(id.to_owned(), token)) {
-            Some(e) if e.state == State::Running => {
+            Some(e) if matches!(e.state, State::Running | State::Waiting) => {
                 e.state = State::Lost;
-                e.stop.stop(StopReason::LeaseLost);
+                if let Some(stop) = &e.stop {
+                    stop.stop(StopReason::LeaseLost);
+                }
                 true
             }
             _ => false,
@@ -103,7 +142,8 @@ impl InFlight {
     pub(crate) fn abort_all(&self) -> Vec<String> {
         let mut running = Vec::new();
         for ((id, _), e) in self.lock().iter() {
-            e.abort.abort();
+            let Some(abort) = &e.abort else { continue };
+            abort.abort();
             if e.state != State::Finishing {
                 running.push(id.clone());
             }
@@ -185,5 +225,29 @@ mod tests {
         assert!(!in_flight.lease_lost("running", 1));
         // Still aborted at shutdown, and reported as running; a finishing one is not.
         assert_eq!(in_flight.abort_all(), ["running"]);
+    }
+    #[test]
+    fn a_job_claimed_ahead_is_renewed_while_it_waits_and_does_not_start_once_lost() {
+        let in_flight = InFlight::default();
+        in_flight.waiting("a".into(), 1);
+        in_flight.waiting("b".into(), 2);
+        let mut leases = in_flight.leases();
+        leases.sort();
+        assert_eq!(leases, [("a".to_owned(), 1), ("b".to_owned(), 2)]);
+        assert_eq!(in_flight.running(), 0, "waiting is not running");
+
+        // Lost while it waited: reported (worth a warning), not renewed, and it must not start.
+        assert!(in_flight.lease_lost("a", 1));
+        assert_eq!(in_flight.leases(), [("b".to_owned(), 2)]);
+        assert!(in_flight.lost_while_waiting("a", 1));
+        assert!(!in_flight.lost_while_waiting("a", 1), "forgotten");
+        assert!(!in_flight.lost_while_waiting("b", 2));
+
+        // It starts: from now on it is a running job; nothing to abort while it waited.
+        assert!(in_flight.abort_all().is_empty());
+        let (ctx, _r) = run(&in_flight, "b", 2);
+        assert_eq!(in_flight.running(), 1);
+        assert!(in_flight.lease_lost("b", 2));
+        assert_eq!(ctx.stop_reason(), Some(StopReason::LeaseLost));
     }
 }

@@ -66,21 +66,25 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
         let partitions = handler.partitions();
         let lease_ms = millis(handler.lease().unwrap_or(shared.config.lease));
         // One limit per topic, shared by its partitions.
-        let limit = builder
-            .topic_limits
-            .get(name)
-            .map(|n| Arc::new(Semaphore::new(*n)));
+        let limit_n = builder.topic_limits.get(name).copied();
+        let limit = limit_n.map(|n| Arc::new(Semaphore::new(n)));
+        // The slots each partition may count on.
+        let share =
+            limit_n.unwrap_or(usize::MAX).min(shared.config.concurrency) / partitions as usize;
         for p in 0..partitions {
             let (tx, rx) = mpsc::unbounded_channel();
-            let served = Arc::new(ServedTopic::new(
-                name,
-                (partitions > 1).then_some(p),
-                store_topic(name, p).into_owned(),
-                handler.clone(),
-                lease_ms,
-                limit.clone(),
-                tx,
-            ));
+            let served = Arc::new(
+                ServedTopic::new(
+                    name,
+                    (partitions > 1).then_some(p),
+                    store_topic(name, p).into_owned(),
+                    handler.clone(),
+                    lease_ms,
+                    limit.clone(),
+                    tx,
+                )
+                .with_share(share),
+            );
             let (sh, st, stop) = (&shared, &served, &stop_rx);
             let acker = acker::acker(sh.clone(), st.clone(), rx, stop.clone());
             tasks.ackers.push(tokio::spawn(acker));

@@ -2,8 +2,9 @@
 //! (or partition) its handler, wake-ups and running jobs. The orchestrator (`run.rs`) builds these and
 //! hands them to the claim loops, heartbeats, ackers and dead-letter pumps, which import only this.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
 
@@ -45,6 +46,10 @@ pub(crate) struct ServedTopic<S> {
     pub(crate) in_flight: InFlight,
     /// True while the claim loop waits for a free slot (then the heartbeat sweeps).
     pub(crate) saturated: AtomicBool,
+    /// This topic's (partition's) share of the slots: what claiming ahead is sized by.
+    share: usize,
+    /// How long a run takes here, a moving average, µs (`u64::MAX` until one ran).
+    mean_run_us: AtomicU64,
     /// Outcomes on their way to the acker; taken away at shutdown once no handler runs.
     finishes: Mutex<Option<mpsc::UnboundedSender<FinishItem>>>,
 }
@@ -71,8 +76,43 @@ impl<S> ServedTopic<S> {
             dead_wake: Notify::new(),
             in_flight: InFlight::default(),
             saturated: AtomicBool::new(false),
+            share: 1,
+            mean_run_us: AtomicU64::new(u64::MAX),
             finishes: Mutex::new(Some(finishes)),
         }
+    }
+
+    /// Sets how many slots this topic (partition) may count on (default 1).
+    pub(crate) fn with_share(mut self, share: usize) -> Self {
+        self.share = share.max(1);
+        self
+    }
+
+    /// Records how long a run took (from its start to its outcome).
+    pub(crate) fn ran_for(&self, took: Duration) {
+        let took = took.as_micros().min(u64::MAX as u128 - 1) as u64;
+        let mean = self.mean_run_us.load(Ordering::Relaxed);
+        let mean = if mean == u64::MAX {
+            took
+        } else {
+            mean - mean / 8 + took / 8
+        };
+        self.mean_run_us.store(mean, Ordering::Relaxed);
+    }
+
+    /// How many due jobs to claim ahead, to wait in the worker for a free slot: so many that a run
+    /// ending finds the next one at hand (no round trip to the store between two runs), but no more
+    /// than would wait [`AHEAD_WAIT`] on average at the current pace (share / mean run time), and at
+    /// most half the share. So a job claimed ahead starts at most about [`AHEAD_WAIT`] later than if it
+    /// had been left in the store for the next free slot (where, with every slot busy, it would have
+    /// waited too), and none is claimed ahead before a run's time is known, or when runs are long.
+    pub(crate) fn ahead(&self) -> usize {
+        let mean = self.mean_run_us.load(Ordering::Relaxed).max(1);
+        if mean == u64::MAX {
+            return 0;
+        }
+        let pace = (self.share as u128 * AHEAD_WAIT.as_micros() / mean as u128) as usize;
+        pace.min(self.share / 2)
     }
 
     /// Hands a job's outcome to the acker.
@@ -130,6 +170,9 @@ impl<S> ServedTopic<S> {
         })
     }
 }
+
+/// What a job claimed ahead may wait in the worker for a slot, on average (see [`ServedTopic::ahead`]).
+pub(crate) const AHEAD_WAIT: Duration = Duration::from_millis(2);
 
 /// A running job's claim on the global limit and its topic's limit.
 #[derive(Debug)]
