@@ -9,13 +9,12 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use postpone::store::redis::{RedisOptions, RedisStore};
 use postpone::{Client, Job};
 use serde::{Deserialize, Serialize};
+use support::enqueuers::Enqueuers;
 use support::redis_server::RedisServer;
 use support::wait::wait_until;
 
@@ -96,84 +95,30 @@ async fn concurrent_enqueuers_carry_on_after_redis_is_killed_and_restarted_on_it
         .appendfsync("always")
         .start();
     let client = client(&server).await;
-    let stop = Arc::new(AtomicBool::new(false));
-    // Per task: ids that returned Ok, errors, the slowest call, and when it last failed / first
-    // succeeded after Redis came back.
-    #[derive(Default)]
-    struct Seen {
-        ok: Vec<u64>,
-        errors: u64,
-        slowest: Duration,
-        ok_after_restart: Option<Instant>,
-    }
-    let back: Arc<Mutex<Option<Instant>>> = Arc::default();
-    let seen: Vec<Arc<Mutex<Seen>>> = (0..TASKS).map(|_| Arc::default()).collect();
-    let tasks: Vec<_> = (0..TASKS)
-        .map(|t| {
-            let (client, stop, back, seen) =
-                (client.clone(), stop.clone(), back.clone(), seen[t].clone());
-            tokio::spawn(async move {
-                let mut n = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let id = (t as u64) << 32 | n;
-                    n += 1;
-                    let start = Instant::now();
-                    let r = client
-                        .enqueue(CloseOrder { order_id: id })
-                        .id(format!("o:{id}"))
-                        .await;
-                    let took = start.elapsed();
-                    let failed = {
-                        let mut s = seen.lock().unwrap();
-                        s.slowest = s.slowest.max(took);
-                        match r {
-                            Ok(_) => {
-                                s.ok.push(id);
-                                let back = *back.lock().unwrap();
-                                if s.ok_after_restart.is_none() && back.is_some_and(|b| start >= b)
-                                {
-                                    s.ok_after_restart = Some(Instant::now());
-                                }
-                                false
-                            }
-                            Err(e) => {
-                                assert!(e.is_transient(), "{e}");
-                                s.errors += 1;
-                                true
-                            }
-                        }
-                    };
-                    if failed {
-                        // A caller that retries at once would spin while Redis is away.
-                        tokio::time::sleep(Duration::from_millis(1)).await;
-                    }
-                }
-            })
+    let enqueuers = {
+        let client = client.clone();
+        Enqueuers::start(TASKS, Duration::from_millis(1), move |id| {
+            let client = client.clone();
+            async move {
+                client
+                    .enqueue(CloseOrder { order_id: id })
+                    .id(format!("o:{id}"))
+                    .await
+                    .map(drop)
+            }
         })
-        .collect();
-    let oks = || {
-        seen.iter()
-            .map(|s| s.lock().unwrap().ok.len())
-            .sum::<usize>()
     };
-    wait_until("some enqueues before the kill", || oks() >= 2000).await;
+    wait_until("some enqueues before the kill", || enqueuers.oks() >= 2000).await;
     server.kill9();
     wait_until("every task to see Redis gone", || {
-        seen.iter().all(|s| s.lock().unwrap().errors > 0)
+        enqueuers.all_failed_once()
     })
     .await;
     server.restart();
     let answered = Instant::now();
-    *back.lock().unwrap() = Some(answered);
-    wait_until("every task to succeed again", || {
-        seen.iter()
-            .all(|s| s.lock().unwrap().ok_after_restart.is_some())
-    })
-    .await;
-    stop.store(true, Ordering::Relaxed);
-    for t in tasks {
-        t.await.unwrap();
-    }
+    enqueuers.mark_back(answered);
+    wait_until("every task to succeed again", || enqueuers.all_back()).await;
+    let seen = enqueuers.stop().await;
 
     let mut recovered = Duration::ZERO;
     let mut slowest = Duration::ZERO;

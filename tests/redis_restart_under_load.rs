@@ -9,13 +9,13 @@
 mod support;
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use postpone::store::redis::RedisStore;
 use postpone::{Client, Job, JobContext, JobError, Worker};
 use serde::{Deserialize, Serialize};
+use support::enqueuers::Enqueuers;
 use support::redis_server::RedisServer;
 use support::wait::{eventually_within, wait_until, wait_until_within};
 
@@ -33,15 +33,6 @@ const OUTAGE: Duration = Duration::from_secs(3);
 const BACK_WITHIN: Duration = Duration::from_secs(2);
 /// How long the topic may take to drain at the end.
 const DRAIN: Duration = Duration::from_secs(60);
-
-/// What one enqueuer saw.
-#[derive(Default)]
-struct Seen {
-    ok: Vec<u64>,
-    errors: u64,
-    /// When an enqueue sent after Redis was back first returned Ok.
-    ok_after_restart: Option<Instant>,
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn enqueuers_and_a_worker_resume_soon_after_redis_is_killed_and_restarted() {
@@ -83,55 +74,20 @@ async fn enqueuers_and_a_worker_resume_soon_after_redis_is_killed_and_restarted(
     let stop_worker = worker.shutdown_handle();
     let worker_task = tokio::spawn(worker.run());
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let seen: Vec<Arc<Mutex<Seen>>> = (0..TASKS).map(|_| Arc::default()).collect();
-    let enqueuers: Vec<_> = (0..TASKS)
-        .map(|t| {
-            let (client, stop, back, seen) =
-                (client.clone(), stop.clone(), back.clone(), seen[t].clone());
-            tokio::spawn(async move {
-                let mut n = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let id = (t as u64) << 32 | n;
-                    n += 1;
-                    let start = Instant::now();
-                    let r = client
-                        .enqueue(CloseOrder { order_id: id })
-                        .id(format!("o:{id}"))
-                        .await;
-                    let failed = {
-                        let mut s = seen.lock().unwrap();
-                        match r {
-                            Ok(_) => {
-                                s.ok.push(id);
-                                let back = *back.lock().unwrap();
-                                if s.ok_after_restart.is_none() && back.is_some_and(|b| start >= b)
-                                {
-                                    s.ok_after_restart = Some(Instant::now());
-                                }
-                                false
-                            }
-                            Err(e) => {
-                                assert!(e.is_transient(), "{e}");
-                                s.errors += 1;
-                                true
-                            }
-                        }
-                    };
-                    if failed {
-                        // A caller that retries at once would spin while Redis is away.
-                        tokio::time::sleep(Duration::from_millis(5)).await;
-                    }
-                }
-            })
+    let enqueuers = {
+        let client = client.clone();
+        Enqueuers::start(TASKS, Duration::from_millis(5), move |id| {
+            let client = client.clone();
+            async move {
+                client
+                    .enqueue(CloseOrder { order_id: id })
+                    .id(format!("o:{id}"))
+                    .await
+                    .map(drop)
+            }
         })
-        .collect();
-    let oks = || {
-        seen.iter()
-            .map(|s| s.lock().unwrap().ok.len())
-            .sum::<usize>()
     };
-    wait_until("some enqueues before the kill", || oks() >= 2000).await;
+    wait_until("some enqueues before the kill", || enqueuers.oks() >= 2000).await;
     wait_until("some jobs to run before the kill", || {
         runs.lock().unwrap().len() >= 500
     })
@@ -142,7 +98,7 @@ async fn enqueuers_and_a_worker_resume_soon_after_redis_is_killed_and_restarted(
         .await
         .unwrap();
     wait_until("every enqueuer to see Redis gone", || {
-        seen.iter().all(|s| s.lock().unwrap().errors > 0)
+        enqueuers.all_failed_once()
     })
     .await;
     tokio::time::sleep(OUTAGE).await;
@@ -152,6 +108,7 @@ async fn enqueuers_and_a_worker_resume_soon_after_redis_is_killed_and_restarted(
         .await
         .unwrap();
     let answered = Instant::now();
+    enqueuers.mark_back(answered);
     *back.lock().unwrap() = Some(answered);
 
     // The worker: a claim after the restart started a handler, and its outcome was recorded (a done job
@@ -179,19 +136,11 @@ async fn enqueuers_and_a_worker_resume_soon_after_redis_is_killed_and_restarted(
     .await;
     let acked_in = answered.elapsed();
     wait_until_within(BACK_WITHIN * 5, "every enqueuer to succeed again", || {
-        seen.iter()
-            .all(|s| s.lock().unwrap().ok_after_restart.is_some())
+        enqueuers.all_back()
     })
     .await;
-    let enqueuers_in = seen
-        .iter()
-        .map(|s| s.lock().unwrap().ok_after_restart.unwrap() - answered)
-        .max()
-        .unwrap();
-    stop.store(true, Ordering::Relaxed);
-    for t in enqueuers {
-        t.await.unwrap();
-    }
+    let enqueuers_in = enqueuers.back_within(answered);
+    let seen = enqueuers.stop().await;
     eprintln!(
         "after PING answered: every enqueuer succeeded again within {enqueuers_in:?}; the worker \
          started a newly claimed job after {claimed_in:?} and had it acknowledged after {acked_in:?}"
