@@ -7,27 +7,16 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use support::example::example_binary;
 use support::redis_server::RedisServer;
 
-/// The quickstart's binary, built by `cargo test` (which builds a package's examples).
+/// The quickstart's binary, newer than its source.
 fn quickstart() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let path = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target dir")
-        .join("examples")
-        .join("quickstart");
-    let build = "run `cargo build --example quickstart` (plain `cargo test` builds it)";
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let built = modified(&path).unwrap_or_else(|| panic!("{} is missing: {build}", path.display()));
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quickstart.rs");
-    assert!(
-        modified(&source).is_none_or(|m| m <= built),
-        "{} is older than examples/quickstart.rs: {build}",
-        path.display()
-    );
-    path
+    example_binary(
+        "quickstart",
+        &[Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quickstart.rs")],
+        "run `cargo build --example quickstart` (plain `cargo test` builds it)",
+    )
 }
 
 fn run(redis_url: Option<&str>) -> Output {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use super::Rig;
+use crate::support::example::example_binary;
 
 /// How to run one worker process.
 #[derive(Debug, Clone)]
@@ -58,31 +59,13 @@ impl Proc {
     }
 }
 
-/// The worker binary, built by `cargo test` (or `cargo build --example fault_worker`).
+/// The worker binary, newer than its source.
 pub fn worker_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let path = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target dir")
-        .join("examples")
-        .join("fault_worker");
-    assert!(
-        path.exists(),
-        "the fault suite's worker process {} is missing: run `cargo build --example fault_worker` (plain \
-         `cargo test` builds it)",
-        path.display()
-    );
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fault_worker.rs");
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    if let (Some(bin), Some(src)) = (modified(&path), modified(&source)) {
-        assert!(
-            bin >= src,
-            "{} is older than examples/fault_worker.rs: run `cargo build --example fault_worker`",
-            path.display()
-        );
-    }
-    path
+    example_binary(
+        "fault_worker",
+        &[Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fault_worker.rs")],
+        "run `cargo build --example fault_worker` (plain `cargo test` builds it)",
+    )
 }
 
 impl Rig {

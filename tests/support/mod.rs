@@ -3,6 +3,7 @@
 
 pub mod enqueuers;
 pub mod events;
+pub mod example;
 pub mod redis_cluster;
 pub mod redis_server;
 pub mod store;

@@ -2,6 +2,8 @@
 //! own binary (jobs in memory, orders in a PostgreSQL schema of the test's own): each does what its
 //! comment says, and the service's log, sent to a pipe, holds no colour codes.
 
+#[path = "../../../tests/support/example.rs"]
+mod example;
 mod support;
 
 use std::io::{BufRead, BufReader};
@@ -13,33 +15,14 @@ use std::time::Duration;
 
 use support::postgres::{database_url, TestSchema};
 
-/// The example's binary, built by `cargo test` (which builds a package's examples), and newer than its
-/// sources (`cargo test --test order_timeout_curl` alone does not rebuild it).
+/// The example's binary, newer than its sources.
 fn example_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let path = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target dir")
-        .join("examples")
-        .join("order_timeout");
-    let build = "run `cargo build -p postpone-examples --example order_timeout` (plain `cargo test` builds it)";
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let built = modified(&path).unwrap_or_else(|| panic!("{} is missing: {build}", path.display()));
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for dir in ["order_timeout", "support"] {
-        for entry in std::fs::read_dir(here.join(dir)).expect("the example's sources") {
-            let source = entry.expect("a source file").path();
-            if modified(&source).is_some_and(|m| m > built) {
-                panic!(
-                    "{} is older than {}: {build}",
-                    path.display(),
-                    source.display()
-                );
-            }
-        }
-    }
-    path
+    example::example_binary(
+        "order_timeout",
+        &[here.join("order_timeout"), here.join("support")],
+        "run `cargo build -p postpone-examples --example order_timeout` (plain `cargo test` builds it)",
+    )
 }
 
 /// The `sh` block of the doc comment at the top of `main.rs`: the lines a reader copies.
