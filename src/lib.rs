@@ -73,6 +73,8 @@ pub mod guide;
 mod handler;
 mod id;
 mod job;
+mod meta;
+mod observe;
 mod partition;
 mod record;
 mod schedule;
@@ -91,6 +93,9 @@ pub use dead_letter::{sink_fn, DeadLetter, DeadLetterSink, FnSink, LogSink};
 pub use error::{BoxError, Error, Report, Result};
 pub use handler::{Handler, HandlerFuture, JobContext, JobError, JobHandler, Outcome, StopReason};
 pub use job::Job;
+pub use meta::{MAX_META_ENTRIES, MAX_META_KEY_LEN, MAX_META_VALUE_LEN};
+#[cfg(feature = "opentelemetry")]
+pub use observe::trace::TraceParent;
 pub use partition::{partition_of, MAX_PARTITIONS};
 pub use record::AttemptError;
 pub use schedule::{RetrySchedule, MAX_DELAY, MAX_SLOTS};

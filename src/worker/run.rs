@@ -14,7 +14,7 @@ use tokio::sync::{broadcast, mpsc, watch, Semaphore};
 
 use super::shared::{ServedTopic, Shared, Tracker};
 use super::shutdown::{shut_down, Tasks};
-use super::{acker, claim_loop, dead_letter_pump, heartbeat, WorkerBuilder};
+use super::{acker, claim_loop, dead_letter_pump, depth_sampler, heartbeat, WorkerBuilder};
 use crate::error::Result;
 use crate::partition::store_topic;
 use crate::store::Hint;
@@ -92,6 +92,7 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
             tasks.background.push(tokio::spawn(heartbeat));
             let pump = dead_letter_pump::pump(sh.clone(), st.clone(), stop.clone());
             tasks.background.push(tokio::spawn(pump));
+            tasks.background.push(depth_sampler::spawn(sh, st, stop));
             let claim_loop = claim_loop::claim_loop(sh.clone(), st.clone());
             tasks.claim_loops.push(tokio::spawn(claim_loop));
             topics.insert(served.stored_as.clone(), served);
