@@ -79,7 +79,8 @@ pub(crate) fn job_span(
         topic,
         partition,
         job_id = %id,
-        attempt,
+        // As i64: an OpenTelemetry integer attribute (a u32 field is exported as a string).
+        attempt = i64::from(attempt),
         otel.name = %format_args!("process {topic}"),
         otel.kind = "consumer",
         messaging.system = "postpone",
