@@ -7,7 +7,9 @@
 //! `traceparent` and `tracestate` entries). The handler's span (`job`, at INFO) then links to that
 //! context ([`TraceParent::Link`], the default) or is its child ([`TraceParent::Child`]). Both carry the
 //! OpenTelemetry messaging attributes: `messaging.system` = `postpone`, `messaging.destination.name` (the
-//! topic), `messaging.message.id` (the job id), `messaging.operation.type`, and `attempt`.
+//! topic), `messaging.message.id` (the job id), `messaging.operation.type`, and `attempt`. They are set
+//! on the OpenTelemetry span only (not as `tracing` fields), so that logs stay as they were; the spans'
+//! `otel.name` (`send <topic>`, `process <topic>`) and `otel.kind` (producer, consumer) are fields.
 
 use tracing::Span;
 
@@ -30,18 +32,18 @@ pub enum TraceParent {
 /// The span of an enqueue of `jobs` jobs to `topic` (DEBUG).
 pub(crate) fn enqueue_span(topic: &'static str, jobs: usize) -> Span {
     #[cfg(feature = "opentelemetry")]
-    return tracing::debug_span!(
-        "enqueue",
-        topic,
-        jobs,
-        otel.name = %format_args!("send {topic}"),
-        otel.kind = "producer",
-        messaging.system = "postpone",
-        messaging.destination.name = topic,
-        messaging.operation.type = "send",
-        messaging.batch.message_count = jobs,
-        messaging.message.id = tracing::field::Empty,
-    );
+    {
+        let span = tracing::debug_span!(
+            "enqueue",
+            topic,
+            jobs,
+            otel.name = %format_args!("send {topic}"),
+            otel.kind = "producer",
+        );
+        otel::messaging(&span, topic, None, "send");
+        otel::attribute(&span, "messaging.batch.message_count", jobs as i64);
+        span
+    }
     #[cfg(not(feature = "opentelemetry"))]
     tracing::debug_span!("enqueue", topic, jobs)
 }
@@ -49,7 +51,7 @@ pub(crate) fn enqueue_span(topic: &'static str, jobs: usize) -> Span {
 /// Notes the id of a single enqueued job on its enqueue span.
 pub(crate) fn enqueued_id(span: &Span, id: &str) {
     #[cfg(feature = "opentelemetry")]
-    span.record("messaging.message.id", id);
+    otel::attribute(span, "messaging.message.id", id.to_owned());
     #[cfg(not(feature = "opentelemetry"))]
     let _ = (span, id);
 }
@@ -74,21 +76,21 @@ pub(crate) fn job_span(
     attempt: u32,
 ) -> Span {
     #[cfg(feature = "opentelemetry")]
-    return tracing::info_span!(
-        "job",
-        topic,
-        partition,
-        job_id = %id,
-        // As i64: an OpenTelemetry integer attribute (a u32 field is exported as a string).
-        attempt = i64::from(attempt),
-        otel.name = %format_args!("process {topic}"),
-        otel.kind = "consumer",
-        messaging.system = "postpone",
-        messaging.destination.name = topic,
-        messaging.destination.partition.id = partition,
-        messaging.message.id = %id,
-        messaging.operation.type = "process",
-    );
+    {
+        let span = tracing::info_span!(
+            "job",
+            topic,
+            partition,
+            job_id = %id,
+            // As i64: an OpenTelemetry integer attribute (a u32 field is exported as a string).
+            attempt = i64::from(attempt),
+            otel.name = %format_args!("process {topic}"),
+            otel.kind = "consumer",
+        );
+        otel::messaging(&span, topic, partition, "process");
+        otel::attribute(&span, "messaging.message.id", id.to_owned());
+        span
+    }
     #[cfg(not(feature = "opentelemetry"))]
     tracing::info_span!("job", topic, partition, job_id = %id, attempt)
 }
@@ -103,6 +105,7 @@ pub(crate) fn follow(span: &Span, meta: &Meta, parent: TraceParent) {
 mod otel {
     use opentelemetry::propagation::{Extractor, Injector};
     use opentelemetry::trace::TraceContextExt;
+    use opentelemetry::Value;
     use tracing::Span;
     use tracing_opentelemetry::OpenTelemetrySpanExt;
 
@@ -142,6 +145,31 @@ mod otel {
             });
         }
         meta
+    }
+
+    /// An attribute of the OpenTelemetry span behind `span` (nothing when it has none).
+    pub(super) fn attribute(span: &Span, key: &'static str, value: impl Into<Value>) {
+        if !span.is_disabled() {
+            span.set_attribute(key, value);
+        }
+    }
+
+    /// The messaging attributes of a span about `topic`.
+    pub(super) fn messaging(
+        span: &Span,
+        topic: &'static str,
+        partition: Option<u16>,
+        operation: &'static str,
+    ) {
+        if span.is_disabled() {
+            return;
+        }
+        span.set_attribute("messaging.system", "postpone");
+        span.set_attribute("messaging.destination.name", topic);
+        span.set_attribute("messaging.operation.type", operation);
+        if let Some(p) = partition {
+            span.set_attribute("messaging.destination.partition.id", p.to_string());
+        }
     }
 
     pub(super) fn follow(span: &Span, meta: &Meta, parent: TraceParent) {
