@@ -80,11 +80,13 @@ pub(crate) struct Args {
     /// `idle`: registered topics, and seconds measured.
     pub(crate) topics: usize,
     pub(crate) secs: u64,
+    /// The worker process records metrics and runs a `tracing` subscriber (the `observe` feature).
+    pub(crate) observe: bool,
 }
 
 pub(crate) const USAGE: &str = "\
 usage: postpone-bench <workload> [--jobs N] [--concurrency C] [--redis URL]
-                      [--backlog N] [--topics N] [--secs S]
+                      [--backlog N] [--topics N] [--secs S] [--observe]
 
 workloads (see BENCHMARKS.md):
   enqueue             one task enqueues jobs one at a time, each awaited
@@ -104,6 +106,8 @@ workloads (see BENCHMARKS.md):
   --backlog N      backlog: jobs due in an hour beside the drained ones (default 1,000,000)
   --topics N       idle: registered topics (default 10, at most 10)
   --secs S         idle: seconds measured (default 10)
+  --observe        the worker process records postpone's metrics (a Prometheus recorder) and logs
+                   through a `tracing` subscriber at INFO; needs `--features observe`
 
 Prints human-readable lines, then one line of JSON; exits 1 if a job was lost or failed.";
 
@@ -121,8 +125,13 @@ impl Args {
             backlog: 1_000_000,
             topics: 10,
             secs: 10,
+            observe: false,
         };
         while let Some(flag) = it.next() {
+            if flag == "--observe" {
+                out.observe = true;
+                continue;
+            }
             let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
             match flag.as_str() {
                 "--jobs" => out.jobs = number(flag, value()?)?,
@@ -182,6 +191,7 @@ mod tests {
             (a.workload, a.jobs, a.concurrency),
             (Workload::DrainIo, 64_000, 10)
         );
+        assert!(parse("drain --observe --jobs 5").unwrap().observe);
         assert!(parse("nope").is_err());
         assert!(parse("drain --jobs").is_err());
         assert!(parse("idle --topics 11").is_err());
