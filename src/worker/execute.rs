@@ -104,7 +104,6 @@ async fn execute<S: Send + Sync + 'static>(
     let span = trace::job_span(topic.name, topic.partition, id, attempt);
     #[cfg(feature = "opentelemetry")]
     trace::follow(&span, &record.meta, shared.config.trace_parent);
-    topic.metrics.started(due_at_ms);
     let (ctx, stop) = JobContext::new(
         topic.name,
         id.to_owned(),
@@ -129,6 +128,7 @@ async fn execute<S: Send + Sync + 'static>(
             return (finish, Tally::Failed);
         }
     };
+    topic.metrics.started(due_at_ms);
     let timeout = handler.timeout();
     // The handler runs in this task (one task per job): `abortable` stands in for a task's abort
     // handle (the shutdown grace period), `catch_unwind` for its panic catching.

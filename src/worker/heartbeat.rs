@@ -73,6 +73,7 @@ pub(crate) async fn heartbeat<S: Send + Sync + 'static>(
                 shared.config.stall_limit,
             );
             if let Ok(batch) = shared.store.claim(&topic.stored_as, request).await {
+                topic.metrics.store_time(batch.now_us);
                 topic.metrics.swept(batch.swept, batch.swept_dead);
                 if batch.dead_pending {
                     topic.dead_wake.notify_one();
