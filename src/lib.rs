@@ -73,6 +73,7 @@ pub mod guide;
 mod handler;
 mod id;
 mod job;
+pub mod ops;
 mod partition;
 mod record;
 mod schedule;

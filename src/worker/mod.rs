@@ -19,6 +19,7 @@ mod execute;
 pub mod failpoint;
 mod heartbeat;
 mod in_flight;
+mod presence;
 mod registry;
 mod run;
 mod shared;
