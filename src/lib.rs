@@ -75,6 +75,7 @@ mod id;
 mod job;
 mod meta;
 mod observe;
+pub mod ops;
 mod partition;
 mod record;
 mod schedule;

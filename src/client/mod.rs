@@ -48,6 +48,29 @@ pub struct Client {
 pub(crate) struct Inner {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) max_payload: usize,
+    /// Topics this client has recorded in the store's registry of topics (see [`crate::ops`]), with
+    /// their partitions: each is written once per client, not per enqueue.
+    pub(crate) registered: std::sync::Mutex<std::collections::HashMap<String, u16>>,
+}
+
+impl Inner {
+    /// Records `topic` in the store's registry of topics, once per client (and again if its
+    /// partitions grow). A failure is not the enqueue's: it is retried at the next enqueue.
+    pub(crate) async fn register(&self, topic: &str, partitions: u16) {
+        let known = |r: &std::collections::HashMap<String, u16>| r.get(topic) == Some(&partitions);
+        if known(&self.registered.lock().unwrap_or_else(|p| p.into_inner())) {
+            return;
+        }
+        match self.store.register_topic(topic, partitions).await {
+            Ok(()) => {
+                let mut r = self.registered.lock().unwrap_or_else(|p| p.into_inner());
+                r.insert(topic.to_owned(), partitions);
+            }
+            Err(e) => {
+                tracing::debug!(topic, error = %e.report(), "could not record the topic in the registry of topics; retrying at the next enqueue")
+            }
+        }
+    }
 }
 
 impl Client {

@@ -5,7 +5,9 @@
 //!   wake-up hints, start-up checks);
 //! - [`DeadLetterStore`]: the dead letters (list, requeue, purge, trim) and the delivery of each one to
 //!   the dead-letter hook (claim, ack, retry);
-//! - [`Store`]: all three, for `dyn Store`. Every type that implements the three is a `Store`.
+//! - [`OpsStore`]: what operators need (registries of topics and workers, jobs listed by state, pause,
+//!   history), for the operations API ([`crate::ops`]);
+//! - [`Store`]: all four, for `dyn Store`. Every type that implements the four is a `Store`.
 //!
 //! Backends: [`redis`] (the product: one Redis or a Redis Cluster) and [`memory`] (the embedded default,
 //! same semantics). One conformance suite (`tests/store_conformance`) holds both to this contract.
@@ -39,6 +41,7 @@
 mod counts;
 mod death;
 pub mod memory;
+mod ops;
 pub mod redis;
 mod types;
 
@@ -49,6 +52,10 @@ use crate::error::Result;
 
 pub use counts::TopicCounts;
 pub use death::{DeadEntry, DeadSelection, Death, RequeueOutcome, TrimPolicy};
+pub use ops::{
+    MinuteCounts, OpsStore, PageEntry, PagePosition, PageQuery, PageState, PrefixPage, WorkerBeat,
+    HISTORY_MINUTES,
+};
 pub use types::{
     CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, Due, EnqueueOutcome, Finish, FinishItem,
     FinishOutcome, Hint, Lease, LeaseStatus, NewJob, RescheduleOutcome, StoredJob, StoredState,
@@ -176,7 +183,8 @@ pub trait DeadLetterStore: Send + Sync + std::fmt::Debug + 'static {
     async fn dead_retry(&self, topic: &str, death: &Death, delay_ms: u64) -> Result<()>;
 }
 
-/// A whole backend: [`JobStore`] + [`WorkerStore`] + [`DeadLetterStore`], usable as `dyn Store`.
-pub trait Store: JobStore + WorkerStore + DeadLetterStore {}
+/// A whole backend: [`JobStore`] + [`WorkerStore`] + [`DeadLetterStore`] + [`OpsStore`], usable as
+/// `dyn Store`.
+pub trait Store: JobStore + WorkerStore + DeadLetterStore + OpsStore {}
 
-impl<T: JobStore + WorkerStore + DeadLetterStore> Store for T {}
+impl<T: JobStore + WorkerStore + DeadLetterStore + OpsStore> Store for T {}

@@ -71,7 +71,8 @@ pub(crate) async fn heartbeat<S: Send + Sync + 'static>(
                 topic.lease_ms,
                 shared.config.sweep_limit,
                 shared.config.stall_limit,
-            );
+            )
+            .holder(shared.holder);
             if let Ok(batch) = shared.store.claim(&topic.stored_as, request).await {
                 topic.metrics.store_time(batch.now_us);
                 topic.metrics.swept(batch.swept, batch.swept_dead);

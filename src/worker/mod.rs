@@ -21,6 +21,7 @@ pub mod failpoint;
 mod heartbeat;
 mod in_flight;
 mod observe_options;
+mod presence;
 mod registry;
 mod run;
 mod shared;

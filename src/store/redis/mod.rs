@@ -53,6 +53,7 @@ mod hints;
 mod jobs;
 mod keys;
 mod mux;
+mod ops;
 mod reply;
 mod scripts;
 mod worker;
@@ -152,6 +153,8 @@ struct Inner {
     /// `host:port`, or the seeds' `host:port,...` on a cluster.
     addr: String,
     channel: String,
+    /// The namespace's registries (topics, workers): see keys.rs.
+    registries: [String; 3],
     conns: Conns,
     /// On a cluster: the masters known to be down.
     health: Option<cluster_health::Health>,
@@ -205,6 +208,7 @@ impl RedisStore {
         conn::require_6_2(&version)?;
         tracing::debug!(%addr, %version, namespace = %options.namespace, "postpone: connected to Redis");
         let channel = keys::wake_channel(&options.namespace);
+        let registries = keys::registries(&options.namespace);
         let hints = Hints::new(
             vec![client.clone()],
             channel.clone(),
@@ -216,6 +220,7 @@ impl RedisStore {
                 namespace: options.namespace,
                 keys: RwLock::new(HashMap::new()),
                 addr,
+                registries,
                 channel,
                 conns: Conns::Single(pool),
                 health: None,
@@ -263,6 +268,7 @@ impl RedisStore {
             cluster::connect(urls, options.connect_timeout, options.response_timeout).await?;
         tracing::debug!(seeds = %connected.addrs, namespace = %options.namespace, "postpone: connected to Redis Cluster");
         let channel = keys::wake_channel(&options.namespace);
+        let registries = keys::registries(&options.namespace);
         let hints = Hints::new(
             connected.seed_clients,
             channel.clone(),
@@ -273,6 +279,7 @@ impl RedisStore {
                 namespace: options.namespace,
                 keys: RwLock::new(HashMap::new()),
                 addr: connected.addrs,
+                registries,
                 channel,
                 conns: Conns::Cluster(connected.conn),
                 health: Some(connected.health),

@@ -30,6 +30,11 @@ pub(super) struct Scripts {
     pub(super) dead_claim: Script,
     pub(super) dead_ack: Script,
     pub(super) dead_retry: Script,
+    pub(super) page: Script,
+    pub(super) find_prefix: Script,
+    pub(super) history: Script,
+    pub(super) set_paused: Script,
+    pub(super) registry: Script,
 }
 
 fn script(body: &str) -> Script {
@@ -57,6 +62,11 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     dead_claim: script(include_str!("scripts/dead_claim.lua")),
     dead_ack: script(include_str!("scripts/dead_ack.lua")),
     dead_retry: script(include_str!("scripts/dead_retry.lua")),
+    page: script(include_str!("scripts/page.lua")),
+    find_prefix: script(include_str!("scripts/find_prefix.lua")),
+    history: script(include_str!("scripts/history.lua")),
+    set_paused: script(include_str!("scripts/set_paused.lua")),
+    registry: script(include_str!("scripts/registry.lua")),
 });
 
 #[cfg(test)]
