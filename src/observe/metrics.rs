@@ -67,6 +67,7 @@ pub(crate) fn enqueued(topic: &'static str, status: EnqueueStatus) {
             EnqueueStatus::AlreadyScheduled => "already_scheduled",
             EnqueueStatus::AlreadyRunning => "already_running",
         };
+        on::describe();
         ::metrics::counter!("postpone_jobs_enqueued_total", "topic" => topic, "status" => status)
             .increment(1);
     }
@@ -209,10 +210,68 @@ impl TopicMetrics {
 #[cfg(feature = "metrics")]
 mod on {
     use std::sync::atomic::{AtomicI64, Ordering};
-    use std::sync::OnceLock;
+    use std::sync::{Once, OnceLock};
     use std::time::Instant;
 
-    use metrics::{counter, gauge, histogram, Counter, Gauge, Histogram, Label};
+    use metrics::{
+        counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Counter,
+        Gauge, Histogram, Label, Unit,
+    };
+
+    /// Describes every metric to the recorder (the `# HELP` lines of a Prometheus scrape), once.
+    pub(super) fn describe() {
+        static ONCE: Once = Once::new();
+        ONCE.call_once(|| {
+            describe_counter!(
+                "postpone_jobs_enqueued_total",
+                "Jobs enqueued, by what the enqueue did."
+            );
+            describe_counter!(
+                "postpone_jobs_finished_total",
+                "Runs recorded by the store, by outcome."
+            );
+            describe_histogram!(
+                "postpone_job_duration_seconds",
+                Unit::Seconds,
+                "How long handlers ran."
+            );
+            describe_histogram!(
+                "postpone_job_start_lag_seconds",
+                Unit::Seconds,
+                "Handler start minus due time, by the store's clock."
+            );
+            describe_counter!(
+                "postpone_lease_renewals_total",
+                "Leases renewed by heartbeats."
+            );
+            describe_counter!(
+                "postpone_leases_lost_total",
+                "Leases this worker held and lost."
+            );
+            describe_counter!(
+                "postpone_stalls_swept_total",
+                "Expired leases swept: returned to due, or ended."
+            );
+            describe_counter!(
+                "postpone_dead_letter_deliveries_total",
+                "Dead-letter sink calls, by result."
+            );
+            describe_gauge!(
+                "postpone_queue_depth",
+                "Jobs by state, sampled by the worker."
+            );
+            describe_histogram!(
+                "postpone_claim_batch_size",
+                Unit::Count,
+                "Jobs taken per claim."
+            );
+            describe_histogram!(
+                "postpone_ack_batch_size",
+                Unit::Count,
+                "Outcomes recorded per acknowledgement call."
+            );
+        });
+    }
 
     use crate::store::TopicCounts;
 
@@ -239,6 +298,7 @@ mod on {
 
     impl Handles {
         pub(super) fn new(topic: &'static str, partition: Option<u16>) -> Self {
+            describe();
             let by_topic = || vec![Label::from_static_parts("topic", topic)];
             let by_partition = || {
                 let mut labels = by_topic();

@@ -210,6 +210,11 @@ async fn a_scrape_after_a_known_workload_shows_exact_counts() {
     assert_eq!(sample(&text, &acked), Some(16.0), "{text}");
     let claimed = format!("postpone_claim_batch_size_sum{{topic=\"{TOPIC}\"}}");
     assert_eq!(sample(&text, &claimed), Some(16.0), "{text}");
+    // Each metric is described (the `# HELP` lines).
+    assert!(
+        text.contains("# HELP postpone_job_start_lag_seconds Handler start minus due time"),
+        "{text}"
+    );
     // Labels are topics and outcomes, never job ids.
     assert!(
         !text.contains("\"long\"") && !text.contains("\"later\""),
