@@ -1,6 +1,7 @@
 //! `--observe`: the worker process with postpone's metrics recorded (a Prometheus recorder, as an
 //! application would install) and a `tracing` subscriber at INFO writing to stderr (postpone's per-job
-//! span on), to measure what observability costs. Needs the `observe` feature.
+//! span on), to measure what observability costs. Needs the `observe` feature. `BENCH_OBSERVE=metrics`
+//! (or `tracing`) installs only that one, to tell their costs apart.
 
 use crate::BoxResult;
 
@@ -17,13 +18,23 @@ pub(crate) fn install(on: bool) -> BoxResult<Option<Observed>> {
     }
     #[cfg(feature = "observe")]
     {
-        let handle = metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()?;
-        tracing_subscriber::fmt()
-            .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
-            .with_writer(std::io::stderr)
-            .with_ansi(false)
-            .try_init()?;
-        Ok(Some(handle))
+        let only = std::env::var("BENCH_OBSERVE").unwrap_or_default();
+        let handle = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+        let handle = if only != "tracing" {
+            let scrape = handle.handle();
+            metrics::set_global_recorder(handle)?;
+            Some(scrape)
+        } else {
+            None
+        };
+        if only != "metrics" {
+            tracing_subscriber::fmt()
+                .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+                .with_writer(std::io::stderr)
+                .with_ansi(false)
+                .try_init()?;
+        }
+        Ok(handle)
     }
     #[cfg(not(feature = "observe"))]
     Err("--observe needs a build with `--features observe`".into())

@@ -152,7 +152,7 @@ async fn execute<S: Send + Sync + 'static>(
     topic.in_flight.finishing(id, token);
     let error = match returned {
         Ok(Ok(Ok(()))) => {
-            span.in_scope(|| tracing::debug!("job done"));
+            tracing::debug!(parent: &span, "job done");
             return (Finish::Done, Tally::Done);
         }
         Ok(Ok(Err(e))) => e,
