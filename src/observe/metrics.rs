@@ -159,7 +159,7 @@ impl TopicMetrics {
     #[inline]
     pub(crate) fn swept(&self, returned: u32, ended: u32) {
         #[cfg(feature = "metrics")]
-        {
+        if returned > 0 || ended > 0 {
             self.on.swept_returned.increment(u64::from(returned));
             self.on.swept_ended.increment(u64::from(ended));
         }
