@@ -55,6 +55,8 @@
 //!   shutdown; [`DeadLetterSink`]: where dead jobs go (implement it with [`macro@async_trait`]).
 //! - [`store`]: the backend seam, with the [`store::redis`] (one Redis or a Redis Cluster) and
 //!   [`store::memory`] backends; [`partition_of`]: where a job of a partitioned topic is stored.
+//! - [`Periodic`]: periodic jobs (cron expressions with the `cron` feature, or intervals), given to a
+//!   worker with [`WorkerBuilder::periodic`]; [`Topic::schedules`] lists them.
 //! - [`guide`]: longer guides, such as [testing your handlers](guide::testing).
 //!
 //! postpone reports through [`tracing`](https://docs.rs/tracing): warnings about Redis, failed
@@ -74,6 +76,7 @@ mod handler;
 mod id;
 mod job;
 mod partition;
+mod periodic;
 mod record;
 mod schedule;
 pub mod store;
@@ -84,14 +87,15 @@ mod worker;
 
 pub use client::{
     CancelStatus, Client, ClientBuilder, Enqueue, EnqueueItem, EnqueueStatus, Enqueued, JobInfo,
-    JobState, Namespaced, NoNamespace, PartialCounts, StoreKeepsItsOwnNamespace, Topic,
-    UnreadablePartition, When, DEFAULT_MAX_PAYLOAD, DEFAULT_NAMESPACE,
+    JobState, Namespaced, NoNamespace, PartialCounts, ScheduleInfo, StoreKeepsItsOwnNamespace,
+    Topic, UnreadablePartition, When, DEFAULT_MAX_PAYLOAD, DEFAULT_NAMESPACE,
 };
 pub use dead_letter::{sink_fn, DeadLetter, DeadLetterSink, FnSink, LogSink};
 pub use error::{BoxError, Error, Report, Result};
 pub use handler::{Handler, HandlerFuture, JobContext, JobError, JobHandler, Outcome, StopReason};
 pub use job::Job;
 pub use partition::{partition_of, MAX_PARTITIONS};
+pub use periodic::{Missed, Overlap, Periodic, PeriodicJob, MAX_CATCH_UP, SKIP_GRACE};
 pub use record::AttemptError;
 pub use schedule::{RetrySchedule, MAX_DELAY, MAX_SLOTS};
 pub use store::TopicCounts;

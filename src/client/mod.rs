@@ -3,6 +3,7 @@
 mod builder;
 mod dead_letters;
 mod enqueue;
+mod periodic;
 mod topic;
 mod when;
 
@@ -12,6 +13,7 @@ use chrono::{DateTime, Utc};
 
 pub use builder::{ClientBuilder, Namespaced, NoNamespace, StoreKeepsItsOwnNamespace};
 pub use enqueue::{Enqueue, EnqueueItem, EnqueueStatus, Enqueued};
+pub use periodic::ScheduleInfo;
 pub use topic::{CancelStatus, JobInfo, JobState, PartialCounts, Topic, UnreadablePartition};
 pub use when::When;
 

@@ -130,6 +130,11 @@ impl Topic {
         }
     }
 
+    /// The client this topic belongs to.
+    pub(super) fn client(&self) -> &Client {
+        &self.client
+    }
+
     /// The topic's name.
     pub fn name(&self) -> &str {
         &self.name

@@ -5,7 +5,8 @@
 //!   wake-up hints, start-up checks);
 //! - [`DeadLetterStore`]: the dead letters (list, requeue, purge, trim) and the delivery of each one to
 //!   the dead-letter hook (claim, ack, retry);
-//! - [`Store`]: all three, for `dyn Store`. Every type that implements the three is a `Store`.
+//! - [`PeriodicStore`]: the schedules of periodic jobs (upsert, tick, list, trigger, remove);
+//! - [`Store`]: all of them, for `dyn Store`. Every type that implements them is a `Store`.
 //!
 //! Backends: [`redis`] (the product: one Redis or a Redis Cluster) and [`memory`] (the embedded default,
 //! same semantics). One conformance suite (`tests/store_conformance`) holds both to this contract.
@@ -39,6 +40,7 @@
 mod counts;
 mod death;
 pub mod memory;
+mod periodic;
 pub mod redis;
 mod types;
 
@@ -49,6 +51,10 @@ use crate::error::Result;
 
 pub use counts::TopicCounts;
 pub use death::{DeadEntry, DeadSelection, Death, RequeueOutcome, TrimPolicy};
+pub use periodic::{
+    PeriodicStore, StoredSchedule, TickJob, TickOutcome, TickPlan, TickRequest, TickStatus,
+    UpsertStatus,
+};
 pub use types::{
     CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, Due, EnqueueOutcome, Finish, FinishItem,
     FinishOutcome, Hint, Lease, LeaseStatus, NewJob, RescheduleOutcome, StoredJob, StoredState,
@@ -176,7 +182,8 @@ pub trait DeadLetterStore: Send + Sync + std::fmt::Debug + 'static {
     async fn dead_retry(&self, topic: &str, death: &Death, delay_ms: u64) -> Result<()>;
 }
 
-/// A whole backend: [`JobStore`] + [`WorkerStore`] + [`DeadLetterStore`], usable as `dyn Store`.
-pub trait Store: JobStore + WorkerStore + DeadLetterStore {}
+/// A whole backend: [`JobStore`] + [`WorkerStore`] + [`DeadLetterStore`] + [`PeriodicStore`], usable as
+/// `dyn Store`.
+pub trait Store: JobStore + WorkerStore + DeadLetterStore + PeriodicStore {}
 
-impl<T: JobStore + WorkerStore + DeadLetterStore> Store for T {}
+impl<T: JobStore + WorkerStore + DeadLetterStore + PeriodicStore> Store for T {}

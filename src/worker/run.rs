@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use tokio::sync::{broadcast, mpsc, watch, Semaphore};
 
+use super::periodic::TickLoop;
 use super::shared::{ServedTopic, Shared, Tracker};
 use super::shutdown::{shut_down, Tasks};
 use super::{acker, claim_loop, dead_letter_pump, heartbeat, WorkerBuilder};
@@ -96,6 +97,22 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
             tasks.claim_loops.push(tokio::spawn(claim_loop));
             topics.insert(served.stored_as.clone(), served);
         }
+    }
+    for scheduled in builder.periodic {
+        let (client, poll, stop) = (
+            builder.client.clone(),
+            shared.config.poll_interval,
+            shutdown.subscribe(),
+        );
+        let tick_loop = TickLoop {
+            store: store.clone(),
+            client,
+            scheduled,
+            poll,
+            hints: store.hints(),
+            stop,
+        };
+        tasks.background.push(tokio::spawn(tick_loop.run()));
     }
     tasks
         .background

@@ -11,6 +11,7 @@
 //! scripts: at most `sweep_limit` + `max` jobs per claim, `max` per dead claim, `limit` per trim.
 
 mod clock;
+mod periodic;
 #[cfg(test)]
 mod tests;
 mod topic;
@@ -47,6 +48,7 @@ pub struct MemoryStore {
     topics: Mutex<HashMap<String, Topic>>,
     clock: Arc<dyn Clock>,
     hints: broadcast::Sender<Hint>,
+    schedules: periodic::Schedules,
 }
 
 impl MemoryStore {
@@ -64,6 +66,7 @@ impl MemoryStore {
             topics: Mutex::new(HashMap::new()),
             clock,
             hints,
+            schedules: Default::default(),
         }
     }
 

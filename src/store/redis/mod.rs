@@ -53,6 +53,7 @@ mod hints;
 mod jobs;
 mod keys;
 mod mux;
+mod periodic;
 mod reply;
 mod scripts;
 mod worker;
