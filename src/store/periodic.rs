@@ -85,6 +85,21 @@ pub struct TickPlan {
     pub grace_ms: Option<u64>,
 }
 
+impl TickPlan {
+    /// A plan from the stored next tick to `new_next_ms`, with no runs, no last tick, no overlap check
+    /// and no grace.
+    pub fn new(expect_next_ms: i64, new_next_ms: i64) -> Self {
+        TickPlan {
+            expect_next_ms,
+            expect_last: None,
+            runs: Vec::new(),
+            new_next_ms,
+            overlap_skip: false,
+            grace_ms: None,
+        }
+    }
+}
+
 /// A tick call: a plan, a pending trigger to enqueue, or both (or neither: then it only reads).
 #[derive(Debug, Clone)]
 #[non_exhaustive]

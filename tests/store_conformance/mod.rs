@@ -30,6 +30,7 @@ mod enqueue;
 mod hints;
 mod inspect;
 mod lease;
+mod periodic;
 mod sweep;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,6 +51,7 @@ pub(crate) use self::enqueue::*;
 pub(crate) use self::hints::*;
 pub(crate) use self::inspect::*;
 pub(crate) use self::lease::*;
+pub(crate) use self::periodic::*;
 pub(crate) use self::sweep::*;
 pub(crate) use crate::support::wait::eventually_within;
 
@@ -130,6 +132,14 @@ macro_rules! store_conformance {
             hint_on_enqueue_earlier_than_the_topics_earliest_and_not_on_a_later_one,
             hint_on_reschedule_earlier_than_the_topics_earliest,
             hint_on_retry_earlier_than_the_topics_earliest,
+            // periodic schedules
+            periodic_upsert_is_idempotent_and_a_changed_definition_replaces,
+            periodic_tick_enqueues_due_ticks_once_and_advances,
+            periodic_tick_checks_the_plan_against_the_stores_clock,
+            periodic_tick_skips_a_tick_later_than_its_grace,
+            periodic_overlap_skips_while_the_previous_ticks_job_is_due_or_active,
+            periodic_trigger_enqueues_a_run_now_once,
+            periodic_tick_of_a_live_id_or_another_definition_changes_nothing,
         );
     };
     (@each $factory:expr; $($name:ident),* $(,)?) => {$(
