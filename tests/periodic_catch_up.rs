@@ -1,0 +1,187 @@
+//! Periodic jobs through a worker on the memory backend's manual clock: ticks by the store's clock,
+//! missed ticks after downtime by policy, run now, listing and removal.
+
+#[path = "support/wait.rs"]
+mod wait;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use postpone::store::memory::{ManualClock, MemoryStore};
+use postpone::{Client, Job, JobContext, JobError, Missed, Periodic, Worker};
+use serde::{Deserialize, Serialize};
+use wait::eventually;
+
+/// 2026-01-01T00:00:00Z.
+const T0: i64 = 1_767_225_600_000;
+const FIVE_MIN: i64 = 300_000;
+
+#[derive(Serialize, Deserialize, Job)]
+#[job(topic = "periodic.report")]
+struct Report {
+    at_ms: i64,
+}
+
+type Ran = Arc<Mutex<Vec<i64>>>;
+
+async fn report(job: Report, _ctx: JobContext, ran: Ran) -> Result<(), JobError> {
+    ran.lock().unwrap().push(job.at_ms);
+    Ok(())
+}
+
+struct Rig {
+    clock: Arc<ManualClock>,
+    client: Client,
+    ran: Ran,
+}
+
+impl Rig {
+    fn new() -> Self {
+        // One second past a tick of the five-minute schedule.
+        let clock = Arc::new(ManualClock::new(T0 + 1000));
+        let client = Client::builder().store(MemoryStore::with_clock(clock.clone()));
+        Rig {
+            clock,
+            client,
+            ran: Ran::default(),
+        }
+    }
+
+    /// Starts a worker running the five-minute schedule with `missed`; returns its shutdown handle and
+    /// task once the schedule is stored.
+    async fn worker(
+        &self,
+        missed: Missed,
+    ) -> (
+        postpone::ShutdownHandle,
+        tokio::task::JoinHandle<postpone::Result<()>>,
+    ) {
+        let five = Periodic::every("five", Duration::from_secs(300))
+            .unwrap()
+            .missed(missed)
+            .job(|tick| Report {
+                at_ms: tick.timestamp_millis(),
+            });
+        let worker = Worker::with_state(&self.client, self.ran.clone())
+            .handle(report)
+            .periodic(five)
+            .poll_interval(Duration::from_millis(20))
+            .build()
+            .unwrap();
+        let stop = worker.shutdown_handle();
+        let running = tokio::spawn(worker.run());
+        let topic = self.client.topic::<Report>();
+        eventually("the schedule to be stored", || async {
+            (!topic.schedules().await.unwrap().is_empty()).then_some(())
+        })
+        .await;
+        (stop, running)
+    }
+
+    fn ran(&self) -> Vec<i64> {
+        self.ran.lock().unwrap().clone()
+    }
+
+    async fn ran_exactly(&self, what: &str, expect: &[i64]) {
+        eventually(what, || async { (self.ran() == expect).then_some(()) }).await;
+    }
+
+    /// Waits until the stored next tick is `next`.
+    async fn next_is(&self, next: i64) {
+        let topic = self.client.topic::<Report>();
+        eventually("the schedule to advance", || async {
+            let list = topic.schedules().await.unwrap();
+            (list[0].next.timestamp_millis() == next).then_some(())
+        })
+        .await;
+    }
+}
+
+/// Runs one tick, stops the worker, moves the clock 22 minutes on (ticks at 10, 15, 20 and 25 minutes
+/// pass, the last two minutes ago), starts a new worker with `missed`: returns the ticks that ran
+/// after the downtime, and checks the next tick runs.
+async fn after_downtime(missed: Missed) -> Vec<i64> {
+    let rig = Rig::new();
+    let (stop, running) = rig.worker(missed).await;
+    rig.next_is(T0 + FIVE_MIN).await;
+    rig.clock.advance(Duration::from_secs(300));
+    rig.ran_exactly("the five-minute tick", &[T0 + FIVE_MIN])
+        .await;
+    stop.shutdown();
+    running.await.unwrap().unwrap();
+
+    rig.clock.advance(Duration::from_secs(22 * 60));
+    let (stop, running) = rig.worker(missed).await;
+    rig.next_is(T0 + 6 * FIVE_MIN).await;
+    let caught_up = rig.ran()[1..].to_vec();
+    // On time (a second late) for the next tick.
+    rig.clock.set(T0 + 6 * FIVE_MIN + 1000);
+    let mut expect = rig.ran();
+    expect.push(T0 + 6 * FIVE_MIN);
+    rig.ran_exactly("the tick after the downtime", &expect)
+        .await;
+    stop.shutdown();
+    running.await.unwrap().unwrap();
+    caught_up
+}
+
+#[tokio::test]
+async fn missed_ticks_are_skipped_by_default() {
+    assert_eq!(after_downtime(Missed::Skip).await, Vec::<i64>::new());
+}
+
+#[tokio::test]
+async fn missed_last_runs_the_last_missed_tick() {
+    assert_eq!(after_downtime(Missed::Last).await, [T0 + 5 * FIVE_MIN]);
+}
+
+#[tokio::test]
+async fn missed_up_to_n_runs_the_latest_n_oldest_first() {
+    assert_eq!(
+        after_downtime(Missed::UpTo(3)).await,
+        [T0 + 3 * FIVE_MIN, T0 + 4 * FIVE_MIN, T0 + 5 * FIVE_MIN]
+    );
+}
+
+#[tokio::test]
+async fn listed_triggered_and_removed() {
+    let rig = Rig::new();
+    let (stop, running) = rig.worker(Missed::Skip).await;
+    let topic = rig.client.topic::<Report>();
+    let list = topic.schedules().await.unwrap();
+    assert_eq!(list.len(), 1);
+    let s = &list[0];
+    assert_eq!(
+        (s.name.as_str(), s.expression.as_str(), s.zone.as_deref()),
+        ("five", "every 300s", None)
+    );
+    assert_eq!(
+        (s.missed, s.last, s.triggered),
+        (Some(Missed::Skip), None, None)
+    );
+    assert_eq!(s.next.timestamp_millis(), T0 + FIVE_MIN);
+
+    // Run now: a job for the store's current time, whatever the ticks.
+    let at = topic.trigger_schedule("five").await.unwrap().unwrap();
+    assert_eq!(at.timestamp_millis(), T0 + 1000);
+    rig.ran_exactly("the triggered run", &[T0 + 1000]).await;
+    let s = &topic.schedules().await.unwrap()[0];
+    assert_eq!(
+        (s.triggered, s.next.timestamp_millis(), s.last),
+        (None, T0 + FIVE_MIN, None)
+    );
+    assert_eq!(topic.trigger_schedule("nope").await.unwrap(), None);
+
+    // Removed: the worker stops ticking it.
+    assert!(topic.remove_schedule("five").await.unwrap());
+    rig.clock.advance(Duration::from_secs(600));
+    let counts = topic.counts().await.unwrap();
+    assert_eq!(counts.scheduled + counts.ready, 0);
+    assert!(
+        topic.schedules().await.unwrap().is_empty(),
+        "not stored again by the running worker"
+    );
+    stop.shutdown();
+    running.await.unwrap().unwrap();
+    assert_eq!(rig.ran(), [T0 + 1000]);
+}
