@@ -4,7 +4,8 @@
 //! Configured by environment variables: `PERIODIC_REDIS_URL` (required), `PERIODIC_NS` (namespace,
 //! required), `PERIODIC_LOG` (a directory shared by the test's processes, required).
 //!
-//! It runs schedule `each-second` (every second) on topic `periodic.tick`, and handles that topic. Each
+//! It runs schedule `each-second` (every second, up to 10 missed ticks run) on topic `periodic.tick`,
+//! and handles that topic. Each
 //! handler start is one line, written with a single `write` to `<PERIODIC_LOG>/<pid>.log` (one file per
 //! process, so that a line torn by a kill is the last of its own file):
 //!
@@ -19,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use postpone::store::redis::RedisStore;
-use postpone::{Client, Job, JobContext, JobError, Periodic, Worker};
+use postpone::{Client, Job, JobContext, JobError, Missed, Periodic, Worker};
 use serde::{Deserialize, Serialize};
 
 /// One tick's job.

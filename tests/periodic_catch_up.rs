@@ -185,3 +185,66 @@ async fn listed_triggered_and_removed() {
     running.await.unwrap().unwrap();
     assert_eq!(rig.ran(), [T0 + 1000]);
 }
+
+/// A cron schedule through a worker, across both daylight-saving changes of 2026 in Berlin: the
+/// nonexistent 02:30 runs once at 03:00, the repeated 02:30 once (its first occurrence).
+#[cfg(feature = "cron")]
+#[tokio::test]
+async fn a_cron_schedule_runs_once_across_both_daylight_saving_changes() {
+    let ms = |utc: &str| {
+        chrono::DateTime::parse_from_rfc3339(utc)
+            .unwrap()
+            .timestamp_millis()
+    };
+    let clock = Arc::new(ManualClock::new(ms("2026-03-28T12:00:00Z")));
+    let client = Client::builder().store(MemoryStore::with_clock(clock.clone()));
+    let ran = Ran::default();
+    let nightly = Periodic::cron("nightly", "30 2 * * *", "Europe/Berlin")
+        .unwrap()
+        .job(|tick| Report {
+            at_ms: tick.timestamp_millis(),
+        });
+    let worker = Worker::with_state(&client, ran.clone())
+        .handle(report)
+        .periodic(nightly)
+        .poll_interval(Duration::from_millis(20))
+        .build()
+        .unwrap();
+    let stop = worker.shutdown_handle();
+    let running = tokio::spawn(worker.run());
+    let topic = client.topic::<Report>();
+    let next = || async {
+        let list = topic.schedules().await.unwrap();
+        list.first().map(|s| s.next.timestamp_millis())
+    };
+    let mut expect = Vec::new();
+    // Each run: the clock moves a second past the expected tick; the tick runs, the next is stored.
+    for (tick, following) in [
+        // 02:30 does not exist on 2026-03-29: 03:00 CEST, then 02:30 CEST the next day.
+        ("2026-03-29T01:00:00Z", "2026-03-30T00:30:00Z"),
+        ("2026-03-30T00:30:00Z", "2026-03-31T00:30:00Z"),
+        // 02:30 occurs twice on 2026-10-25: 02:30 CEST, then 02:30 CET the next day (not 02:30 CET
+        // the same night).
+        ("2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"),
+    ] {
+        clock.set(ms(tick) - 60_000);
+        eventually("the schedule's next tick", || async {
+            (next().await == Some(ms(tick))).then_some(())
+        })
+        .await;
+        clock.set(ms(tick) + 1000);
+        expect.push(ms(tick));
+        let want = expect.clone();
+        eventually("the tick to run", || {
+            let (ran, want) = (ran.clone(), want.clone());
+            async move { (*ran.lock().unwrap() == want).then_some(()) }
+        })
+        .await;
+        eventually("the following tick to be stored", || async {
+            (next().await == Some(ms(following))).then_some(())
+        })
+        .await;
+    }
+    stop.shutdown();
+    running.await.unwrap().unwrap();
+}
