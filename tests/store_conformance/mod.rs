@@ -140,6 +140,7 @@ macro_rules! store_conformance {
             periodic_overlap_skips_while_the_previous_ticks_job_is_due_or_active,
             periodic_trigger_enqueues_a_run_now_once,
             periodic_tick_of_a_live_id_or_another_definition_changes_nothing,
+            periodic_tick_and_trigger_send_hints,
         );
     };
     (@each $factory:expr; $($name:ident),* $(,)?) => {$(

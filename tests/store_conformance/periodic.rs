@@ -283,3 +283,34 @@ pub(crate) async fn periodic_tick_of_a_live_id_or_another_definition_changes_not
     let job = s.job(t, &format!("s:{first}")).await.unwrap().unwrap();
     assert_eq!(job.record, REC, "the live job is left alone");
 }
+
+pub(crate) async fn periodic_tick_and_trigger_send_hints(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("periodic_hints"));
+    let mut rx = s.hints();
+    assert!(hints_for(s, &mut rx, t).await.is_empty(), "nothing yet");
+    let now = now(s).await;
+    let schedule = stored(s, t, now - MINUTE).await;
+    assert!(
+        hints_for(s, &mut rx, t).await.is_empty(),
+        "storing wakes nobody"
+    );
+
+    // A tick's job is the topic's earliest: a hint at its due time.
+    let out = s
+        .schedule_tick(
+            t,
+            request(Some(plan(&schedule, &[now - MINUTE], now + MINUTE)), None),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.enqueued, 1);
+    let Some(StoredState::Due { due_at_ms }) = state(s, t, &format!("s:{}", now - MINUTE)).await
+    else {
+        panic!("the tick's job is due")
+    };
+    assert_eq!(hints_for(s, &mut rx, t).await, [due_at_ms]);
+
+    // Run now wakes the topic's workers (so that one of them enqueues it), at the time asked.
+    let at = s.schedule_trigger(t, "s").await.unwrap().unwrap();
+    assert_eq!(hints_for(s, &mut rx, t).await, [at]);
+}
