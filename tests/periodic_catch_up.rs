@@ -248,3 +248,34 @@ async fn a_cron_schedule_runs_once_across_both_daylight_saving_changes() {
     stop.shutdown();
     running.await.unwrap().unwrap();
 }
+
+#[derive(Serialize, Deserialize, Job)]
+#[job(topic = "periodic.split", partitions = 2)]
+struct Split;
+
+async fn split(_: Split, _: JobContext) -> Result<(), JobError> {
+    Ok(())
+}
+
+#[test]
+fn a_partitioned_topic_or_a_name_given_twice_is_refused_at_build() {
+    let client = Client::memory();
+    let every = |name: &str| Periodic::every(name, Duration::from_secs(60)).unwrap();
+    let err = Worker::builder(&client)
+        .handle(split)
+        .periodic(every("s").job(|_| Split))
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("partitions"), "{err}");
+    let err = Worker::builder(&client)
+        .handle(split)
+        .periodic(every("r").job(|t| Report {
+            at_ms: t.timestamp_millis(),
+        }))
+        .periodic(every("r").job(|t| Report {
+            at_ms: t.timestamp_millis(),
+        }))
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("two periodic schedules"), "{err}");
+}

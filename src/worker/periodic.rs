@@ -20,6 +20,9 @@ use crate::store::{
 };
 use crate::Client;
 
+/// How long the loop waits after a hint before it reads the schedule (see [`TickLoop::wait`]).
+const HINT_COALESCE: Duration = Duration::from_millis(20);
+
 /// The store's clock as last read, moved on by this process's monotonic clock.
 #[derive(Debug, Clone, Copy)]
 struct StoreClock {
@@ -134,23 +137,34 @@ impl TickLoop {
     }
 
     /// Waits for the next tick, a hint, the poll interval or the stop; returns (stop, read again).
+    ///
+    /// Hints for the topic come with every job that becomes its earliest, so a busy topic may send many:
+    /// after the first, the loop waits [`HINT_COALESCE`] more (ignoring the others) before it reads the
+    /// schedule, so that it reads it at most that often.
     async fn wait(&mut self, until_tick: Option<Duration>) -> (bool, bool) {
         let wait = until_tick.unwrap_or(self.poll).min(self.poll);
         let topic = self.topic();
         let deadline = tokio::time::sleep(wait);
         tokio::pin!(deadline);
+        let (mut woken, mut listening) = (false, true);
         loop {
             tokio::select! {
-                _ = &mut deadline => return (false, until_tick.is_none_or(|t| t > self.poll)),
+                _ = &mut deadline => {
+                    let polled = until_tick.is_none_or(|t| t > self.poll);
+                    return (false, woken || polled);
+                }
                 _ = stopped(&mut self.stop) => return (true, false),
-                hint = self.hints.recv() => match hint {
-                    Ok(Hint::Topic { topic: t, .. }) if t != topic => continue,
-                    Err(broadcast::error::RecvError::Closed) => {
-                        // No more hints: the poll interval alone.
-                        let _ = (&mut deadline).await;
-                        return (false, true);
+                hint = self.hints.recv(), if listening && !woken => match hint {
+                    Ok(Hint::Topic { topic: t, .. }) if t != topic => {}
+                    // No more hints: the poll interval alone.
+                    Err(broadcast::error::RecvError::Closed) => listening = false,
+                    _ => {
+                        woken = true;
+                        let soon = Instant::now() + HINT_COALESCE;
+                        if soon < deadline.deadline() {
+                            deadline.as_mut().reset(soon);
+                        }
                     }
-                    _ => return (false, true),
                 },
             }
         }
