@@ -331,6 +331,13 @@ mod dst_tests {
     }
 
     #[test]
+    fn an_expression_that_never_matches_has_no_next_tick() {
+        let never = cadence("0 0 30 2 *", "UTC");
+        assert_eq!(never.next_after(ms("2026-01-01T00:00:00Z")), None);
+        assert_eq!(never.latest_at_or_before(ms("2026-01-01T00:00:00Z")), None);
+    }
+
+    #[test]
     fn six_fields_tick_every_second_and_bad_input_is_refused() {
         let every_second = cadence("* * * * * *", "UTC");
         assert_eq!(

@@ -151,6 +151,7 @@ impl Periodic {
     /// assert_eq!(daily.name(), "daily-report");
     /// assert!(Periodic::cron("bad", "0 9 * *", "Europe/Berlin").is_err());
     /// assert!(Periodic::cron("bad", "0 9 * * *", "Europe/Bonn").is_err());
+    /// assert!(Periodic::cron("bad", "0 0 30 2 *", "UTC").is_err()); // February 30th
     /// # Ok::<(), postpone::Error>(())
     /// ```
     #[cfg(feature = "cron")]
@@ -161,12 +162,19 @@ impl Periodic {
             .map_err(|e| invalid(&name, format_args!("cron expression {expression:?}: {e}")))?;
         let tz = cadence::cron::zone(zone)
             .map_err(|e| invalid(&name, format_args!("time zone {zone:?}: {e}")))?;
+        let cadence = Cadence::Cron {
+            cron: Box::new(cron),
+            zone: tz,
+        };
+        if cadence.next_after(crate::time::system_now_ms()).is_none() {
+            return Err(invalid(
+                &name,
+                format_args!("cron expression {expression:?} never matches from now on"),
+            ));
+        }
         Ok(Periodic {
             name,
-            cadence: Cadence::Cron {
-                cron: Box::new(cron),
-                zone: tz,
-            },
+            cadence,
             expression: expression.trim().to_owned(),
             zone: Some(zone.to_owned()),
             missed: Missed::Skip,
@@ -281,7 +289,15 @@ impl<J: Job> Scheduled for PeriodicJob<J> {
 
     fn job_at(&self, client: &Client, tick_ms: i64) -> Result<(String, Vec<u8>)> {
         let id = tick_id(&self.schedule.name, tick_ms);
-        let job = (self.make)(ms_to_time(tick_ms));
+        let make = || (self.make)(ms_to_time(tick_ms));
+        let job = std::panic::catch_unwind(std::panic::AssertUnwindSafe(make)).map_err(|_| {
+            Error::InvalidConfig {
+                reason: format!(
+                    "periodic schedule {:?}: its job function panicked",
+                    self.schedule.name
+                ),
+            }
+        })?;
         client.encode_job(job, id)
     }
 }
