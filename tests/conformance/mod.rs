@@ -15,6 +15,7 @@ pub(crate) mod growth;
 pub(crate) mod jobs;
 pub(crate) mod lifecycle;
 pub(crate) mod partitions;
+pub(crate) mod periodic;
 pub(crate) mod retry;
 pub(crate) mod worker;
 
@@ -153,6 +154,7 @@ macro_rules! conformance_tests {
             deaths::a_panicking_sink_is_retried_and_other_deaths_still_flow,
             deaths::each_death_of_an_id_reaches_the_sink,
             growth::a_topic_grown_to_several_partitions_keeps_its_jobs,
+            periodic::two_workers_enqueue_each_tick_once_and_run_now_adds_one,
         );
     };
     (@each $factory:path, $($module:ident :: $name:ident),* $(,)?) => {
