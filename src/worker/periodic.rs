@@ -178,15 +178,16 @@ impl TickLoop {
         };
         let mut backoff = Backoff::new(Duration::from_millis(50));
         let mut superseded = false;
-        // After an `Early` reply, the least wait before planning again (grows while it repeats).
-        let mut early_wait = Duration::ZERO;
+        // After an `Early` reply (this process's estimate of the store's clock ran ahead), the least wait
+        // before planning again: 1 ms, doubling while it repeats (up to the poll interval).
+        let (mut early_streak, mut hold) = (Duration::ZERO, Duration::ZERO);
         loop {
             if *self.stop.borrow() {
                 return;
             }
             let now = clock.now_ms();
             let trigger = schedule.trigger_ms.filter(|_| !superseded);
-            let due = !superseded && schedule.next_ms <= now && early_wait.is_zero();
+            let due = !superseded && schedule.next_ms <= now && hold.is_zero();
             if trigger.is_some() || due {
                 let mut request = TickRequest::new(self.name().to_owned(), definition.clone());
                 request.trigger = trigger.and_then(|t| self.job(t));
@@ -223,10 +224,11 @@ impl TickLoop {
                                 superseded = true;
                             }
                             TickStatus::Early => {
-                                early_wait =
-                                    (early_wait * 2).clamp(Duration::from_millis(1), self.poll);
+                                early_streak =
+                                    (early_streak * 2).clamp(Duration::from_millis(1), self.poll);
+                                hold = early_streak;
                             }
-                            _ => early_wait = Duration::ZERO,
+                            _ => early_streak = Duration::ZERO,
                         }
                         if let Some(s) = out.schedule {
                             schedule = s;
@@ -246,10 +248,10 @@ impl TickLoop {
             }
             let until_tick = (!superseded).then(|| {
                 let ms = schedule.next_ms.saturating_sub(clock.now_ms()).max(0);
-                Duration::from_millis(ms as u64).max(early_wait)
+                Duration::from_millis(ms as u64).max(hold)
             });
             let (stop, read_again) = self.wait(until_tick).await;
-            early_wait = Duration::ZERO;
+            hold = Duration::ZERO;
             if stop {
                 return;
             }
