@@ -80,7 +80,12 @@ pub(crate) async fn ops_registries_list_topics_and_live_workers(b: Backend) {
     let w = &workers[0];
     assert_eq!(w.pid, std::process::id());
     assert_eq!(w.concurrency, 7);
-    assert_eq!(w.version, env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        w.version.split('.').count(),
+        3,
+        "postpone's version: {}",
+        w.version
+    );
     assert!(w.serves("ops.mail") && !w.serves("ops.parts"));
     assert!(w.last_beat <= w.expires_at);
     worker.stop().await;
