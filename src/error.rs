@@ -95,6 +95,17 @@ pub enum Error {
         /// The topic.
         topic: String,
     },
+    /// The operations API does not know this topic: nothing was ever enqueued to it or served from it
+    /// in this namespace (see [`Ops::topics`](crate::ops::Ops::topics)).
+    TopicNotFound {
+        /// The topic.
+        topic: String,
+    },
+    /// A listing's cursor was not one the operations API gave out (or is for another listing).
+    InvalidCursor {
+        /// The cursor, cut to 64 characters.
+        cursor: String,
+    },
     /// A Redis URL could not be parsed. The message never contains the password.
     InvalidUrl {
         /// What is wrong with it.
@@ -162,6 +173,12 @@ impl Error {
         Error::InvalidId {
             id: cut(id),
             reason,
+        }
+    }
+
+    pub(crate) fn invalid_cursor(cursor: &str) -> Self {
+        Error::InvalidCursor {
+            cursor: cut(cursor),
         }
     }
 
@@ -234,6 +251,15 @@ impl fmt::Display for Error {
             Error::UnknownTopic { topic } => {
                 write!(f, "no handler is registered for topic {topic:?}")
             }
+            Error::TopicNotFound { topic } => write!(
+                f,
+                "no topic {topic:?} in this namespace (nothing was enqueued to it or served from it; \
+                 check the name and the namespace)"
+            ),
+            Error::InvalidCursor { cursor } => write!(
+                f,
+                "invalid cursor {cursor:?}: pass a cursor from the previous page of the same listing"
+            ),
             Error::InvalidUrl { reason } => write!(f, "invalid Redis URL: {reason}"),
             Error::Connect { addr, .. } => write!(f, "could not connect to Redis at {addr}"),
             Error::UnsupportedRedis { version } => write!(

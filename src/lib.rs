@@ -75,6 +75,7 @@ pub mod guide;
 mod handler;
 mod id;
 mod job;
+pub mod ops;
 mod partition;
 mod periodic;
 mod record;

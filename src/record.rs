@@ -26,7 +26,7 @@ pub(crate) const MAX_ERRORS: usize = 20;
 pub(crate) const MAX_ERROR_LEN: usize = 2048;
 
 /// One failed attempt, as kept in a job's error history.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct AttemptError {
     /// The attempt that failed (1-based).

@@ -159,6 +159,7 @@ impl<N> ClientBuilder<N> {
             inner: Arc::new(Inner {
                 store,
                 max_payload: self.max_payload.max(64),
+                registered: Default::default(),
             }),
         }
     }

@@ -52,19 +52,24 @@ impl Topic {
     /// death of the same id stays a dead letter. Fails with [`Error::JobNotFound`] when it is no longer
     /// a dead letter (requeued, purged or trimmed) and [`Error::JobExists`] when a live job has its id.
     pub async fn requeue_dead_letter(&self, dead: &DeadLetter) -> Result<()> {
-        let death = Death::new(dead.id.clone(), dead.death);
+        self.requeue_death(&Death::new(dead.id.clone(), dead.death))
+            .await
+    }
+
+    /// [`requeue_dead_letter`](Self::requeue_dead_letter) by death.
+    pub(crate) async fn requeue_death(&self, death: &Death) -> Result<()> {
         let store = self.store();
         let (p, stored_as, entries) = self
             .by_id(
-                &dead.id,
-                |t| async move { store.dead_of(&t, &dead.id, DEATHS_OF_ONE_ID).await },
-                |entries| entries.iter().any(|e| e.seq == dead.death),
+                &death.id,
+                |t| async move { store.dead_of(&t, &death.id, DEATHS_OF_ONE_ID).await },
+                |entries| entries.iter().any(|e| e.seq == death.seq),
             )
             .await?;
-        let Some(entry) = entries.into_iter().find(|e| e.seq == dead.death) else {
-            return Err(self.not_found(&dead.id));
+        let Some(entry) = entries.into_iter().find(|e| e.seq == death.seq) else {
+            return Err(self.not_found(&death.id));
         };
-        self.requeue_entry(p, &stored_as, death, &entry.record)
+        self.requeue_entry(p, &stored_as, death.clone(), &entry.record)
             .await
     }
 
@@ -113,20 +118,22 @@ impl Topic {
     /// Deletes this dead letter only (its hook, if still pending, still runs). Fails with
     /// [`Error::JobNotFound`] when it is no longer a dead letter.
     pub async fn purge_dead_letter(&self, dead: &DeadLetter) -> Result<()> {
-        let death = Death::new(dead.id.clone(), dead.death);
+        self.purge_death(&Death::new(dead.id.clone(), dead.death))
+            .await
+    }
+
+    /// [`purge_dead_letter`](Self::purge_dead_letter) by death.
+    pub(crate) async fn purge_death(&self, death: &Death) -> Result<()> {
         let store = self.store();
         let (_, _, purged) = self
             .by_id(
-                &dead.id,
-                |t| {
-                    let death = &death;
-                    async move { store.dead_purge(&t, DeadSelection::Death(death)).await }
-                },
+                &death.id,
+                |t| async move { store.dead_purge(&t, DeadSelection::Death(death)).await },
                 |n| *n > 0,
             )
             .await?;
         match purged {
-            0 => Err(self.not_found(&dead.id)),
+            0 => Err(self.not_found(&death.id)),
             _ => Ok(()),
         }
     }

@@ -298,6 +298,7 @@ impl Client {
         partitions: u16,
         jobs: &[NewJob],
     ) -> Result<Vec<EnqueueOutcome>> {
+        self.inner.register(topic, partitions).await;
         let store = self.inner.store.as_ref();
         if partitions <= 1 {
             return store.enqueue(topic, jobs.to_vec()).await;

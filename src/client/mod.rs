@@ -50,6 +50,29 @@ pub struct Client {
 pub(crate) struct Inner {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) max_payload: usize,
+    /// Topics this client has recorded in the store's registry of topics (see [`crate::ops`]), with
+    /// their partitions: each is written once per client, not per enqueue.
+    pub(crate) registered: std::sync::Mutex<std::collections::HashMap<String, u16>>,
+}
+
+impl Inner {
+    /// Records `topic` in the store's registry of topics, once per client (and again if its
+    /// partitions grow). A failure is not the enqueue's: it is retried at the next enqueue.
+    pub(crate) async fn register(&self, topic: &str, partitions: u16) {
+        let known = |r: &std::collections::HashMap<String, u16>| r.get(topic) == Some(&partitions);
+        if known(&self.registered.lock().unwrap_or_else(|p| p.into_inner())) {
+            return;
+        }
+        match self.store.register_topic(topic, partitions).await {
+            Ok(()) => {
+                let mut r = self.registered.lock().unwrap_or_else(|p| p.into_inner());
+                r.insert(topic.to_owned(), partitions);
+            }
+            Err(e) => {
+                tracing::debug!(topic, error = %e.report(), "could not record the topic in the registry of topics; retrying at the next enqueue")
+            }
+        }
+    }
 }
 
 impl Client {
@@ -99,13 +122,14 @@ impl Client {
     }
 
     /// A client on a Redis Cluster, from seed node URLs, in the default namespace: see
-    /// [`ClientBuilder::redis_cluster`].
+    /// [`ClientBuilder::redis_cluster`]. Needs the `cluster` feature (off by default); without it this
+    /// fails with [`Error::InvalidConfig`](crate::Error::InvalidConfig) naming the feature.
     pub async fn connect_cluster<S: AsRef<str>>(nodes: &[S]) -> Result<Self> {
         Self::builder().redis_cluster(nodes).await
     }
 
     /// From the environment: a Redis Cluster when `REDIS_CLUSTER_NODES` is set (seed URLs separated by
-    /// commas, e.g. `redis://127.0.0.1:7000,redis://127.0.0.1:7001`), else Redis when `REDIS_URL` is
+    /// commas, e.g. `redis://127.0.0.1:7000,redis://127.0.0.1:7001`; the `cluster` feature), else Redis when `REDIS_URL` is
     /// set, else in memory. The namespace comes from `POSTPONE_NAMESPACE` when set.
     /// In memory, the namespace plays no part: each in-memory store is a world of its own.
     pub async fn from_env() -> Result<Self> {

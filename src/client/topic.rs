@@ -24,8 +24,10 @@ pub enum CancelStatus {
     WillNotRetry,
 }
 
-/// Where a job is.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where a job is. As JSON: `{"state": "scheduled", "due_at": ...}`, `"running"` with `lease_until`,
+/// `"dead"` with `died_at` and `reason`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum JobState {
     /// Waiting for its due time (which may have passed, if no worker has claimed it yet).
@@ -145,12 +147,12 @@ impl Topic {
         self.partitions
     }
 
-    pub(super) fn store(&self) -> &dyn crate::store::Store {
+    pub(crate) fn store(&self) -> &dyn crate::store::Store {
         self.client.inner.store.as_ref()
     }
 
     /// The partition count, checked (a hand-written [`Job`] impl may return anything).
-    pub(super) fn count(&self) -> Result<u16> {
+    pub(crate) fn count(&self) -> Result<u16> {
         validate_partitions(&self.name, self.partitions)?;
         Ok(self.partitions)
     }
@@ -159,7 +161,7 @@ impl Topic {
     /// the partitions the id had before the topic grew ([`partition_history`], newest first), so that a
     /// job stored before the growth is still found. Returns the partition that answered (the id's own
     /// when none found it), its store name and the answer.
-    pub(super) async fn by_id<T, F, Fut>(
+    pub(crate) async fn by_id<T, F, Fut>(
         &self,
         id: &str,
         call: F,
@@ -184,12 +186,12 @@ impl Topic {
         Ok(first.expect("an id has at least its own partition"))
     }
 
-    pub(super) fn in_partition(&self, p: u16) -> impl FnOnce(Error) -> Error + '_ {
+    pub(crate) fn in_partition(&self, p: u16) -> impl FnOnce(Error) -> Error + '_ {
         move |e| partition_error(&self.name, p, self.partitions, e)
     }
 
     /// Runs `f` on every partition at once (the store's name of each), in partition order.
-    pub(super) async fn each<'a, T, F, Fut>(&'a self, f: F) -> Result<Vec<T>>
+    pub(crate) async fn each<'a, T, F, Fut>(&'a self, f: F) -> Result<Vec<T>>
     where
         F: Fn(String) -> Fut,
         Fut: std::future::Future<Output = Result<T>> + 'a,
@@ -204,7 +206,7 @@ impl Topic {
             .collect()
     }
 
-    pub(super) fn not_found(&self, id: &str) -> Error {
+    pub(crate) fn not_found(&self, id: &str) -> Error {
         Error::JobNotFound {
             topic: self.name.to_string(),
             id: id.to_owned(),
@@ -337,7 +339,7 @@ impl Topic {
         Ok(partial)
     }
 
-    pub(super) fn decode(&self, id: &str, bytes: &[u8]) -> Result<Record> {
+    pub(crate) fn decode(&self, id: &str, bytes: &[u8]) -> Result<Record> {
         Record::decode(bytes).map_err(|source| Error::Decode {
             topic: self.name.to_string(),
             id: id.to_owned(),

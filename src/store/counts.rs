@@ -1,7 +1,7 @@
 //! What a topic holds, by state, and its counters.
 
 /// Counts for one topic.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct TopicCounts {
     /// Due later than now.
@@ -28,6 +28,8 @@ pub struct TopicCounts {
     pub stalled: u64,
     /// Counter: dead jobs removed by trimming (never before their hook succeeded).
     pub trimmed: u64,
+    /// Whether claims are paused (for a partitioned topic: any of its partitions).
+    pub paused: bool,
 }
 
 impl std::ops::AddAssign for TopicCounts {
@@ -45,5 +47,6 @@ impl std::ops::AddAssign for TopicCounts {
         self.cancelled += o.cancelled;
         self.stalled += o.stalled;
         self.trimmed += o.trimmed;
+        self.paused |= o.paused;
     }
 }

@@ -5,8 +5,10 @@
 //!   wake-up hints, start-up checks);
 //! - [`DeadLetterStore`]: the dead letters (list, requeue, purge, trim) and the delivery of each one to
 //!   the dead-letter hook (claim, ack, retry);
+//! - [`OpsStore`]: what operators need (registries of topics and workers, jobs listed by state, pause,
+//!   history), for the operations API ([`crate::ops`]);
 //! - [`PeriodicStore`]: the schedules of periodic jobs (upsert, tick, list, trigger, remove);
-//! - [`Store`]: all of them, for `dyn Store`. Every type that implements them is a `Store`.
+//! - [`Store`]: all five, for `dyn Store`. Every type that implements the five is a `Store`.
 //!
 //! Backends: [`redis`] (the product: one Redis or a Redis Cluster) and [`memory`] (the embedded default,
 //! same semantics). One conformance suite (`tests/store_conformance`) holds both to this contract.
@@ -40,6 +42,7 @@
 mod counts;
 mod death;
 pub mod memory;
+mod ops;
 mod periodic;
 pub mod redis;
 mod types;
@@ -51,6 +54,10 @@ use crate::error::Result;
 
 pub use counts::TopicCounts;
 pub use death::{DeadEntry, DeadSelection, Death, RequeueOutcome, TrimPolicy};
+pub use ops::{
+    MinuteCounts, OpsStore, PageEntry, PagePosition, PageQuery, PageState, PrefixPage, WorkerBeat,
+    HISTORY_MINUTES,
+};
 pub use periodic::{
     PeriodicStore, StoredSchedule, TickJob, TickOutcome, TickPlan, TickRequest, TickStatus,
     UpsertStatus,
@@ -182,8 +189,8 @@ pub trait DeadLetterStore: Send + Sync + std::fmt::Debug + 'static {
     async fn dead_retry(&self, topic: &str, death: &Death, delay_ms: u64) -> Result<()>;
 }
 
-/// A whole backend: [`JobStore`] + [`WorkerStore`] + [`DeadLetterStore`] + [`PeriodicStore`], usable as
-/// `dyn Store`.
-pub trait Store: JobStore + WorkerStore + DeadLetterStore + PeriodicStore {}
+/// A whole backend: [`JobStore`] + [`WorkerStore`] + [`DeadLetterStore`] + [`OpsStore`] +
+/// [`PeriodicStore`], usable as `dyn Store`.
+pub trait Store: JobStore + WorkerStore + DeadLetterStore + OpsStore + PeriodicStore {}
 
-impl<T: JobStore + WorkerStore + DeadLetterStore + PeriodicStore> Store for T {}
+impl<T: JobStore + WorkerStore + DeadLetterStore + OpsStore + PeriodicStore> Store for T {}

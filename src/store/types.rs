@@ -86,6 +86,9 @@ pub struct ClaimRequest {
     /// The token of the caller's previous claim, whose reply arrived: the store may forget what that
     /// claim took (see [`ClaimRequest::received`]).
     pub received: Option<u64>,
+    /// Who claims: a number naming the worker, kept with each lease so that operators see which
+    /// worker holds a job (0: not said). See [`ClaimRequest::holder`].
+    pub holder: u64,
 }
 
 impl ClaimRequest {
@@ -99,7 +102,13 @@ impl ClaimRequest {
             token: crate::token::fresh(),
             again: false,
             received: None,
+            holder: 0,
         }
+    }
+
+    /// Names the worker that claims (its number, kept with each lease it takes, for operators).
+    pub fn holder(self, holder: u64) -> Self {
+        ClaimRequest { holder, ..self }
     }
 
     /// Tells the store that the reply of the claim with `token` (this caller's previous one) arrived,
@@ -157,6 +166,9 @@ pub struct ClaimBatch {
     pub swept: u32,
     /// How many jobs the sweep dead-lettered (stalled) or ended (cancelled while active).
     pub swept_dead: u32,
+    /// The topic is paused: nothing new was claimed, and `next_due_ms` is `None` (a resume sends a
+    /// hint).
+    pub paused: bool,
 }
 
 impl ClaimBatch {
@@ -304,6 +316,22 @@ pub struct StoredJob {
     pub state: StoredState,
     /// Its record.
     pub record: Vec<u8>,
+    /// How often its lease expired so far (a live job; 0 for a dead one).
+    pub stalls: u32,
+    /// An active job's lease holder (see [`ClaimRequest::holder`]), when the claim named one.
+    pub holder: Option<u64>,
+}
+
+impl StoredJob {
+    /// A job found in `state` with `record` (no stalls, no holder).
+    pub fn new(state: StoredState, record: Vec<u8>) -> Self {
+        StoredJob {
+            state,
+            record,
+            stalls: 0,
+            holder: None,
+        }
+    }
 }
 
 /// A wake-up hint: a job became due earlier than a sleeping worker may know.

@@ -134,7 +134,8 @@ async fn claim_and_start<S: Send + Sync + 'static>(
                     topic.lease_ms,
                     config.sweep_limit,
                     config.stall_limit,
-                );
+                )
+                .holder(shared.holder);
                 match received.take() {
                     Some(token) => request.received(token),
                     None => request,

@@ -68,7 +68,8 @@ pub(crate) async fn heartbeat<S: Send + Sync + 'static>(
                 topic.lease_ms,
                 shared.config.sweep_limit,
                 shared.config.stall_limit,
-            );
+            )
+            .holder(shared.holder);
             if let Ok(batch) = shared.store.claim(&topic.stored_as, request).await {
                 if batch.dead_pending {
                     topic.dead_wake.notify_one();

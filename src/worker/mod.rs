@@ -20,6 +20,7 @@ pub mod failpoint;
 mod heartbeat;
 mod in_flight;
 mod periodic;
+mod presence;
 mod registry;
 mod run;
 mod shared;

@@ -13,10 +13,12 @@ use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc, watch, Semaphore};
 
 use super::periodic::TickLoop;
+use super::presence::{self, Beat};
 use super::shared::{ServedTopic, Shared, Tracker};
 use super::shutdown::{shut_down, Tasks};
 use super::{acker, claim_loop, dead_letter_pump, heartbeat, WorkerBuilder};
 use crate::error::Result;
+use crate::ops::{worker_id, WorkerTopic};
 use crate::partition::store_topic;
 use crate::store::Hint;
 use crate::time::millis;
@@ -58,14 +60,22 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
         sink: builder.sink,
         shutdown: shutdown.subscribe(),
         jobs: Arc::new(Tracker::default()),
+        holder: crate::token::fresh(),
     });
     let hints = store.hints();
     let mut tasks = Tasks::default();
     let mut topics = HashMap::new();
+    let mut declared = Vec::new();
     for handler in builder.handlers {
         let name = handler.topic();
         let partitions = handler.partitions();
         let lease_ms = millis(handler.lease().unwrap_or(shared.config.lease));
+        declared.push(WorkerTopic::new(
+            name.to_owned(),
+            partitions,
+            handler.schedule().to_millis(),
+            lease_ms,
+        ));
         // One limit per topic, shared by its partitions.
         let limit_n = builder.topic_limits.get(name).copied();
         let limit = limit_n.map(|n| Arc::new(Semaphore::new(n)));
@@ -117,12 +127,35 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     tasks
         .background
         .push(tokio::spawn(dispatch_hints(hints, topics.clone())));
+    let shortest_lease = declared.iter().map(|t| t.lease_ms).min().unwrap_or(0);
+    let id = worker_id(shared.holder);
+    let presence = presence::presence_now(
+        declared,
+        shared.config.concurrency,
+        shared.config.stall_limit,
+    );
+    let mut beat = Beat::new(
+        id.clone(),
+        presence,
+        std::time::Duration::from_millis(shortest_lease),
+    );
+    if let Err(e) = beat.once(&shared).await {
+        tracing::warn!(error = %e.report(), "could not record this worker in the registry of workers (operators will not see it yet); jobs run all the same, and it retries at every beat");
+    }
+    tasks
+        .background
+        .push(tokio::spawn(presence::beat(shared.clone(), beat)));
     let mut names: Vec<_> = topics.keys().collect();
     names.sort();
-    tracing::info!(backend = store.backend_name(), topics = ?names, concurrency = shared.config.concurrency, "worker started");
+    tracing::info!(backend = store.backend_name(), worker = %id, topics = ?names, concurrency = shared.config.concurrency, "worker started");
 
     let mut signal = shutdown.subscribe();
     let _ = signal.wait_for(|s| *s).await;
     shut_down(&shared, topics.values(), tasks, stop_tx).await;
+    // Off the registry of live workers at once (a worker that dies instead leaves it to expire).
+    let gone = store.worker_gone(&id);
+    if let Ok(Err(e)) = tokio::time::timeout(std::time::Duration::from_secs(1), gone).await {
+        tracing::debug!(error = %e.report(), "could not remove the worker's heartbeat entry; it expires by itself");
+    }
     Ok(())
 }

@@ -25,6 +25,8 @@ pub(crate) struct Shared<S> {
     /// Raised when the worker should stop claiming.
     pub(crate) shutdown: watch::Receiver<bool>,
     pub(crate) jobs: Arc<Tracker>,
+    /// This worker's number: kept with every lease it takes, and its id in the registry of workers.
+    pub(crate) holder: u64,
 }
 
 /// One topic this worker serves (one partition of it, on a partitioned topic).

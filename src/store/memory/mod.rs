@@ -11,6 +11,7 @@
 //! scripts: at most `sweep_limit` + `max` jobs per claim, `max` per dead claim, `limit` per trim.
 
 mod clock;
+mod ops;
 mod periodic;
 #[cfg(test)]
 mod tests;
@@ -46,6 +47,7 @@ const HINT_CAPACITY: usize = 1024;
 /// ```
 pub struct MemoryStore {
     topics: Mutex<HashMap<String, Topic>>,
+    registries: Mutex<ops::Registries>,
     clock: Arc<dyn Clock>,
     hints: broadcast::Sender<Hint>,
     schedules: periodic::Schedules,
@@ -64,6 +66,7 @@ impl MemoryStore {
         clock.register_hints(hints.clone());
         MemoryStore {
             topics: Mutex::new(HashMap::new()),
+            registries: Mutex::default(),
             clock,
             hints,
             schedules: Default::default(),

@@ -2,6 +2,10 @@
 //! insert and removal by id.
 
 use std::collections::{BTreeSet, HashMap};
+use std::ops::Bound;
+
+/// A member's place: (score, id).
+pub(super) type Member = (i64, String);
 
 /// Ids ordered by score (ms), ties broken by id (bytewise, as Redis does).
 #[derive(Debug, Default)]
@@ -47,6 +51,16 @@ impl ZSet {
     /// Members in ascending order.
     pub(super) fn iter(&self) -> impl DoubleEndedIterator<Item = (i64, &str)> {
         self.order.iter().map(|(score, id)| (*score, id.as_str()))
+    }
+
+    /// Members between two bounds on (score, id), ascending.
+    pub(super) fn range(
+        &self,
+        bounds: (Bound<Member>, Bound<Member>),
+    ) -> impl DoubleEndedIterator<Item = (i64, &str)> {
+        self.order
+            .range(bounds)
+            .map(|(score, id)| (*score, id.as_str()))
     }
 
     /// Members with score <= `max`, ascending, owned (so the set can change while they are handled).

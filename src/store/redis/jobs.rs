@@ -110,19 +110,26 @@ impl JobStore for RedisStore {
                 reason,
                 delivered: r.int()? == 1,
             };
-            return Ok(Some(StoredJob { state, record }));
+            return Ok(Some(StoredJob::new(state, record)));
         }
         let at = r.int()?;
         let Some(record) = r.opt_bytes()? else {
             return Ok(None);
         };
-        let state = match code {
-            1 => StoredState::Due { due_at_ms: at },
-            _ => StoredState::Active {
-                lease_deadline_ms: at,
-            },
+        let stalls = u32::try_from(r.int()?.max(0)).unwrap_or(u32::MAX);
+        let mut job = match code {
+            1 => StoredJob::new(StoredState::Due { due_at_ms: at }, record),
+            _ => {
+                let state = StoredState::Active {
+                    lease_deadline_ms: at,
+                };
+                let mut job = StoredJob::new(state, record);
+                job.holder = u64::try_from(r.int()?).ok().filter(|h| *h != 0);
+                job
+            }
         };
-        Ok(Some(StoredJob { state, record }))
+        job.stalls = stalls;
+        Ok(Some(job))
     }
 
     async fn counts(&self, topic: &str) -> Result<TopicCounts> {
@@ -130,7 +137,7 @@ impl JobStore for RedisStore {
         let keys = self.keys(topic)?;
         let reply = self.eval(CONTEXT, &SCRIPTS.counts, &keys, |_| {}).await?;
         let n = ints(reply, CONTEXT)?;
-        if n.len() != 12 {
+        if n.len() != 13 {
             return Err(Error::backend(
                 CONTEXT,
                 "the script's reply has the wrong length",
@@ -150,6 +157,7 @@ impl JobStore for RedisStore {
             cancelled: n[9],
             stalled: n[10],
             trimmed: n[11],
+            paused: n[12] == 1,
         })
     }
 }
@@ -216,7 +224,7 @@ async fn enqueue_many(
     Ok(codes.chunks(2).map(|c| outcome(c[0], c[1])).collect())
 }
 
-/// One job: `enqueue_one.lua`, which needs only the first three keys (due, active, jobs).
+/// One job: `enqueue_one.lua`, which needs only the first four keys (due, active, jobs, history).
 async fn enqueue_one(
     store: &RedisStore,
     topic: &str,
@@ -226,7 +234,7 @@ async fn enqueue_one(
     const CONTEXT: &str = "enqueueing a job";
     let (kind, value) = due_args(job.due);
     let reply = store
-        .eval_with(CONTEXT, &SCRIPTS.enqueue_one, &keys.0[..3], |cmd| {
+        .eval_with(CONTEXT, &SCRIPTS.enqueue_one, &keys.0[..4], |cmd| {
             cmd.arg(&store.inner.channel)
                 .arg(topic)
                 .arg(&job.id)

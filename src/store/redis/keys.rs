@@ -4,22 +4,28 @@
 //! postpone:{<ns>:<topic>}:due           zset  id -> due time (ms)
 //! postpone:{<ns>:<topic>}:active        zset  id -> lease deadline (ms)
 //! postpone:{<ns>:<topic>}:jobs          hash  id -> record (due and active jobs)
-//! postpone:{<ns>:<topic>}:leases        hash  id -> lease token (active jobs)
+//! postpone:{<ns>:<topic>}:history       hash  minute % 1500 -> "<minute> <enqueued> <processed>
+//!                                             <retried> <failed> <dead>" (25 h of per-minute counts)
+//! postpone:{<ns>:<topic>}:leases        hash  id -> lease "<token>:<due time>:<holder>" (active jobs)
 //! postpone:{<ns>:<topic>}:stalls        hash  id -> expired leases so far
 //! postpone:{<ns>:<topic>}:cancels       set   ids cancelled while active
 //! postpone:{<ns>:<topic>}:dead          zset  death -> died at (ms): the listed dead letters
 //! postpone:{<ns>:<topic>}:dead_jobs     hash  death -> final record
 //! postpone:{<ns>:<topic>}:dead_info     hash  death -> "<died at ms> <why it died>"
 //! postpone:{<ns>:<topic>}:dead_pending  zset  death -> when its hook may next run (ms)
-//! postpone:{<ns>:<topic>}:stats         hash  counters (`dead` numbers the deaths)
+//! postpone:{<ns>:<topic>}:stats         hash  counters (`dead` numbers the deaths), `paused`
 //! postpone:{<ns>:<topic>}:dead_ids      zset  death, score 0 (a listed death's id, ranged by lex)
 //! postpone:{<ns>:<topic>}:claim:<token> string  the ids a claim took, until its lease would end
 //! postpone:{<ns>}:wake                  pub/sub channel: "<due ms> <topic>"
+//! postpone:{<ns>}:topics                hash  topic -> partitions (every topic ever used)
+//! postpone:{<ns>}:workers               zset  worker id -> when its entry expires (ms)
+//! postpone:{<ns>}:worker_info           hash  worker id -> "<beat ms> <json>"
 //! ```
 //!
 //! A death is `<id>\n<sequence, 15 digits>`: each death of a job is a dead letter of its own. Its record
 //! and reason stay while it is listed or its hook pending. A lease (in `leases`) is
-//! `<token>:<due time>`: the claim's random token, and the due time the job keeps if the lease expires.
+//! `<token>:<due time>:<holder>`: the claim's random token, the due time the job keeps if the lease
+//! expires, and the number of the worker that claimed it.
 //!
 //! A partition of a partitioned topic is a topic of its own here, named `<topic>#<p>`
 //! (`postpone:{<ns>:<topic>#<p>}:due`, ...), so each partition has its own hash tag and slot; partition
@@ -33,11 +39,12 @@ use crate::error::Result;
 use crate::partition::validate_store_topic;
 
 /// The suffixes of a topic's keys, in the order every script receives them as `KEYS` (see
-/// `scripts/prelude.lua`). `enqueue_one.lua` gets only the first three.
-const SUFFIXES: [&str; 12] = [
+/// `scripts/prelude.lua`). `enqueue_one.lua` gets only the first four.
+const SUFFIXES: [&str; 13] = [
     "due",
     "active",
     "jobs",
+    "history",
     "leases",
     "stalls",
     "cancels",
@@ -51,11 +58,11 @@ const SUFFIXES: [&str; 12] = [
 
 /// Index of `dead_pending` in [`SUFFIXES`].
 #[cfg(test)]
-const DEAD_PENDING: usize = 9;
+const DEAD_PENDING: usize = 10;
 
 /// The keys of one topic, in script order.
 #[derive(Debug, Clone)]
-pub(super) struct TopicKeys(pub(super) [String; 12]);
+pub(super) struct TopicKeys(pub(super) [String; 13]);
 
 impl TopicKeys {
     /// The keys of `topic` (a topic or one partition of it) in namespace `ns` (already validated);
@@ -79,6 +86,11 @@ pub(super) fn wake_channel(ns: &str) -> String {
     format!("postpone:{{{ns}}}:wake")
 }
 
+/// The namespace's registries: topics, live workers and their entries (one slot).
+pub(super) fn registries(ns: &str) -> [String; 3] {
+    ["topics", "workers", "worker_info"].map(|s| format!("postpone:{{{ns}}}:{s}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,8 +103,10 @@ mod tests {
             k.0[DEAD_PENDING],
             "postpone:{shop:orders.close}:dead_pending"
         );
-        assert_eq!(k.0[10], "postpone:{shop:orders.close}:stats");
+        assert_eq!(k.0[11], "postpone:{shop:orders.close}:stats");
+        assert_eq!(k.0[3], "postpone:{shop:orders.close}:history");
         assert_eq!(wake_channel("shop"), "postpone:{shop}:wake");
+        assert_eq!(registries("shop")[1], "postpone:{shop}:workers");
         assert_eq!(k.claim(7), "postpone:{shop:orders.close}:claim:7");
         assert!(TopicKeys::new("shop", "a}b").is_err());
         let p = TopicKeys::new("shop", "orders.close#2").unwrap();

@@ -43,8 +43,15 @@
 //! Run Redis with `maxmemory-policy noeviction` (a worker warns at start otherwise) and, for durability,
 //! with AOF.
 
+#[cfg(feature = "cluster")]
 mod cluster;
+#[cfg(not(feature = "cluster"))]
+#[path = "no_cluster.rs"]
+mod cluster;
+#[cfg(feature = "cluster")]
 mod cluster_health;
+#[cfg(not(feature = "cluster"))]
+use self::cluster as cluster_health;
 mod conn;
 mod dead;
 mod exec;
@@ -53,6 +60,7 @@ mod hints;
 mod jobs;
 mod keys;
 mod mux;
+mod ops;
 mod periodic;
 mod reply;
 mod scripts;
@@ -153,6 +161,8 @@ struct Inner {
     /// `host:port`, or the seeds' `host:port,...` on a cluster.
     addr: String,
     channel: String,
+    /// The namespace's registries (topics, workers): see keys.rs.
+    registries: [String; 3],
     conns: Conns,
     /// On a cluster: the masters known to be down.
     health: Option<cluster_health::Health>,
@@ -206,6 +216,7 @@ impl RedisStore {
         conn::require_6_2(&version)?;
         tracing::debug!(%addr, %version, namespace = %options.namespace, "postpone: connected to Redis");
         let channel = keys::wake_channel(&options.namespace);
+        let registries = keys::registries(&options.namespace);
         let hints = Hints::new(
             vec![client.clone()],
             channel.clone(),
@@ -217,6 +228,7 @@ impl RedisStore {
                 namespace: options.namespace,
                 keys: RwLock::new(HashMap::new()),
                 addr,
+                registries,
                 channel,
                 conns: Conns::Single(pool),
                 health: None,
@@ -264,6 +276,7 @@ impl RedisStore {
             cluster::connect(urls, options.connect_timeout, options.response_timeout).await?;
         tracing::debug!(seeds = %connected.addrs, namespace = %options.namespace, "postpone: connected to Redis Cluster");
         let channel = keys::wake_channel(&options.namespace);
+        let registries = keys::registries(&options.namespace);
         let hints = Hints::new(
             connected.seed_clients,
             channel.clone(),
@@ -274,6 +287,7 @@ impl RedisStore {
                 namespace: options.namespace,
                 keys: RwLock::new(HashMap::new()),
                 addr: connected.addrs,
+                registries,
                 channel,
                 conns: Conns::Cluster(connected.conn),
                 health: Some(connected.health),

@@ -50,7 +50,8 @@ impl WorkerStore for RedisStore {
                     .arg(request.sweep_limit.min(CLAIM_CAP))
                     .arg(request.stall_limit)
                     .arg(request.token)
-                    .arg(if request.again { "1" } else { "0" });
+                    .arg(if request.again { "1" } else { "0" })
+                    .arg(request.holder);
             })
             .await?;
         let mut r = Reply::new(reply, CONTEXT)?;
@@ -65,6 +66,7 @@ impl WorkerStore for RedisStore {
         };
         let token = u64::try_from(r.int()?).map_err(|e| Error::backend(CONTEXT, e))?;
         batch.now_us = now_ms.saturating_mul(1000) + r.int()?.clamp(0, 999);
+        batch.paused = r.int()? == 1;
         batch.jobs.reserve(r.remaining() / 3);
         while r.remaining() > 0 {
             let (id, due_at_ms, record) = (r.bytes()?, r.int()?, r.bytes()?);

@@ -8,6 +8,9 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 mod dead;
+mod ops;
+
+pub(super) use self::ops::History;
 
 use super::zset::ZSet;
 use crate::store::{
@@ -38,11 +41,13 @@ impl Grave {
     }
 }
 
-/// A lease: the token of the claim that holds it, and the job's due time when claimed.
+/// A lease: the token of the claim that holds it, the job's due time when claimed, and the worker that
+/// claimed it.
 #[derive(Debug, Clone, Copy)]
 struct Lease {
     token: u64,
     due_at_ms: i64,
+    holder: u64,
 }
 
 /// One topic: the sets of the store seam's layout, and its counters.
@@ -72,6 +77,10 @@ pub(super) struct Topic {
     dead_pending: ZSet,
     /// The counters (the state counts are filled in by [`Topic::counts`]).
     counters: TopicCounts,
+    /// Claims take nothing while paused.
+    paused: bool,
+    /// Per-minute counts.
+    history: History,
 }
 
 /// The due time asked for: a delay from now, or an absolute time (a past time means now), capped at
@@ -110,6 +119,7 @@ impl Topic {
     fn bury(&mut self, id: &str, record: Vec<u8>, reason: String, now: i64) {
         self.forget(id);
         self.counters.dead_total += 1;
+        self.history.tally(now, |m| m.dead += 1);
         let death = Death::new(id, self.counters.dead_total);
         let member = death.member();
         self.dead.insert(&member, now);
@@ -139,7 +149,10 @@ impl Topic {
         self.jobs.insert(job.id, job.record);
         let outcome = match existing {
             Some(_) => EnqueueOutcome::Replaced { due_at_ms },
-            None => EnqueueOutcome::Created { due_at_ms },
+            None => {
+                self.history.tally(now, |m| m.enqueued += 1);
+                EnqueueOutcome::Created { due_at_ms }
+            }
         };
         (outcome, hint)
     }
@@ -195,12 +208,17 @@ impl Topic {
                     });
                 }
             }
-        } else {
+        } else if !self.paused {
             let deadline = add_ms(now, request.lease_ms);
             for (due_at_ms, id) in self.due.take_up_to(now, request.max) {
                 self.due.remove(&id);
                 self.active.insert(&id, deadline);
-                self.leases.insert(id.clone(), Lease { token, due_at_ms });
+                let lease = Lease {
+                    token,
+                    due_at_ms,
+                    holder: request.holder,
+                };
+                self.leases.insert(id.clone(), lease);
                 let record = self.jobs.get(&id).cloned().unwrap_or_default();
                 batch.jobs.push(ClaimedJob {
                     id,
@@ -215,7 +233,8 @@ impl Topic {
             }
         }
 
-        batch.next_due_ms = self.due.first_score();
+        batch.paused = self.paused;
+        batch.next_due_ms = self.due.first_score().filter(|_| !self.paused);
         batch.next_lease_deadline_ms = self.active.first_score();
         batch.dead_pending = self.dead_pending.first_score().is_some_and(|at| at <= now);
         batch
@@ -232,6 +251,7 @@ impl Topic {
             Finish::Done => {
                 self.forget(id);
                 self.counters.processed += 1;
+                self.history.tally(now, |m| m.processed += 1);
                 (FinishOutcome::Applied, None)
             }
             Finish::Retry { .. } if self.cancels.contains(id) => {
@@ -252,12 +272,14 @@ impl Topic {
                 self.jobs.insert(item.id, record);
                 if counted {
                     self.counters.retried += 1;
+                    self.history.tally(now, |m| m.retried += 1);
                 }
                 (FinishOutcome::Applied, hint)
             }
             Finish::Dead { record, reason } => {
                 self.bury(id, record, reason, now);
                 self.counters.failed += 1;
+                self.history.tally(now, |m| m.failed += 1);
                 (FinishOutcome::Applied, None)
             }
         }
@@ -313,7 +335,13 @@ impl Topic {
         let state = if let Some(due_at_ms) = self.due.score(id) {
             StoredState::Due { due_at_ms }
         } else if let Some(lease_deadline_ms) = self.active.score(id) {
-            StoredState::Active { lease_deadline_ms }
+            let mut job = StoredJob::new(
+                StoredState::Active { lease_deadline_ms },
+                self.jobs.get(id).cloned().unwrap_or_default(),
+            );
+            job.stalls = self.stalls.get(id).copied().unwrap_or(0);
+            job.holder = self.leases.get(id).map(|l| l.holder).filter(|h| *h != 0);
+            return Some(job);
         } else {
             let member = self.deaths_of(id).next_back()?;
             let grave = self.graves.get(member)?;
@@ -323,13 +351,11 @@ impl Topic {
                 reason: grave.reason.clone(),
                 delivered: !self.dead_pending.contains(member),
             };
-            return Some(StoredJob {
-                state,
-                record: grave.record.clone(),
-            });
+            return Some(StoredJob::new(state, grave.record.clone()));
         };
-        let record = self.jobs.get(id).cloned().unwrap_or_default();
-        Some(StoredJob { state, record })
+        let mut job = StoredJob::new(state, self.jobs.get(id).cloned().unwrap_or_default());
+        job.stalls = self.stalls.get(id).copied().unwrap_or(0);
+        Some(job)
     }
 
     pub(super) fn counts(&self, now: i64) -> TopicCounts {
@@ -340,6 +366,7 @@ impl Topic {
             active: self.active.len() as u64,
             dead: self.dead.len() as u64,
             dead_pending: self.dead_pending.len() as u64,
+            paused: self.paused,
             ..self.counters
         }
     }

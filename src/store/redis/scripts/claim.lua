@@ -1,26 +1,29 @@
 -- Sweeps expired leases, then claims due jobs under the caller's lease token (see WorkerStore::claim).
--- KEYS: the topic's twelve, then this claim's record ("<prefix>claim:<token>") and the record of the
+-- KEYS: the topic's thirteen, then this claim's record ("<prefix>claim:<token>") and the record of the
 -- previous claim whose reply the caller received ("<prefix>claim:0" when none): see below.
 -- ARGV: max, lease ms, sweep limit, stall limit, token, again ('1' when this claim was sent before and
--- its reply was lost).
+-- its reply was lost), holder (the claiming worker's number, kept in each lease for operators).
 -- Returns: now, swept, swept_dead, next due|nil, next lease deadline|nil, dead pending (0|1), token,
--- the microseconds of now past its millisecond (0-999), then three fields per claimed job: id, due time,
--- record.
+-- the microseconds of now past its millisecond (0-999), paused (0|1), then three fields per claimed
+-- job: id, due time, record.
+--
+-- A paused topic (`paused` in stats) is swept, and a claim sent again still gets back what it took,
+-- but nothing new is claimed and no next due time is reported (its workers wait for the resume's hint).
 --
 -- A claim that takes jobs records their ids under its token until its lease would end (a key of the
 -- topic's slot), and the caller's next claim deletes it. A claim sent again after its reply was lost
 -- finds that record and hands back the jobs still leased under its token instead of claiming more: a
 -- lost reply leaves nothing leased to nobody and costs no stall.
--- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (earliest due), ZRANGE (due <= now),
--- ZREMRANGEBYRANK, ZADD and HSETNX (the marker of prelude.lua), ZADD (active), HSET (leases), HMGET
--- (records), GET and SET (the claim's record), ZRANGE (next due), ZRANGE (dead pending) = 14 whatever
--- the batch size, and DEL (the previous claim's record) when the caller names one; a call that finds
--- nothing due makes 4. A sweep that finds expired leases adds 5 calls, plus 1 to 4 per expired lease (rare: a
+-- redis.call per batch: TIME, ZRANGE (earliest lease), HGET (paused), ZRANGE (earliest due), ZRANGE
+-- (due <= now), ZREMRANGEBYRANK, ZADD and HSETNX (the marker of prelude.lua), ZADD (active), HSET
+-- (leases), HMGET (records), GET and SET (the claim's record), ZRANGE (next due), ZRANGE (dead pending)
+-- = 15 whatever the batch size, and DEL (the previous claim's record) when the caller names one; a
+-- call that finds nothing due makes 5. A sweep that finds expired leases adds 5 calls, plus 1 to 4 per expired lease (rare: a
 -- worker died or stalled).
 local max, lease = tonumber(ARGV[1]), tonumber(ARGV[2])
 local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
-local token_s, again = ARGV[5], ARGV[6] == '1'
-local K_CLAIM, K_RECEIVED = KEYS[13], KEYS[14]
+local token_s, again, holder = ARGV[5], ARGV[6] == '1', ARGV[7]
+local K_CLAIM, K_RECEIVED = KEYS[14], KEYS[15]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local now_us_part = tonumber(time[2]) % 1000
@@ -72,8 +75,16 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
     redis.call('HINCRBY', K_STATS, 'cancelled', n_cancelled)
   end
   kill_many(dead_ids, dead_recs, dead_reasons, now)
+  if #dead_ids > 0 then
+    tally(now, 0, 0, 0, 0, #dead_ids)
+  end
   drop_marker_if_last()
   next_lease = earliest(K_ACTIVE)
+end
+
+local paused = redis.call('HGET', K_STATS, 'paused') == '1'
+if paused then
+  max = 0
 end
 
 if K_RECEIVED ~= K_CLAIM then
@@ -124,7 +135,7 @@ elseif max > 0 and next_due and next_due <= now then
       active[2 * i - 1] = deadline_s
       active[2 * i] = id
       leases[2 * i - 1] = id
-      leases[2 * i] = lease_of(token_s, got[2 * i])
+      leases[2 * i] = lease_of(token_s, got[2 * i], holder)
     end
     hashed_leases()
     call_many('ZADD', K_ACTIVE, active, 2)
@@ -150,6 +161,7 @@ elseif max > 0 and next_due and next_due <= now then
     end
     if #lost_ids > 0 then
       kill_many(lost_ids, lost_recs, lost_reasons, now)
+      tally(now, 0, 0, 0, 0, #lost_ids)
       drop_marker_if_last()
     end
     redis.call('SET', K_CLAIM, table.concat(ids, '\n'), 'PX', lease)
@@ -161,8 +173,11 @@ elseif max > 0 and next_due and next_due <= now then
 end
 
 local pending = redis.call('ZRANGE', K_DEAD_PENDING, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1)
-local reply = { now, swept, swept_dead, next_due or false, next_lease or false, #pending, token, now_us_part }
+if paused then
+  next_due = nil
+end
+local reply = { now, swept, swept_dead, next_due or false, next_lease or false, #pending, token, now_us_part, paused and 1 or 0 }
 for i = 1, #out do
-  reply[8 + i] = out[i]
+  reply[9 + i] = out[i]
 end
 return reply

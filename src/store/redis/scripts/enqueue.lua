@@ -1,7 +1,8 @@
 -- Enqueues a batch of jobs into one topic, each atomically, in order.
 -- ARGV: channel, topic, then per job five fields: id, record, 'in'|'at', due value (ms), '1'|'0' (replace).
 -- Returns two integers per job: outcome (1 created, 2 replaced, 3 exists, 4 running) and due time (ms).
--- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (earliest), HSET, ZADD, and PUBLISH when earlier.
+-- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (earliest), HSET, ZADD, HGET and HSET (history), and
+-- PUBLISH when earlier.
 local channel, topic = ARGV[1], ARGV[2]
 local n = (#ARGV - 2) / 5
 local now = now_ms()
@@ -47,6 +48,15 @@ end
 if #jobs > 0 then
   call_many('HSET', K_JOBS, jobs, 2)
   call_many('ZADD', K_DUE, zadd, 2)
+  local created = 0
+  for i = 1, n do
+    if out[2 * i - 1] == 1 then
+      created = created + 1
+    end
+  end
+  if created > 0 then
+    tally(now, created, 0, 0, 0, 0)
+  end
 end
 hint_if_earlier(channel, topic, first, hint)
 return out

@@ -1,13 +1,14 @@
 -- Enqueues one job: enqueue.lua's outcomes for a batch of one, in fewer calls (the common single
 -- enqueue, one round trip per job, so every call here counts).
--- KEYS: due, active, jobs (the first three of keys.rs; the others are not touched).
+-- KEYS: due, active, jobs, history (the first four of keys.rs; the others are not touched).
 -- ARGV: channel, topic, id, record, 'in'|'at', due value (ms), '1'|'0' (replace).
 -- Returns outcome (1 created, 2 replaced, 3 exists, 4 running) and due time (ms; 0 when running).
--- redis.call for a new job: TIME, ZRANGE (earliest), HSETNX, ZADD = 4, and PUBLISH when it is now the
--- topic's earliest. (A live job, due or active, always has its record in `jobs`: HSETNX both checks
+-- redis.call for a new job: TIME, ZRANGE (earliest), HSETNX, ZADD, HGET and HSET (history) = 6, and
+-- PUBLISH when it is now the topic's earliest. (A live job, due or active, always has its record in `jobs`: HSETNX both checks
 -- and stores.)
 local channel, topic, id, rec = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local at = resolve_due(now_ms(), ARGV[5], tonumber(ARGV[6]))
+local now = now_ms()
+local at = resolve_due(now, ARGV[5], tonumber(ARGV[6]))
 local first = earliest(K_DUE)
 local outcome = 1
 if ARGV[7] == '1' then
@@ -30,5 +31,8 @@ elseif redis.call('HSETNX', K_JOBS, id, rec) == 0 then
   redis.call('HSET', K_JOBS, id, rec)
 end
 redis.call('ZADD', K_DUE, string.format('%d', at), id)
+if outcome == 1 then
+  tally(now, 1, 0, 0, 0, 0)
+end
 hint_if_earlier(channel, topic, first, at)
 return { outcome, at }

@@ -1,11 +1,12 @@
 -- postpone: shared prelude, prepended to every script by scripts.rs.
 --
--- KEYS are the twelve keys of one topic, in the order of keys.rs (one hash tag, one slot), and for the
+-- KEYS are the thirteen keys of one topic, in the order of keys.rs (one hash tag, one slot), and for the
 -- claim script two more of the same topic: see claim.lua. Scripts never parse a record: records, ids
 -- and reasons are opaque strings here.
-local K_DUE, K_ACTIVE, K_JOBS, K_LEASES = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local K_STALLS, K_CANCELS, K_DEAD, K_DEAD_JOBS = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local K_DEAD_INFO, K_DEAD_PENDING, K_STATS, K_DEAD_IDS = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local K_DUE, K_ACTIVE, K_JOBS, K_HISTORY = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K_LEASES, K_STALLS, K_CANCELS, K_DEAD = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local K_DEAD_JOBS, K_DEAD_INFO, K_DEAD_PENDING = KEYS[9], KEYS[10], KEYS[11]
+local K_STATS, K_DEAD_IDS = KEYS[12], KEYS[13]
 
 -- Latest time a job may be due (9999-12-31, ms): keeps every score an exact integer in a double.
 local MAX_MS = 253402300799999
@@ -108,10 +109,11 @@ local function hint_if_earlier(channel, topic, first, at)
   end
 end
 
--- A lease: "<token>:<due time>", the token of the claim that holds it and the job's due time when it
--- was claimed (a job whose lease expires is due again at that time: it keeps its place in line).
-local function lease_of(token, due)
-  return token .. ':' .. due
+-- A lease: "<token>:<due time>:<holder>", the token of the claim that holds it, the job's due time when
+-- it was claimed (a job whose lease expires is due again at that time: it keeps its place in line),
+-- and the number of the worker that claimed it (for operators).
+local function lease_of(token, due, holder)
+  return token .. ':' .. due .. ':' .. holder
 end
 
 -- Whether lease value `v` is held under `token` (a string).
@@ -119,13 +121,50 @@ local function held_by(v, token)
   return v ~= false and v ~= nil and string.sub(v, 1, #token + 1) == token .. ':'
 end
 
--- The due time in lease value `v`, or nil.
+-- The due time in lease value `v`, or nil (also from a lease of two fields, written before holders).
 local function lease_due(v)
   if not v then
     return nil
   end
   local at = string.find(v, ':', 1, true)
-  return at and tonumber(string.sub(v, at + 1)) or nil
+  if not at then
+    return nil
+  end
+  local to = string.find(v, ':', at + 1, true)
+  return tonumber(string.sub(v, at + 1, to and to - 1 or -1))
+end
+
+-- The holder in lease value `v` (a string of digits), or '0'.
+local function lease_holder(v)
+  if not v then
+    return '0'
+  end
+  local h = string.match(v, '^[^:]*:[^:]*:(%d+)$')
+  return h or '0'
+end
+
+-- How many minutes of history a topic keeps (HISTORY_MINUTES in store/ops.rs).
+local HISTORY_MINUTES = 1500
+
+-- Adds to this minute's history (see keys.rs): enqueued, processed, retried, failed, dead.
+local function tally(now, enqueued, processed, retried, failed, dead)
+  local minute = math.floor(now / 60000)
+  local slot = minute % HISTORY_MINUTES
+  local v = redis.call('HGET', K_HISTORY, slot)
+  local c = { 0, 0, 0, 0, 0 }
+  if v then
+    local f = {}
+    for x in string.gmatch(v, '%d+') do
+      f[#f + 1] = tonumber(x)
+    end
+    if f[1] == minute then
+      for i = 1, 5 do
+        c[i] = f[i + 1] or 0
+      end
+    end
+  end
+  redis.call('HSET', K_HISTORY, slot, string.format('%d %d %d %d %d %d', minute,
+    c[1] + enqueued, c[2] + processed, c[3] + retried, c[4] + failed, c[5] + dead))
 end
 
 -- A death: "<id>\n<sequence, 15 digits>". Every death of a job is a dead letter of its own; the members

@@ -1,0 +1,184 @@
+//! Steering a topic: pause and resume, run a job now, requeue and purge dead letters in bulk by a
+//! reason filter, and the per-minute history.
+
+use chrono::{DateTime, Utc};
+use futures_util::future::join_all;
+use serde::Serialize;
+
+use super::listing::{JobQuery, MAX_PAGE};
+use crate::client::{Topic, When};
+use crate::error::{Error, Result};
+use crate::store::{Death, MinuteCounts, PageState};
+
+/// Dead letters handled at once by a bulk requeue or purge.
+const BULK_CHUNK: usize = 200;
+
+/// What a bulk requeue or purge did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct BulkOutcome {
+    /// Dead letters the filter selected.
+    pub matched: u64,
+    /// Of those, requeued or purged.
+    pub done: u64,
+    /// Of those, left alone: a live job has the id (requeue), or it went meanwhile.
+    pub skipped: u64,
+}
+
+/// Which dead letters a bulk action takes: all of them, or those whose reason contains a text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeadFilter {
+    /// Only dead letters whose reason contains this text (case-sensitive).
+    pub reason_contains: Option<String>,
+}
+
+impl DeadFilter {
+    /// Every dead letter.
+    pub fn all() -> Self {
+        DeadFilter::default()
+    }
+
+    /// Dead letters whose reason contains `text`.
+    pub fn reason_contains(text: impl Into<String>) -> Self {
+        DeadFilter {
+            reason_contains: Some(text.into()),
+        }
+    }
+
+    fn selects(&self, reason: &str) -> bool {
+        self.reason_contains
+            .as_deref()
+            .is_none_or(|t| reason.contains(t))
+    }
+}
+
+/// Which bulk action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bulk {
+    Requeue,
+    Purge,
+}
+
+impl Topic {
+    /// Pauses the topic (every partition), persisted in the store: no worker claims its jobs until
+    /// [`resume`](Self::resume); running jobs finish, enqueues are still accepted, dead letters still
+    /// reach their hook.
+    pub async fn pause(&self) -> Result<()> {
+        self.set_paused(true).await
+    }
+
+    /// Resumes a paused topic: its workers claim again at once.
+    pub async fn resume(&self) -> Result<()> {
+        self.set_paused(false).await
+    }
+
+    async fn set_paused(&self, paused: bool) -> Result<()> {
+        let store = self.store();
+        self.each(|t| async move { store.set_paused(&t, paused).await })
+            .await?;
+        Ok(())
+    }
+
+    /// Makes a scheduled job due now (it keeps its attempt). Fails with [`Error::JobNotFound`] when no
+    /// scheduled job has this id and [`Error::JobRunning`] when it is running.
+    pub async fn run_now(&self, id: &str) -> Result<DateTime<Utc>> {
+        self.reschedule(id, When::Now).await
+    }
+
+    /// The topic's history, minute by minute, for the last `minutes` minutes (at most 25 hours), summed
+    /// over its partitions, oldest first; minutes with nothing counted are left out.
+    pub async fn history(&self, minutes: u32) -> Result<Vec<MinuteCounts>> {
+        let store = self.store();
+        let per_partition = self
+            .each(|t| async move { store.history(&t, minutes).await })
+            .await?;
+        let mut by_minute = std::collections::BTreeMap::<i64, MinuteCounts>::new();
+        for m in per_partition.into_iter().flatten() {
+            let sum = by_minute.entry(m.minute_ms).or_insert(MinuteCounts {
+                minute_ms: m.minute_ms,
+                ..MinuteCounts::default()
+            });
+            sum.enqueued += m.enqueued;
+            sum.processed += m.processed;
+            sum.retried += m.retried;
+            sum.failed += m.failed;
+            sum.dead += m.dead;
+        }
+        Ok(by_minute.into_values().collect())
+    }
+
+    /// Requeues the dead letters `filter` selects, oldest first, each an atomic step (due now, attempts
+    /// reset; one whose id has a live job is skipped). `progress` is called after each chunk with
+    /// what was done so far.
+    pub async fn requeue_dead_where(
+        &self,
+        filter: &DeadFilter,
+        progress: impl FnMut(BulkOutcome),
+    ) -> Result<BulkOutcome> {
+        self.bulk(filter, Bulk::Requeue, progress).await
+    }
+
+    /// Purges the dead letters `filter` selects (their hooks, if still pending, still run). Without a
+    /// reason filter this is one step per partition.
+    pub async fn purge_dead_where(
+        &self,
+        filter: &DeadFilter,
+        mut progress: impl FnMut(BulkOutcome),
+    ) -> Result<BulkOutcome> {
+        if filter.reason_contains.is_none() {
+            let n = self.purge_all_dead().await?;
+            let outcome = BulkOutcome {
+                matched: n,
+                done: n,
+                skipped: 0,
+            };
+            progress(outcome);
+            return Ok(outcome);
+        }
+        self.bulk(filter, Bulk::Purge, progress).await
+    }
+
+    async fn bulk(
+        &self,
+        filter: &DeadFilter,
+        action: Bulk,
+        mut progress: impl FnMut(BulkOutcome),
+    ) -> Result<BulkOutcome> {
+        let mut outcome = BulkOutcome::default();
+        let mut query = JobQuery::new(PageState::Dead).limit(MAX_PAGE);
+        loop {
+            let page = self.jobs(&query).await?;
+            let selected: Vec<Death> = page
+                .jobs
+                .iter()
+                .filter(|j| filter.selects(j.reason.as_deref().unwrap_or("")))
+                .filter_map(|j| Some(Death::new(j.id.clone(), j.death?)))
+                .collect();
+            for chunk in selected.chunks(BULK_CHUNK) {
+                let results = join_all(chunk.iter().map(|d| async move {
+                    match action {
+                        Bulk::Requeue => self.requeue_death(d).await,
+                        Bulk::Purge => self.purge_death(d).await,
+                    }
+                }))
+                .await;
+                for r in results {
+                    outcome.matched += 1;
+                    match r {
+                        Ok(()) => outcome.done += 1,
+                        Err(Error::JobExists { .. } | Error::JobNotFound { .. }) => {
+                            outcome.skipped += 1
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                progress(outcome);
+            }
+            match page.next {
+                Some(next) => query = query.cursor(next),
+                None => return Ok(outcome),
+            }
+        }
+    }
+}

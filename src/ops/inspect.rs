@@ -1,0 +1,316 @@
+//! One job, as an operator sees it: payload, attempts, errors, schedule, and a plain line saying why it
+//! is not running.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::listing::payload_json;
+use super::workers::{worker_id, WorkerInfo};
+use crate::client::{JobState, Topic};
+use crate::error::Result;
+use crate::partition::partition_of;
+use crate::record::{AttemptError, Record};
+use crate::store::{StoredJob, StoredState};
+use crate::time::ms_to_time;
+
+/// A job in full.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct JobDetail {
+    /// Its topic.
+    pub topic: String,
+    /// Its id.
+    pub id: String,
+    /// Its partition, of `partitions`.
+    pub partition: u16,
+    /// The topic's partitions.
+    pub partitions: u16,
+    /// Where it is (flattened in JSON: `state` and its times).
+    #[serde(flatten)]
+    pub state: JobState,
+    /// A dead letter's death number.
+    pub death: Option<u64>,
+    /// A dead letter: whether its hook has succeeded.
+    pub hook_delivered: Option<bool>,
+    /// The attempt it is on (dead: the attempts it ran).
+    pub attempt: u32,
+    /// Attempts its schedule allows, when known.
+    pub max_attempts: Option<u32>,
+    /// Its retry schedule, delays in ms indexed by attempt (slot 0 unused), when known: set on this job
+    /// at enqueue, or its topic's as a live worker serving it declares.
+    pub retry_ms: Option<Vec<u64>>,
+    /// When it was first enqueued.
+    pub enqueued_at: DateTime<Utc>,
+    /// Its payload as JSON (a string when it is not JSON).
+    pub payload: serde_json::Value,
+    /// Errors of its failed attempts, oldest first.
+    pub errors: Vec<AttemptError>,
+    /// How often its lease expired.
+    pub stalls: u32,
+    /// The worker holding it (running), when known.
+    pub worker: Option<String>,
+    /// Whether its topic is paused.
+    pub paused: bool,
+    /// Where it is stored, on a Redis Cluster: the master serving its partition (`host:port`).
+    pub node: Option<String>,
+    /// Why it is not running (or what it is doing), in a sentence.
+    pub why: String,
+}
+
+/// Whole seconds, minutes, hours and days as `"4m 12s"`, `"3h 5m"`, `"2d 1h"` (two units at most;
+/// under a second: `"312ms"`).
+pub fn human_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    if s == 0 {
+        return format!("{}ms", d.as_millis());
+    }
+    let (days, h, m, sec) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
+    match (days, h, m) {
+        (0, 0, 0) => format!("{sec}s"),
+        (0, 0, _) if sec == 0 => format!("{m}m"),
+        (0, 0, _) => format!("{m}m {sec}s"),
+        (0, _, 0) => format!("{h}h"),
+        (0, _, _) => format!("{h}h {m}m"),
+        (_, 0, _) => format!("{days}d"),
+        _ => format!("{days}d {h}h"),
+    }
+}
+
+fn span(from_ms: i64, to_ms: i64) -> String {
+    human_duration(Duration::from_millis(
+        u64::try_from(to_ms.saturating_sub(from_ms)).unwrap_or(0),
+    ))
+}
+
+/// Everything the "why" line is made of.
+struct Facts<'a> {
+    topic: &'a Topic,
+    id: &'a str,
+    stored: &'a StoredJob,
+    now_ms: i64,
+    paused: bool,
+    workers: &'a [WorkerInfo],
+    node: Option<&'a str>,
+}
+
+impl Facts<'_> {
+    fn stall_limit(&self) -> Option<u32> {
+        self.serving().map(|w| w.stall_limit).min()
+    }
+
+    fn serving(&self) -> impl Iterator<Item = &WorkerInfo> {
+        self.workers.iter().filter(|w| w.serves(self.topic.name()))
+    }
+
+    fn stalls(&self) -> String {
+        match (self.stored.stalls, self.stall_limit()) {
+            (0, _) => String::new(),
+            (n, Some(limit)) => format!("; stalled {n} of {limit} (its lease expired {n} times)"),
+            (n, None) => format!("; stalled {n} times (its lease expired)"),
+        }
+    }
+
+    fn where_stored(&self) -> String {
+        let n = self.topic.partitions();
+        let on = self
+            .node
+            .map(|n| format!(" on node {n}"))
+            .unwrap_or_default();
+        if n <= 1 {
+            return match on.is_empty() {
+                true => String::new(),
+                false => format!(" [stored{on}]"),
+            };
+        }
+        let p = partition_of(self.id, n);
+        format!(" [partition {p} of {n}{on}]")
+    }
+
+    fn why(&self) -> String {
+        let now = self.now_ms;
+        let line = match &self.stored.state {
+            StoredState::Due { due_at_ms } => {
+                let due = *due_at_ms;
+                let when = format!("{} UTC", ms_to_time(due).format("%Y-%m-%d %H:%M:%S"));
+                if self.paused {
+                    format!(
+                        "topic {} is paused: no worker claims it until it is resumed (due {})",
+                        self.topic.name(),
+                        if due > now {
+                            format!("in {}", span(now, due))
+                        } else {
+                            format!("{} ago", span(due, now))
+                        }
+                    )
+                } else if due > now {
+                    let clock = match self.topic.store().backend_name() {
+                        b if b.starts_with("redis") => "the Redis clock",
+                        _ => "the store's clock",
+                    };
+                    format!("due in {} ({when}, by {clock})", span(now, due))
+                } else {
+                    let n = self.serving().count();
+                    match n {
+                        0 => format!(
+                            "due {} ago, but no live worker serves topic {}: start one",
+                            span(due, now),
+                            self.topic.name()
+                        ),
+                        _ => format!(
+                            "due {} ago, waiting for a free slot on the {n} worker(s) serving it",
+                            span(due, now)
+                        ),
+                    }
+                }
+            }
+            StoredState::Active { lease_deadline_ms } => {
+                let who = match self.stored.holder.map(worker_id) {
+                    Some(id) => match self.workers.iter().find(|w| w.id == id) {
+                        Some(w) => format!("worker {id} (host {}, pid {})", w.host, w.pid),
+                        None => format!("worker {id} (no longer alive)"),
+                    },
+                    None => "a worker".to_owned(),
+                };
+                if *lease_deadline_ms > now {
+                    format!(
+                        "running: leased to {who} until {} UTC (in {}, renewed while it runs)",
+                        ms_to_time(*lease_deadline_ms).format("%H:%M:%S"),
+                        span(now, *lease_deadline_ms)
+                    )
+                } else {
+                    format!(
+                        "its lease from {who} expired {} ago (the worker died or stalled): the next \
+                         claim makes it due again at its place in line",
+                        span(*lease_deadline_ms, now)
+                    )
+                }
+            }
+            StoredState::Dead {
+                died_at_ms,
+                reason,
+                delivered,
+                ..
+            } => format!(
+                "dead since {} ago: {reason}; dead-letter hook {}; requeue it to run it again",
+                span(*died_at_ms, now),
+                if *delivered { "delivered" } else { "pending" }
+            ),
+        };
+        format!("{line}{}{}", self.stalls(), self.where_stored())
+    }
+}
+
+impl JobDetail {
+    /// Builds the detail of a stored job.
+    pub(super) fn new(
+        topic: &Topic,
+        id: &str,
+        stored: StoredJob,
+        now_ms: i64,
+        paused: bool,
+        workers: &[WorkerInfo],
+        node: Option<String>,
+    ) -> Result<JobDetail> {
+        let record = topic.decode(id, &stored.record)?;
+        let why = Facts {
+            topic,
+            id,
+            stored: &stored,
+            now_ms,
+            paused,
+            workers,
+            node: node.as_deref(),
+        }
+        .why();
+        let retry_ms = retry_of(&record, topic.name(), workers);
+        let (state, death, hook_delivered) = match stored.state {
+            StoredState::Due { due_at_ms } => (
+                JobState::Scheduled {
+                    due_at: ms_to_time(due_at_ms),
+                },
+                None,
+                None,
+            ),
+            StoredState::Active { lease_deadline_ms } => (
+                JobState::Running {
+                    lease_until: ms_to_time(lease_deadline_ms),
+                },
+                None,
+                None,
+            ),
+            StoredState::Dead {
+                seq,
+                died_at_ms,
+                reason,
+                delivered,
+            } => (
+                JobState::Dead {
+                    died_at: ms_to_time(died_at_ms),
+                    reason,
+                },
+                Some(seq),
+                Some(delivered),
+            ),
+        };
+        Ok(JobDetail {
+            topic: topic.name().to_owned(),
+            id: id.to_owned(),
+            partition: partition_of(id, topic.partitions()),
+            partitions: topic.partitions(),
+            state,
+            death,
+            hook_delivered,
+            attempt: record.attempt,
+            max_attempts: retry_ms
+                .as_ref()
+                .map(|r| u32::try_from(r.len().saturating_sub(1)).unwrap_or(u32::MAX)),
+            retry_ms,
+            enqueued_at: ms_to_time(record.enqueued_at_ms),
+            payload: payload_json(&record.payload),
+            errors: record.errors,
+            stalls: stored.stalls,
+            worker: stored.holder.map(worker_id),
+            paused,
+            node,
+            why,
+        })
+    }
+}
+
+/// A job's retry schedule: its own, else its topic's as a live worker declares it.
+fn retry_of(record: &Record, topic: &str, workers: &[WorkerInfo]) -> Option<Vec<u64>> {
+    if let Some((slots, _)) = &record.schedule {
+        return Some(slots.clone());
+    }
+    workers
+        .iter()
+        .flat_map(|w| &w.topics)
+        .find(|t| t.name == topic)
+        .map(|t| t.retry_ms.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_read_like_a_person_would_say_them() {
+        let cases = [
+            (0, "0ms"),
+            (312, "312ms"),
+            (4_000, "4s"),
+            (252_000, "4m 12s"),
+            (600_000, "10m"),
+            (3_600_000, "1h"),
+            (11_100_000, "3h 5m"),
+            (86_400_000, "1d"),
+            (176_400_000, "2d 1h"),
+        ];
+        for (ms, text) in cases {
+            assert_eq!(human_duration(Duration::from_millis(ms)), text, "{ms}");
+        }
+    }
+}

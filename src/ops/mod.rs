@@ -1,0 +1,245 @@
+//! The operations API: see and steer the queue by topic name, without the job types (what the
+//! `postpone` command and the dashboard are built on).
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> postpone::Result<()> {
+//! use postpone::ops::{JobQuery, PageState};
+//!
+//! let client = postpone::Client::memory();
+//! # #[derive(serde::Serialize, serde::Deserialize, postpone::Job)]
+//! # #[job(topic = "orders.close")]
+//! # struct CloseOrder { order_id: u64 }
+//! client.enqueue(CloseOrder { order_id: 42 }).id("order:42").after(std::time::Duration::from_secs(60)).await?;
+//!
+//! let ops = client.ops();
+//! for topic in ops.topics().await? {
+//!     println!("{}: {} scheduled", topic.name, topic.counts.scheduled);
+//! }
+//! let page = ops.jobs("orders.close", &JobQuery::new(PageState::Scheduled)).await?;
+//! assert_eq!(page.jobs[0].id, "order:42");
+//! let job = ops.job("orders.close", "order:42").await?.expect("it is scheduled");
+//! println!("{}", job.why); // "due in 59s (…, by the Redis clock)"
+//! ops.pause("orders.close").await?; // persisted: no worker claims it until resumed
+//! ops.resume("orders.close").await?;
+//! # Ok(()) }
+//! ```
+//!
+//! - Registries: [`Ops::topics`] (every topic ever enqueued to or served, registered once per client
+//!   and worker) and [`Ops::workers`] (live workers, from their heartbeats; gone a few heartbeats after a
+//!   worker dies).
+//! - Jobs: [`Ops::jobs`] pages scheduled, running or dead jobs by cursor in O(log n + page) whatever
+//!   the backlog, merged over partitions; [`Ops::job`] shows one, with a "why isn't this running" line.
+//! - Control: [`Ops::pause`] / [`Ops::resume`], [`Ops::run_now`], [`Ops::cancel`],
+//!   [`Ops::reschedule`], dead letters by id or in bulk by reason ([`Ops::requeue_dead`],
+//!   [`Ops::purge_dead`]), each step one atomic script.
+//! - History: [`Ops::history`], per-minute counts kept 25 hours in the store.
+
+mod control;
+mod inspect;
+mod listing;
+mod workers;
+
+use chrono::{DateTime, Utc};
+use futures_util::future::join_all;
+use serde::Serialize;
+
+pub use self::control::{BulkOutcome, DeadFilter};
+pub use self::inspect::{human_duration, JobDetail};
+pub use self::listing::{Cursor, JobPage, JobQuery, JobSummary, MAX_PAGE};
+pub use self::workers::{WorkerInfo, WorkerTopic};
+pub use crate::store::{MinuteCounts, PageState};
+
+pub(crate) use self::workers::{worker_id, Presence};
+
+use crate::client::{CancelStatus, Client, Topic, When};
+use crate::error::{Error, Result};
+use crate::store::TopicCounts;
+
+/// A topic as the operations API lists it.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct TopicInfo {
+    /// Its name.
+    pub name: String,
+    /// Its partitions.
+    pub partitions: u16,
+    /// Counts by state and counters, summed over the partitions that could be read (`paused` when any
+    /// partition is).
+    pub counts: TopicCounts,
+    /// Partitions that could not be read (a Redis Cluster master down), with the error.
+    pub unreadable: Vec<(u16, String)>,
+}
+
+/// The operations API of one namespace: [`Client::ops`]. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Ops {
+    client: Client,
+}
+
+impl Client {
+    /// The operations API on this client's store and namespace: see [`ops`](crate::ops).
+    pub fn ops(&self) -> Ops {
+        Ops {
+            client: self.clone(),
+        }
+    }
+}
+
+impl Ops {
+    /// The topic named `name`, with its partitions as registered. Fails with
+    /// [`Error::TopicNotFound`] when nothing was ever enqueued to it or served from it.
+    pub async fn topic(&self, name: &str) -> Result<Topic> {
+        crate::validate::validate_topic(name)?;
+        let topics = self.client.inner.store.topics().await?;
+        match topics.into_iter().find(|(t, _)| t == name) {
+            Some((_, partitions)) => self.client.topic_partitioned(name, partitions),
+            None => Err(Error::TopicNotFound {
+                topic: name.to_owned(),
+            }),
+        }
+    }
+
+    /// Every topic of the namespace, by name, with its counts (read concurrently).
+    pub async fn topics(&self) -> Result<Vec<TopicInfo>> {
+        let topics = self.client.inner.store.topics().await?;
+        let infos = topics.into_iter().map(|(name, partitions)| async move {
+            let topic = self.client.topic_partitioned(&name, partitions)?;
+            let partial = topic.counts_partial().await?;
+            Ok(TopicInfo {
+                name,
+                partitions,
+                counts: partial.counts,
+                unreadable: partial
+                    .unreadable
+                    .into_iter()
+                    .map(|u| (u.partition, u.error.report().to_string()))
+                    .collect(),
+            })
+        });
+        join_all(infos).await.into_iter().collect()
+    }
+
+    /// The live workers, by id.
+    pub async fn workers(&self) -> Result<Vec<WorkerInfo>> {
+        let beats = self.client.inner.store.workers().await?;
+        Ok(beats
+            .into_iter()
+            .filter_map(WorkerInfo::from_beat)
+            .collect())
+    }
+
+    /// One page of a topic's jobs: see [`JobQuery`] and [`Topic::jobs`].
+    pub async fn jobs(&self, topic: &str, query: &JobQuery) -> Result<JobPage> {
+        self.topic(topic).await?.jobs(query).await
+    }
+
+    /// One job, live or dead, in full, with why it is not running; `None` when it finished, was
+    /// cancelled, or never existed.
+    pub async fn job(&self, topic: &str, id: &str) -> Result<Option<JobDetail>> {
+        let topic = self.topic(topic).await?;
+        let store = self.client.inner.store.as_ref();
+        let (_, stored_as, stored) = topic
+            .by_id(
+                id,
+                |t| async move { store.job(&t, id).await },
+                Option::is_some,
+            )
+            .await?;
+        let Some(stored) = stored else {
+            return Ok(None);
+        };
+        let (now_ms, counts, workers) =
+            tokio::join!(store.now_ms(), store.counts(&stored_as), self.workers());
+        let paused = counts?.paused;
+        let node = store.node_of(&stored_as);
+        JobDetail::new(&topic, id, stored, now_ms?, paused, &workers?, node).map(Some)
+    }
+
+    /// Pauses a topic: see [`Topic::pause`].
+    pub async fn pause(&self, topic: &str) -> Result<()> {
+        self.topic(topic).await?.pause().await
+    }
+
+    /// Resumes a topic: see [`Topic::resume`].
+    pub async fn resume(&self, topic: &str) -> Result<()> {
+        self.topic(topic).await?.resume().await
+    }
+
+    /// Makes a scheduled job due now: see [`Topic::run_now`].
+    pub async fn run_now(&self, topic: &str, id: &str) -> Result<DateTime<Utc>> {
+        self.topic(topic).await?.run_now(id).await
+    }
+
+    /// Cancels a job: see [`Topic::cancel`].
+    pub async fn cancel(&self, topic: &str, id: &str) -> Result<CancelStatus> {
+        self.topic(topic).await?.cancel(id).await
+    }
+
+    /// Moves a scheduled job: see [`Topic::reschedule`].
+    pub async fn reschedule(
+        &self,
+        topic: &str,
+        id: &str,
+        when: impl Into<When>,
+    ) -> Result<DateTime<Utc>> {
+        self.topic(topic).await?.reschedule(id, when).await
+    }
+
+    /// Requeues dead letters: those of one id (its newest death) when `id` is given, else those
+    /// `filter` selects (see [`Topic::requeue_dead_where`]); `progress` sees the counts so far.
+    pub async fn requeue_dead(
+        &self,
+        topic: &str,
+        id: Option<&str>,
+        filter: &DeadFilter,
+        progress: impl FnMut(BulkOutcome),
+    ) -> Result<BulkOutcome> {
+        let topic = self.topic(topic).await?;
+        match id {
+            Some(id) => {
+                topic.requeue_dead(id).await?;
+                Ok(BulkOutcome {
+                    matched: 1,
+                    done: 1,
+                    skipped: 0,
+                })
+            }
+            None => topic.requeue_dead_where(filter, progress).await,
+        }
+    }
+
+    /// Purges dead letters: every death of one id when `id` is given, else those `filter` selects (see
+    /// [`Topic::purge_dead_where`]).
+    pub async fn purge_dead(
+        &self,
+        topic: &str,
+        id: Option<&str>,
+        filter: &DeadFilter,
+        progress: impl FnMut(BulkOutcome),
+    ) -> Result<BulkOutcome> {
+        let topic = self.topic(topic).await?;
+        match id {
+            Some(id) => {
+                topic.purge_dead(id).await?;
+                Ok(BulkOutcome {
+                    matched: 1,
+                    done: 1,
+                    skipped: 0,
+                })
+            }
+            None => topic.purge_dead_where(filter, progress).await,
+        }
+    }
+
+    /// A topic's per-minute history: see [`Topic::history`].
+    pub async fn history(&self, topic: &str, minutes: u32) -> Result<Vec<MinuteCounts>> {
+        self.topic(topic).await?.history(minutes).await
+    }
+
+    /// The store's clock, ms since the epoch (the Redis server's `TIME`): what "due in" and "ago" are
+    /// measured against.
+    pub async fn now_ms(&self) -> Result<i64> {
+        self.client.inner.store.now_ms().await
+    }
+}

@@ -1,0 +1,190 @@
+//! What operators need from a store beyond jobs by id: the registries of topics and workers, jobs
+//! listed by state, pause and resume, and per-minute history. The operations API
+//! ([`crate::ops`]) is built on these; applications use that, not this.
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+
+/// Which of a topic's jobs a listing walks (as JSON: `"scheduled"`, `"running"`, `"dead"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PageState {
+    /// Due jobs (ready or later), by due time.
+    Scheduled,
+    /// Active jobs, by lease deadline.
+    Running,
+    /// Listed dead letters, by time of death.
+    Dead,
+}
+
+/// A place in a listing: the sort key of an entry (score, then member), so that the next page starts
+/// right after it even when that entry has gone meanwhile.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PagePosition {
+    /// The entry's score: due time, lease deadline or time of death (ms).
+    pub score: i64,
+    /// The entry's member: the job's id, or for a dead letter its death as
+    /// `<id>\n<sequence, 15 digits>` (see [`PageEntry::position`]).
+    pub member: String,
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct PageQuery {
+    /// Which jobs.
+    pub state: PageState,
+    /// Newest first (highest score first) rather than oldest first.
+    pub newest_first: bool,
+    /// Start right after this position (in the listing's order); from the start when `None`.
+    pub after: Option<PagePosition>,
+    /// Most entries.
+    pub limit: usize,
+}
+
+impl PageQuery {
+    /// The first page of `state`, oldest first.
+    pub fn new(state: PageState, limit: usize) -> Self {
+        PageQuery {
+            state,
+            newest_first: false,
+            after: None,
+            limit,
+        }
+    }
+}
+
+/// A job in a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PageEntry {
+    /// Its id.
+    pub id: String,
+    /// Due time, lease deadline or time of death (ms), by its listing.
+    pub score: i64,
+    /// Its record (empty when it was missing).
+    pub record: Vec<u8>,
+    /// How often its lease expired (live jobs; 0 for dead letters).
+    pub stalls: u32,
+    /// A running job's lease holder: the worker number its claim named (see
+    /// [`ClaimRequest::holder`](super::ClaimRequest::holder)); `None` when unknown.
+    pub holder: Option<u64>,
+    /// A dead letter's death number and reason.
+    pub death: Option<(u64, String)>,
+}
+
+impl PageEntry {
+    /// Where this entry sits in its listing (a page that starts after it starts right after it).
+    pub fn position(&self) -> PagePosition {
+        let member = match &self.death {
+            Some((seq, _)) => super::Death::new(self.id.clone(), *seq).member(),
+            None => self.id.clone(),
+        };
+        PagePosition {
+            score: self.score,
+            member,
+        }
+    }
+}
+
+/// Jobs whose id starts with a prefix, one bounded step of a search.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct PrefixPage {
+    /// What this step found (at most the limit asked).
+    pub entries: Vec<PageEntry>,
+    /// Where the next step starts (an opaque backend cursor); `None` when the search is complete.
+    pub next: Option<String>,
+}
+
+/// A worker's entry in the registry of live workers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerBeat {
+    /// The worker's id.
+    pub id: String,
+    /// What the worker wrote about itself (JSON, see [`crate::ops::WorkerInfo`]).
+    pub info: String,
+    /// Its last heartbeat, by the store's clock (ms).
+    pub beat_at_ms: i64,
+    /// When it counts as gone unless it beats again (ms).
+    pub expires_at_ms: i64,
+}
+
+/// One minute of a topic's history (counted as things happen, by the store's clock).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct MinuteCounts {
+    /// The minute's start, ms since the epoch (a multiple of 60,000).
+    pub minute_ms: i64,
+    /// Jobs enqueued (new ones: an idempotent enqueue of an existing id is not counted).
+    pub enqueued: u64,
+    /// Attempts that succeeded.
+    pub processed: u64,
+    /// Failed attempts scheduled for a retry.
+    pub retried: u64,
+    /// Failed attempts that went to the dead letters.
+    pub failed: u64,
+    /// Jobs dead-lettered for any reason (failed, or stalled too often).
+    pub dead: u64,
+}
+
+/// How many minutes of history a store keeps (25 hours: at least the last 24 hours are complete).
+pub const HISTORY_MINUTES: i64 = 1500;
+
+/// The registries, listings, pause and history: see the [module](self).
+#[async_trait]
+pub trait OpsStore: Send + Sync + std::fmt::Debug + 'static {
+    /// Records that `topic` (a topic's name, not a partition's) exists with `partitions` partitions.
+    /// Idempotent; a smaller partition count than the one recorded changes nothing.
+    async fn register_topic(&self, topic: &str, partitions: u16) -> Result<()>;
+
+    /// Every registered topic and its partition count, by name.
+    async fn topics(&self) -> Result<Vec<(String, u16)>>;
+
+    /// Pauses (or resumes) claims of one store topic (a topic, or one partition): while paused, a claim
+    /// still sweeps expired leases and hands back what a lost reply took, but takes no job, and reports
+    /// no next due time. Resuming sends a [`Hint::Topic`](super::Hint::Topic) due now. Enqueues,
+    /// finishes and everything else go on as usual.
+    async fn set_paused(&self, topic: &str, paused: bool) -> Result<()>;
+
+    /// A worker's heartbeat: writes its entry (`info`), alive until the store's now + `ttl_ms`.
+    /// Entries that expired are removed.
+    async fn worker_beat(&self, id: &str, info: &str, ttl_ms: u64) -> Result<()>;
+
+    /// Removes a worker's entry (it stopped).
+    async fn worker_gone(&self, id: &str) -> Result<()>;
+
+    /// The live workers (entries that have not expired), by id.
+    async fn workers(&self) -> Result<Vec<WorkerBeat>>;
+
+    /// One page of a store topic's jobs in one state, in (score, member) order (or its reverse), in
+    /// O(log n + page): a page starts right after `query.after`, wherever that entry went meanwhile.
+    async fn page(&self, topic: &str, query: &PageQuery) -> Result<Vec<PageEntry>>;
+
+    /// One bounded step of a search for jobs in `state` whose id starts with `prefix`, starting at
+    /// `cursor` (`None` for the first step). Dead letters are found in id order, in O(log n + limit);
+    /// live jobs by a scan, in no particular order, each step examining a bounded number of jobs (a
+    /// step may find none and still not be the last).
+    async fn find_prefix(
+        &self,
+        topic: &str,
+        state: PageState,
+        prefix: &str,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<PrefixPage>;
+
+    /// Where a store topic lives, for operators (on a Redis Cluster: the master serving its slot,
+    /// `host:port`); `None` when there is only one place.
+    fn node_of(&self, topic: &str) -> Option<String> {
+        let _ = topic;
+        None
+    }
+
+    /// The store topic's history for the last `minutes` minutes (the current one included, at most
+    /// [`HISTORY_MINUTES`]), oldest first; minutes with nothing counted are left out.
+    async fn history(&self, topic: &str, minutes: u32) -> Result<Vec<MinuteCounts>>;
+}

@@ -1,0 +1,217 @@
+//! [`OpsStore`] on Redis: the namespace's registries of topics and workers (`registry.lua`), jobs listed
+//! by state (`page.lua`, `find_prefix.lua`), pause (`set_paused.lua`) and history (`history.lua`).
+
+use async_trait::async_trait;
+use redis::Value;
+
+use super::reply::Reply;
+use super::scripts::SCRIPTS;
+use super::RedisStore;
+use crate::error::{Error, Result};
+use crate::store::{
+    Death, MinuteCounts, OpsStore, PageEntry, PageQuery, PageState, PrefixPage, WorkerBeat,
+    HISTORY_MINUTES,
+};
+
+/// Most entries one page or search step returns (bounds the script's run time).
+const PAGE_CAP: usize = 1000;
+
+fn state_arg(state: PageState) -> &'static str {
+    match state {
+        PageState::Scheduled => "due",
+        PageState::Running => "active",
+        PageState::Dead => "dead",
+    }
+}
+
+/// Reads page.lua's six fields per entry.
+fn page_entries(r: &mut Reply, state: PageState) -> Result<Vec<PageEntry>> {
+    let mut out = Vec::with_capacity(r.remaining() / 6);
+    while r.remaining() > 0 {
+        let member = r.bytes()?;
+        let score = r.int()?;
+        let record = r.bytes()?;
+        let stalls = u32::try_from(r.int()?.max(0)).unwrap_or(u32::MAX);
+        let holder = u64::try_from(r.int()?).ok().filter(|h| *h != 0);
+        let info = r.bytes()?;
+        let (id, death) = if state == PageState::Dead {
+            let Some(Death { id, seq }) = Death::parse(&member) else {
+                continue;
+            };
+            let (_, reason) = super::dead::parse_info(&info);
+            (id, Some((seq, reason)))
+        } else {
+            match String::from_utf8(member) {
+                Ok(id) => (id, None),
+                Err(_) => continue,
+            }
+        };
+        out.push(PageEntry {
+            id,
+            score,
+            record,
+            stalls,
+            holder,
+            death,
+        });
+    }
+    Ok(out)
+}
+
+impl RedisStore {
+    async fn registry(&self, context: &'static str, args: &[&str]) -> Result<Value> {
+        self.eval_with(context, &SCRIPTS.registry, &self.inner.registries, |inv| {
+            for a in args {
+                inv.arg(*a);
+            }
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl OpsStore for RedisStore {
+    async fn register_topic(&self, topic: &str, partitions: u16) -> Result<()> {
+        crate::validate::validate_topic(topic)?;
+        let partitions = partitions.max(1).to_string();
+        self.registry("registering a topic", &["topic", topic, &partitions])
+            .await?;
+        Ok(())
+    }
+
+    async fn topics(&self) -> Result<Vec<(String, u16)>> {
+        const CONTEXT: &str = "listing topics";
+        let all: Vec<(String, String)> = self
+            .command(
+                CONTEXT,
+                redis::cmd("HGETALL").arg(&self.inner.registries[0]),
+            )
+            .await?;
+        let mut out: Vec<(String, u16)> = all
+            .into_iter()
+            .map(|(name, n)| (name, n.parse().unwrap_or(1)))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    async fn set_paused(&self, topic: &str, paused: bool) -> Result<()> {
+        const CONTEXT: &str = "pausing or resuming a topic";
+        let keys = self.keys(topic)?;
+        self.eval(CONTEXT, &SCRIPTS.set_paused, &keys, |inv| {
+            inv.arg(if paused { "1" } else { "0" })
+                .arg(&self.inner.channel)
+                .arg(topic);
+        })
+        .await?;
+        Ok(())
+    }
+
+    async fn worker_beat(&self, id: &str, info: &str, ttl_ms: u64) -> Result<()> {
+        let ttl = ttl_ms.clamp(1, i64::MAX as u64 / 4).to_string();
+        self.registry("writing the worker's heartbeat", &["beat", id, info, &ttl])
+            .await?;
+        Ok(())
+    }
+
+    async fn worker_gone(&self, id: &str) -> Result<()> {
+        self.registry("removing the worker's entry", &["gone", id])
+            .await?;
+        Ok(())
+    }
+
+    async fn workers(&self) -> Result<Vec<WorkerBeat>> {
+        const CONTEXT: &str = "listing workers";
+        let reply = self.registry(CONTEXT, &["workers"]).await?;
+        let mut r = Reply::new(reply, CONTEXT)?;
+        let mut out = Vec::with_capacity(r.remaining() / 3);
+        while r.remaining() > 0 {
+            let (id, expires_at_ms, entry) = (r.bytes()?, r.int()?, r.bytes()?);
+            let entry = String::from_utf8_lossy(&entry);
+            let (beat, info) = entry.split_once(' ').unwrap_or(("0", ""));
+            out.push(WorkerBeat {
+                id: String::from_utf8_lossy(&id).into_owned(),
+                info: info.to_owned(),
+                beat_at_ms: beat.parse().unwrap_or(0),
+                expires_at_ms,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn page(&self, topic: &str, query: &PageQuery) -> Result<Vec<PageEntry>> {
+        const CONTEXT: &str = "listing jobs";
+        let keys = self.keys(topic)?;
+        let reply = self
+            .eval(CONTEXT, &SCRIPTS.page, &keys, |inv| {
+                inv.arg(state_arg(query.state))
+                    .arg(if query.newest_first { "desc" } else { "asc" })
+                    .arg(query.limit.min(PAGE_CAP));
+                if let Some(after) = &query.after {
+                    inv.arg(after.score).arg(&after.member);
+                }
+            })
+            .await?;
+        page_entries(&mut Reply::new(reply, CONTEXT)?, query.state)
+    }
+
+    async fn find_prefix(
+        &self,
+        topic: &str,
+        state: PageState,
+        prefix: &str,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<PrefixPage> {
+        const CONTEXT: &str = "searching jobs by id prefix";
+        let keys = self.keys(topic)?;
+        let reply = self
+            .eval(CONTEXT, &SCRIPTS.find_prefix, &keys, |inv| {
+                inv.arg(state_arg(state))
+                    .arg(prefix)
+                    .arg(cursor.unwrap_or(""))
+                    .arg(limit.clamp(1, PAGE_CAP));
+            })
+            .await?;
+        let mut r = Reply::new(reply, CONTEXT)?;
+        let next = String::from_utf8(r.bytes()?).map_err(|e| Error::backend(CONTEXT, e))?;
+        Ok(PrefixPage {
+            entries: page_entries(&mut r, state)?,
+            next: (!next.is_empty()).then_some(next),
+        })
+    }
+
+    fn node_of(&self, topic: &str) -> Option<String> {
+        let keys = self.keys(topic).ok()?;
+        self.inner.health.as_ref()?.node_of(&keys.0[0])
+    }
+
+    async fn history(&self, topic: &str, minutes: u32) -> Result<Vec<MinuteCounts>> {
+        const CONTEXT: &str = "reading a topic's history";
+        let keys = self.keys(topic)?;
+        let minutes = i64::from(minutes).clamp(0, HISTORY_MINUTES);
+        let reply = self
+            .eval(CONTEXT, &SCRIPTS.history, &keys, |inv| {
+                inv.arg(minutes);
+            })
+            .await?;
+        let mut r = Reply::new(reply, CONTEXT)?;
+        let mut out = Vec::with_capacity(r.remaining() / 6);
+        while r.remaining() > 0 {
+            let minute_ms = r.int()?;
+            let mut n = [0u64; 5];
+            for v in &mut n {
+                *v = r.int()?.max(0) as u64;
+            }
+            out.push(MinuteCounts {
+                minute_ms,
+                enqueued: n[0],
+                processed: n[1],
+                retried: n[2],
+                failed: n[3],
+                dead: n[4],
+            });
+        }
+        Ok(out)
+    }
+}

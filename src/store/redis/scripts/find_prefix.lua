@@ -1,0 +1,64 @@
+-- One bounded step of a search for a topic's jobs in one state whose id starts with a prefix (see
+-- OpsStore::find_prefix).
+-- ARGV: state ('due'|'active'|'dead'), prefix, cursor ('' for the first step), limit.
+-- Returns the next cursor ('' when the search is complete), then page.lua's six fields per entry.
+-- Dead letters: a range of `dead_ids` by lex, at most `limit`, in id order; the cursor is the last
+-- member. Live jobs: one ZSCAN step of `due` or `active` (COUNT limit) matching the prefix; the cursor is
+-- ZSCAN's.
+local state, prefix, cursor, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local out = { '' }
+if state == 'dead' then
+  local from = '[' .. prefix
+  if cursor ~= '' then
+    from = '(' .. cursor
+  end
+  -- Ids are UTF-8, which never holds the byte 0xff: every id with the prefix sorts before prefix..0xff.
+  local members = redis.call('ZRANGE', K_DEAD_IDS, from, '(' .. prefix .. '\255', 'BYLEX', 'LIMIT', 0, limit)
+  if #members == 0 then
+    return out
+  end
+  if #members == limit then
+    out[1] = members[#members]
+  end
+  local died = fetch_many('ZMSCORE', K_DEAD, members)
+  local recs = fetch_many('HMGET', K_DEAD_JOBS, members)
+  local info = fetch_many('HMGET', K_DEAD_INFO, members)
+  for i, d in ipairs(members) do
+    local b = #out
+    out[b + 1], out[b + 2], out[b + 3] = d, died[i] or '0', recs[i] or ''
+    out[b + 4], out[b + 5], out[b + 6] = 0, '0', info[i] or ''
+  end
+  return out
+end
+
+local key = K_DUE
+if state == 'active' then
+  key = K_ACTIVE
+end
+local pattern = string.gsub(prefix, '[%*%?%[%]\\]', '\\%0') .. '*'
+local step = redis.call('ZSCAN', key, cursor == '' and '0' or cursor, 'MATCH', pattern, 'COUNT', limit)
+if step[1] ~= '0' then
+  out[1] = step[1]
+end
+local ids, scores = {}, {}
+for i = 1, #step[2], 2 do
+  if step[2][i] ~= HASHED then
+    ids[#ids + 1] = step[2][i]
+    scores[#scores + 1] = step[2][i + 1]
+  end
+end
+if #ids == 0 then
+  return out
+end
+local recs = fetch_many('HMGET', K_JOBS, ids)
+local stalls = fetch_many('HMGET', K_STALLS, ids)
+local leases = {}
+if state == 'active' then
+  leases = fetch_many('HMGET', K_LEASES, ids)
+end
+for i, id in ipairs(ids) do
+  local b = #out
+  out[b + 1], out[b + 2], out[b + 3] = id, scores[i], recs[i] or ''
+  out[b + 4], out[b + 5], out[b + 6] = tonumber(stalls[i] or 0), lease_holder(leases[i]), ''
+end
+return out

@@ -1,0 +1,30 @@
+-- A topic's per-minute history for the last ARGV[1] minutes (the current one included), oldest first.
+-- Returns six integers per minute that has counts: minute (ms), enqueued, processed, retried, failed,
+-- dead. Slots written more than HISTORY_MINUTES ago hold an older minute and are left out.
+local minutes = math.min(tonumber(ARGV[1]), HISTORY_MINUTES)
+local now_minute = math.floor(now_ms() / 60000)
+local fields = {}
+for m = now_minute - minutes + 1, now_minute do
+  fields[#fields + 1] = m % HISTORY_MINUTES
+end
+if #fields == 0 then
+  return {}
+end
+local values = fetch_many('HMGET', K_HISTORY, fields)
+local out = {}
+for i, v in ipairs(values) do
+  local minute = now_minute - minutes + i
+  if v then
+    local f = {}
+    for x in string.gmatch(v, '%d+') do
+      f[#f + 1] = tonumber(x)
+    end
+    if f[1] == minute then
+      out[#out + 1] = minute * 60000
+      for k = 2, 6 do
+        out[#out + 1] = f[k] or 0
+      end
+    end
+  end
+end
+return out

@@ -1,0 +1,108 @@
+-- One page of a topic's jobs in one state, in (score, member) order or its reverse, starting right
+-- after a given entry (see OpsStore::page): O(log n + page), whatever the backlog.
+-- ARGV: state ('due'|'active'|'dead'), order ('asc'|'desc'), limit, then, for a page that starts after
+-- an entry, its score and member.
+-- Returns six fields per entry: member, score, record ('' when missing), stalls, holder (digits, '0'
+-- when unknown), info ('<died at> <reason>' for a dead letter, else '').
+local state, desc, limit = ARGV[1], ARGV[2] == 'desc', tonumber(ARGV[3])
+local after_score, after = ARGV[4], ARGV[5]
+local key = K_DUE
+if state == 'active' then
+  key = K_ACTIVE
+elseif state == 'dead' then
+  key = K_DEAD
+end
+-- The marker of prelude.lua sorts last in `active` (+inf): ranks past n are never listed.
+local n = redis.call('ZCARD', key)
+if state == 'active' and redis.call('ZSCORE', key, HASHED) then
+  n = n - 1
+end
+
+-- Bytewise a < b, as Redis orders members of equal score (Lua's `<` follows the server's locale).
+local function less(a, b)
+  local m = math.min(#a, #b)
+  for i = 1, m do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return x < y
+    end
+  end
+  return #a < #b
+end
+
+-- How many members sort before (after_score, after), and whether that entry is still there.
+local function rank_of()
+  local s = redis.call('ZSCORE', key, after)
+  if s and tonumber(s) == tonumber(after_score) then
+    return redis.call('ZRANK', key, after), true
+  end
+  -- Gone or moved: its place among the members of its score, by binary search over ranks.
+  local lo = redis.call('ZCOUNT', key, '-inf', '(' .. after_score)
+  local hi = math.min(redis.call('ZCOUNT', key, '-inf', after_score), n)
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if less(redis.call('ZRANGE', key, mid, mid)[1], after) then
+      lo = mid + 1
+    else
+      hi = mid
+    end
+  end
+  return lo, false
+end
+
+local first, last
+if desc then
+  local stop = n
+  if after then
+    stop = rank_of()
+  end
+  first, last = math.max(0, stop - limit), stop - 1
+else
+  first = 0
+  if after then
+    local r, found = rank_of()
+    first = r + (found and 1 or 0)
+  end
+  last = math.min(first + limit, n) - 1
+end
+if limit <= 0 or last < first then
+  return {}
+end
+local got = redis.call('ZRANGE', key, first, last, 'WITHSCORES')
+local members, scores = {}, {}
+for i = 1, #got / 2 do
+  members[i], scores[i] = got[2 * i - 1], got[2 * i]
+end
+if desc then
+  local m, s = {}, {}
+  for i = #members, 1, -1 do
+    m[#m + 1], s[#s + 1] = members[i], scores[i]
+  end
+  members, scores = m, s
+end
+if #members == 0 then
+  return {}
+end
+local out = {}
+if state == 'dead' then
+  local recs = fetch_many('HMGET', K_DEAD_JOBS, members)
+  local info = fetch_many('HMGET', K_DEAD_INFO, members)
+  for i, d in ipairs(members) do
+    local b = #out
+    out[b + 1], out[b + 2], out[b + 3] = d, scores[i], recs[i] or ''
+    out[b + 4], out[b + 5], out[b + 6] = 0, '0', info[i] or ''
+  end
+else
+  local recs = fetch_many('HMGET', K_JOBS, members)
+  local stalls = fetch_many('HMGET', K_STALLS, members)
+  local leases = {}
+  if state == 'active' then
+    leases = fetch_many('HMGET', K_LEASES, members)
+  end
+  for i, id in ipairs(members) do
+    local b = #out
+    out[b + 1], out[b + 2], out[b + 3] = id, scores[i], recs[i] or ''
+    out[b + 4], out[b + 5], out[b + 6] = tonumber(stalls[i] or 0), lease_holder(leases[i]), ''
+  end
+end
+return out
