@@ -48,8 +48,17 @@ pub(crate) async fn periodic_upsert_is_idempotent_and_a_changed_definition_repla
 ) {
     let (s, t) = (&*store, &topic("periodic_upsert"));
     let now = now(s).await;
-    let tries = (0..10).map(|i| s.schedule_upsert(t, "s", DEF, now + MINUTE + i));
-    let outcomes = futures_util::future::join_all(tries).await;
+    // Ten workers at once (each its first tick a little different): one schedule.
+    let tries: Vec<_> = (0..10)
+        .map(|i| {
+            let (store, t) = (store.clone(), t.clone());
+            tokio::spawn(async move { store.schedule_upsert(&t, "s", DEF, now + MINUTE + i).await })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for task in tries {
+        outcomes.push(task.await.unwrap());
+    }
     let created = outcomes
         .iter()
         .filter(|o| o.as_ref().unwrap().0 == UpsertStatus::Created)

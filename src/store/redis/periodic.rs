@@ -14,7 +14,7 @@ use crate::store::{
     PeriodicStore, StoredSchedule, TickOutcome, TickRequest, TickStatus, UpsertStatus,
 };
 
-/// The topic's keys, then its schedules hash.
+/// The topic's keys, then its schedules hash (last: the scripts read it as `KEYS[#KEYS]`).
 fn keys_with_schedules(keys: &TopicKeys) -> Vec<String> {
     let due = &keys.0[0];
     let mut all = keys.0.to_vec();
@@ -162,7 +162,7 @@ impl PeriodicStore for RedisStore {
         const CONTEXT: &str = "removing a periodic schedule";
         let keys = keys_with_schedules(&*self.keys(topic)?);
         let mut cmd = redis::cmd("HDEL");
-        cmd.arg(&keys[12]).arg(name);
+        cmd.arg(&keys[keys.len() - 1]).arg(name);
         let removed: i64 = self.command(CONTEXT, &cmd).await?;
         Ok(removed > 0)
     }

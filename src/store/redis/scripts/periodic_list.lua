@@ -1,5 +1,5 @@
 -- The topic's periodic schedules (PeriodicStore::schedules), with this server's time.
--- KEYS: the topic's twelve, then its schedules hash.
+-- KEYS: the topic's keys, then its schedules hash (last).
 -- Returns: now, then two per schedule: name, stored schedule. (A topic has a few schedules: one HGETALL.)
 local out = { now_ms() }
 local all = redis.call('HGETALL', K_SCHEDULES)

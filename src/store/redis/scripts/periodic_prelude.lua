@@ -1,9 +1,9 @@
 -- postpone: helpers of the periodic scripts, after prelude.lua (see scripts.rs).
 --
--- KEYS are the topic's twelve, then its schedules hash ("<prefix>schedules": name -> schedule). A
+-- KEYS are the topic's keys (keys.rs), then its schedules hash ("<prefix>schedules": name -> schedule), last. A
 -- schedule is "<next tick ms> <last enqueued tick ms|-> <pending trigger ms|-> <definition>"; the
 -- definition is opaque here (the worker compares it whole).
-local K_SCHEDULES = KEYS[13]
+local K_SCHEDULES = KEYS[#KEYS]
 
 -- A stored schedule as a table: next, last (or nil), trigger (or nil), def.
 local function schedule_of(v)

@@ -1,7 +1,7 @@
 -- One tick decision of a periodic schedule (PeriodicStore::schedule_tick): enqueues a pending trigger,
 -- then checks the caller's plan against the stored schedule (compare-and-set on its next and last ticks)
 -- and this server's clock, and applies it: enqueues its due ticks' jobs and advances the next tick.
--- KEYS: the topic's twelve, then its schedules hash.
+-- KEYS: the topic's keys, then its schedules hash (last).
 -- ARGV: channel, topic, name, definition,
 --       trigger tick ms|'', trigger job id, trigger record,
 --       plan '1'|'0', expected next, expected last|'-', the last tick's job id, new next,

@@ -1,6 +1,6 @@
 -- Asks for a run of a periodic schedule now (PeriodicStore::schedule_trigger): records this server's
 -- time as its pending trigger, unless one is pending, and wakes the topic's workers.
--- KEYS: the topic's twelve, then its schedules hash.
+-- KEYS: the topic's keys, then its schedules hash (last).
 -- ARGV: channel, topic, name.
 -- Returns the pending trigger (ms), or -1 when there is no such schedule.
 -- redis.call: TIME, HGET, HSET, PUBLISH.

@@ -1,5 +1,5 @@
 -- Stores a periodic schedule unless it exists with the same definition (PeriodicStore::schedule_upsert).
--- KEYS: the topic's twelve, then its schedules hash.
+-- KEYS: the topic's keys, then its schedules hash (last).
 -- ARGV: name, definition, first next tick (ms).
 -- Returns: status (1 created, 2 unchanged, 3 replaced), now, the stored schedule.
 -- redis.call: TIME, HGET, and HSET unless unchanged.
