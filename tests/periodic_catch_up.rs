@@ -161,8 +161,18 @@ async fn listed_triggered_and_removed() {
     );
     assert_eq!(s.next.timestamp_millis(), T0 + FIVE_MIN);
 
+    // The operations API sees the same, by topic name.
+    let ops = rig.client.ops();
+    assert_eq!(ops.schedules("periodic.report").await.unwrap(), list);
+    let all = ops.all_schedules().await.unwrap();
+    assert_eq!(all, [("periodic.report".to_owned(), list[0].clone())]);
+
     // Run now: a job for the store's current time, whatever the ticks.
-    let at = topic.trigger_schedule("five").await.unwrap().unwrap();
+    let at = ops
+        .trigger_schedule("periodic.report", "five")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(at.timestamp_millis(), T0 + 1000);
     rig.ran_exactly("the triggered run", &[T0 + 1000]).await;
     let s = &topic.schedules().await.unwrap()[0];

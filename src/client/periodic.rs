@@ -1,6 +1,7 @@
 //! A topic's periodic schedules, for operators: list them, run one now, remove one.
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 
 use super::{Client, EnqueueItem, Topic};
 use crate::error::Result;
@@ -10,7 +11,7 @@ use crate::store::StoredSchedule;
 use crate::time::ms_to_time;
 
 /// A periodic schedule as stored, from [`Topic::schedules`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct ScheduleInfo {
     /// Its name.

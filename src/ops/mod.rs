@@ -34,10 +34,13 @@
 //!   [`Ops::reschedule`], dead letters by id or in bulk by reason ([`Ops::requeue_dead`],
 //!   [`Ops::purge_dead`]), each step one atomic script.
 //! - History: [`Ops::history`], per-minute counts kept 25 hours in the store.
+//! - Periodic schedules: [`Ops::schedules`], [`Ops::all_schedules`], [`Ops::trigger_schedule`],
+//!   [`Ops::remove_schedule`].
 
 mod control;
 mod inspect;
 mod listing;
+mod periodic;
 mod workers;
 
 use chrono::{DateTime, Utc};

@@ -30,7 +30,8 @@ pub const MAX_CATCH_UP: u32 = 100;
 pub const SKIP_GRACE: Duration = Duration::from_secs(60);
 
 /// What to do with the ticks that passed while no worker ran the schedule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Missed {
     /// Run none of them: the schedule resumes at its next tick. (A tick is missed when it is decided
@@ -44,7 +45,8 @@ pub enum Missed {
 }
 
 /// What to do with a tick while the job of the schedule's previous tick is still scheduled or running.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Overlap {
     /// Enqueue it all the same (the jobs may run at once).

@@ -102,6 +102,11 @@ impl TickLoop {
             .await;
             match stored {
                 Ok((status, now, schedule)) => {
+                    // So that operators see the topic (and its schedules) even when no worker
+                    // handles it yet.
+                    if let Err(e) = self.store.register_topic(self.topic(), 1).await {
+                        tracing::debug!(topic = self.topic(), error = %e, "could not register the topic of a periodic schedule");
+                    }
                     tracing::info!(
                         topic = self.topic(),
                         schedule = self.name(),
