@@ -118,6 +118,14 @@ pub(crate) async fn periodic_tick_enqueues_due_ticks_once_and_advances(store: Ar
     let got = s.job(t, &format!("s:{first}")).await.unwrap().unwrap();
     assert_eq!(got.record, format!("tick {first}").into_bytes());
 
+    // Counted as enqueued in the topic's history, like any new job.
+    let history = s.history(t, 2).await.unwrap();
+    assert_eq!(
+        history.iter().map(|m| m.enqueued).sum::<u64>(),
+        2,
+        "{history:?}"
+    );
+
     // The same plan again (another worker, late): moved, nothing enqueued.
     let again = s.schedule_tick(t, request(Some(p), None)).await.unwrap();
     assert_eq!((again.status, again.enqueued), (TickStatus::Moved, 0));

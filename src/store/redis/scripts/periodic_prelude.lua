@@ -24,7 +24,8 @@ local function schedule_str(s)
 end
 
 -- Enqueues a tick's job as enqueue_one.lua does, due at `tick` (in the past: so due now): nothing
--- changes when the id is live (due or active). Returns the due time when it created the job.
+-- changes when the id is live (due or active). Returns the due time when it created the job (the
+-- caller counts the jobs it created in the history, with `tally`).
 local function put_tick(now, id, rec, tick)
   if redis.call('HSETNX', K_JOBS, id, rec) == 0 then
     if redis.call('ZSCORE', K_ACTIVE, id) or redis.call('ZSCORE', K_DUE, id) then

@@ -10,7 +10,8 @@
 -- Returns: status (0 no plan, 1 advanced, 2 moved, 3 early, 4 behind, 5 superseded, 6 gone), now,
 -- jobs created, the stored schedule after the call ('' when gone).
 -- redis.call: TIME, HGET, ZRANGE (earliest), then per job HSETNX and ZADD (and HEXISTS for an overlap
--- check), HSET when something changed, and PUBLISH when a job is the topic's earliest.
+-- check), HSET when something changed, HGET and HSET (history) when it created jobs, and PUBLISH when
+-- a job is the topic's earliest.
 local channel, topic, name, def = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local now = now_ms()
 local v = redis.call('HGET', K_SCHEDULES, name)
@@ -82,6 +83,9 @@ end
 if changed then
   v = schedule_str(s)
   redis.call('HSET', K_SCHEDULES, name, v)
+end
+if created > 0 then
+  tally(now, created, 0, 0, 0, 0)
 end
 hint_if_earlier(channel, topic, first, hint)
 return { status, now, created, v }
