@@ -289,3 +289,30 @@ fn a_partitioned_topic_or_a_name_given_twice_is_refused_at_build() {
         .unwrap_err();
     assert!(err.to_string().contains("two periodic schedules"), "{err}");
 }
+
+/// A worker started with a changed definition replaces the stored one; a worker still running the old
+/// one leaves the schedule to it: each tick still runs once.
+#[tokio::test]
+async fn a_changed_definition_replaces_the_old_and_its_workers_step_aside() {
+    let rig = Rig::new();
+    let (old_stop, old_running) = rig.worker(Missed::Skip).await;
+    rig.next_is(T0 + FIVE_MIN).await;
+    let (new_stop, new_running) = rig.worker(Missed::Last).await;
+    let topic = rig.client.topic::<Report>();
+    eventually("the new definition to be stored", || async {
+        let list = topic.schedules().await.unwrap();
+        (list[0].missed == Some(Missed::Last)).then_some(())
+    })
+    .await;
+    for n in 1..=3 {
+        rig.clock.set(T0 + n * FIVE_MIN + 1000);
+        let expect: Vec<i64> = (1..=n).map(|i| T0 + i * FIVE_MIN).collect();
+        rig.ran_exactly("each tick once", &expect).await;
+        rig.next_is(T0 + (n + 1) * FIVE_MIN).await;
+    }
+    old_stop.shutdown();
+    new_stop.shutdown();
+    old_running.await.unwrap().unwrap();
+    new_running.await.unwrap().unwrap();
+    assert_eq!(rig.ran().len(), 3);
+}
