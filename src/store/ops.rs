@@ -180,4 +180,10 @@ pub trait OpsStore: Send + Sync + std::fmt::Debug + 'static {
     /// The store topic's history for the last `minutes` minutes (the current one included, at most
     /// [`HISTORY_MINUTES`]), oldest first; minutes with nothing counted are left out.
     async fn history(&self, topic: &str, minutes: u32) -> Result<Vec<MinuteCounts>>;
+
+    /// Checks of the backend for operators ([`Ops::doctor`](crate::ops::Ops::doctor)): what risks jobs
+    /// and what to do about it. None by default.
+    async fn doctor(&self) -> Result<Vec<crate::ops::Check>> {
+        Ok(Vec::new())
+    }
 }

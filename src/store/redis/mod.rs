@@ -47,6 +47,7 @@ mod cluster;
 mod cluster_health;
 mod conn;
 mod dead;
+mod doctor;
 mod exec;
 mod group_commit;
 mod hints;
