@@ -1,0 +1,91 @@
+//! `postpone doctor` against servers set up well and badly: one line per check, exit 1 when any is bad.
+
+mod support;
+
+use serde_json::Value;
+use support::{postpone, RedisServer};
+
+fn check<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check {name:?} in {doc:#}"))
+}
+
+fn line<'a>(stdout: &'a str, name: &str) -> &'a str {
+    stdout
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some(name))
+        .unwrap_or_else(|| panic!("no line for {name:?} in:\n{stdout}"))
+}
+
+#[test]
+fn an_evicting_server_is_bad() {
+    let server = RedisServer::builder()
+        .arg("--maxmemory-policy")
+        .arg("allkeys-lru")
+        .start();
+    let r = postpone(&server.url(), "doctor", &["doctor"]);
+    assert_eq!(r.code, 1, "{r:#?}");
+    let l = line(&r.stdout, "maxmemory-policy");
+    assert!(l.starts_with("bad") && l.contains("allkeys-lru"), "{l}");
+    assert!(r.stdout.contains("noeviction"), "says what to do: {r:#?}");
+    let r = postpone(&server.url(), "doctor", &["doctor", "--json"]);
+    assert_eq!(r.code, 1, "{r:#?}");
+    let doc = r.json();
+    assert_eq!(doc["level"], "bad");
+    let c = check(&doc, "maxmemory-policy");
+    assert_eq!(
+        (c["level"].as_str(), c["found"].as_str()),
+        (Some("bad"), Some("allkeys-lru"))
+    );
+    assert!(
+        c["advice"].as_str().unwrap().contains("noeviction"),
+        "{c:#}"
+    );
+}
+
+#[test]
+fn a_server_with_aof_everysec_is_ok() {
+    let server = RedisServer::builder()
+        .aof(true)
+        .appendfsync("everysec")
+        .start();
+    let r = postpone(&server.url(), "doctor", &["doctor"]);
+    assert_eq!(r.code, 0, "{r:#?}");
+    for name in ["redis", "maxmemory-policy", "persistence", "clock"] {
+        let l = line(&r.stdout, name);
+        assert!(l.starts_with("ok"), "{l}\n{}", r.stdout);
+    }
+    assert!(line(&r.stdout, "persistence").contains("AOF on, appendfsync everysec"));
+    let doc = postpone(&server.url(), "doctor", &["doctor", "--json"]).json();
+    assert_eq!(doc["level"], "ok");
+    let version = check(&doc, "redis version");
+    assert!(
+        version["found"].as_str().unwrap().starts_with("Redis "),
+        "{doc:#}"
+    );
+    assert_eq!(check(&doc, "clock")["level"], "ok");
+    assert_eq!(check(&doc, "persistence")["advice"], Value::Null);
+}
+
+#[test]
+fn a_server_without_persistence_is_warned_about() {
+    // The test servers run with `save ""` and `appendonly no`.
+    let server = RedisServer::start();
+    let r = postpone(&server.url(), "doctor", &["doctor"]);
+    assert_eq!(r.code, 0, "warnings alone do not fail: {r:#?}");
+    let l = line(&r.stdout, "persistence");
+    assert!(l.starts_with("warn") && l.contains("none"), "{l}");
+    assert!(r.stdout.contains("appendonly yes"), "{r:#?}");
+    let server = RedisServer::builder().arg("--save").arg("3600 1").start();
+    let doc = postpone(&server.url(), "doctor", &["doctor", "--json"]).json();
+    let c = check(&doc, "persistence");
+    assert_eq!(c["level"], "warn");
+    assert!(
+        c["found"].as_str().unwrap().contains("RDB snapshots only"),
+        "{c:#}"
+    );
+}
