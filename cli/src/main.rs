@@ -50,7 +50,7 @@ async fn run(cli: Cli, target: &Target, out: &mut Out) -> Result<(), Failure> {
     let client = target.connect(&cli.namespace).await?;
     let ops = client.ops();
     out.now_ms = ops.now_ms().await?;
-    let where_ = format!("{} namespace {}", target.shown(), cli.namespace);
+    let where_ = format!("namespace {} on {}", cli.namespace, target.shown());
     use commands::{control, dead, doctor, jobs, overview};
     match cli.command {
         Command::Stats {

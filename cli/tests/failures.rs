@@ -142,7 +142,7 @@ fn the_environment_names_the_server_and_namespace() {
     assert_eq!(r.code, 0, "{r:#?}");
     assert!(
         r.stdout
-            .contains(&format!("{} namespace from-env", server.url())),
+            .contains(&format!("namespace from-env on {}", server.url())),
         "{r:#?}"
     );
     // A flag wins over the environment.

@@ -50,15 +50,20 @@ struct Done<'a> {
     skipped: u64,
 }
 
-/// Asks on the terminal; refuses (exit 2) when stdin is not one.
-fn confirm(question: &str) -> Result<(), Failure> {
+/// Asks whether to `what` ("requeue all 3 dead letters of ..."); refuses (exit 2) when stdin is not
+/// a terminal to ask on.
+fn confirm(what: &str) -> Result<(), Failure> {
     if !std::io::stdin().is_terminal() {
         return Err(Failure::Usage(format!(
-            "refusing to go ahead without a confirmation, and stdin is not a terminal to ask on: \
-             pass --yes ({question})"
+            "this would {what}, which is asked first, but stdin is not a terminal: pass --yes to go \
+             ahead"
         )));
     }
-    eprint!("{question} [y/N] ");
+    let mut question = what.to_owned();
+    if let Some(first) = question.get(..1) {
+        question.replace_range(..1, &first.to_uppercase());
+    }
+    eprint!("{question}? [y/N] ");
     let _ = std::io::stderr().flush();
     let mut answer = String::new();
     std::io::stdin()
@@ -79,7 +84,7 @@ fn progress_bar(out: &Out, total: u64, filtered: bool) -> ProgressBar {
         // How many the filter selects is known only at the end.
         let bar = ProgressBar::new_spinner();
         bar.set_style(
-            ProgressStyle::with_template("{spinner} {pos} selected  {elapsed}")
+            ProgressStyle::with_template("{spinner} {pos} dead letters selected so far  {elapsed}")
                 .expect("a valid template"),
         );
         bar
@@ -130,16 +135,16 @@ pub(crate) async fn bulk(ops: &Ops, out: &Out, action: Action, a: BulkArgs) -> R
         // first time it runs rather than the first time there are dead letters.
         if !a.yes && (dead > 0 || !std::io::stdin().is_terminal()) {
             let which = match &a.reason {
-                Some(r) => format!("the dead letters whose reason contains {r:?} (of {dead})"),
-                None => format!("all {dead} dead letters"),
+                Some(r) => format!(
+                    "the dead letters of topic {topic} whose reason contains {r:?} (of {dead})"
+                ),
+                None => format!("all {dead} dead letters of topic {topic}"),
             };
-            let question = match action {
-                Action::Requeue => {
-                    format!("Requeue {which} of topic {topic} (due now, attempts reset)?")
-                }
-                Action::Purge => format!("Purge {which} of topic {topic} for good?"),
+            let what = match action {
+                Action::Requeue => format!("requeue {which}: they run again now, attempts reset"),
+                Action::Purge => format!("purge {which} for good"),
             };
-            confirm(&question)?;
+            confirm(&what)?;
         }
         bar = progress_bar(out, dead, a.reason.is_some());
     }

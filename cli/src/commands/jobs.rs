@@ -130,7 +130,10 @@ fn both(out: &Out, t: chrono::DateTime<chrono::Utc>) -> String {
 }
 
 fn print_detail(out: &Out, job: &JobDetail) {
-    let line = |label: &str, value: String| println!("  {:<10}{value}", out.bold(label));
+    let line = |label: &str, value: String| {
+        let text = format!("  {:<10}{value}", out.bold(label));
+        println!("{}", text.trim_end());
+    };
     println!("{} {} of topic {}", out.bold("job"), job.id, job.topic);
     let state = match &job.state {
         JobState::Scheduled { due_at } => {
@@ -153,7 +156,7 @@ fn print_detail(out: &Out, job: &JobDetail) {
     let attempts = match job.max_attempts {
         Some(n) => format!("{} of {n}", job.attempt),
         None => format!(
-            "{} (of how many is unknown: no live worker declares its topic's schedule)",
+            "{} of ? (its retry schedule is unknown: no live worker serves the topic)",
             job.attempt
         ),
     };
@@ -162,7 +165,10 @@ fn print_detail(out: &Out, job: &JobDetail) {
         let delays: Vec<String> = retry
             .iter()
             .skip(1)
-            .map(|ms| postpone::ops::human_duration(std::time::Duration::from_millis(*ms)))
+            .map(|ms| match ms {
+                0 => "0".to_owned(),
+                ms => postpone::ops::human_duration(std::time::Duration::from_millis(*ms)),
+            })
             .collect();
         line("schedule", delays.join(", "));
     }

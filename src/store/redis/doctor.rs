@@ -168,14 +168,19 @@ fn clock_check(offset_ms: i64, round_trip_ms: i64, masters: Option<usize>) -> Ch
     } else {
         format!("{:.1} s", size as f64 / 1000.0)
     };
-    let side = if offset_ms > 0 { "behind" } else { "ahead of" };
     let whose = match masters {
-        Some(n) => format!("the furthest of {n} masters"),
-        None => "Redis".to_owned(),
+        Some(n) => format!("Redis's (the furthest of {n} masters)"),
+        None => "Redis's".to_owned(),
     };
-    let found = format!(
-        "this machine is {amount} {side} {whose} (measured over a {round_trip_ms} ms round trip)"
-    );
+    // The offset is known to within half the round trip.
+    let within = (round_trip_ms / 2).max(1);
+    let found = match offset_ms {
+        0 => format!("this machine's clock is in step with {whose}, to within {within} ms"),
+        o => format!(
+            "this machine's clock is {amount} {} {whose}, to within {within} ms",
+            if o > 0 { "behind" } else { "ahead of" }
+        ),
+    };
     if offset_ms.abs() > CLOCK_WARN_MS {
         Check::warn(
             NAME,
@@ -378,11 +383,12 @@ mod tests {
     fn clock_offsets_read_as_ahead_or_behind() {
         let c = clock_check(2_400, 2, None);
         assert_eq!(c.level, Level::Warn);
-        assert!(c.found.contains("2.4 s behind Redis"), "{}", c.found);
+        assert!(c.found.contains("2.4 s behind Redis's"), "{}", c.found);
         let c = clock_check(-3, 1, Some(3));
         assert_eq!(c.level, Level::Ok);
         assert!(
-            c.found.contains("3 ms ahead of the furthest of 3 masters"),
+            c.found
+                .contains("3 ms ahead of Redis's (the furthest of 3 masters)"),
             "{}",
             c.found
         );
