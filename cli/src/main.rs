@@ -45,11 +45,22 @@ fn main() -> ExitCode {
     }
 }
 
+/// Now by Redis's clock, what relative times are measured against; on a cluster TIME goes to any node,
+/// which may be down: a second try, then this machine's clock.
+async fn now_ms(ops: &postpone::ops::Ops) -> i64 {
+    for _ in 0..2 {
+        if let Ok(now) = ops.now_ms().await {
+            return now;
+        }
+    }
+    chrono::Utc::now().timestamp_millis()
+}
+
 /// Connects and runs the command.
 async fn run(cli: Cli, target: &Target, out: &mut Out) -> Result<(), Failure> {
     let client = target.connect(&cli.namespace).await?;
     let ops = client.ops();
-    out.now_ms = ops.now_ms().await?;
+    out.now_ms = now_ms(&ops).await;
     let where_ = format!("namespace {} on {}", cli.namespace, target.shown());
     use commands::{control, dead, doctor, jobs, overview};
     match cli.command {

@@ -89,3 +89,88 @@ fn a_server_without_persistence_is_warned_about() {
         "{c:#}"
     );
 }
+
+#[test]
+fn a_cluster_is_checked_master_by_master() {
+    let cluster = support::redis_cluster::RedisCluster::start();
+    let nodes = cluster.urls().join(",");
+    let doctor = |json: bool| {
+        let mut cmd = support::command();
+        cmd.args(["--cluster", &nodes, "--namespace", "doctor", "doctor"]);
+        if json {
+            cmd.arg("--json");
+        }
+        support::run(cmd)
+    };
+    let r = doctor(false);
+    assert_eq!(r.code, 0, "warnings alone: {r:#?}");
+    let slots = r
+        .stdout
+        .lines()
+        .find(|l| l.contains("cluster slots"))
+        .expect("a slots line");
+    assert!(
+        slots.starts_with("ok") && slots.ends_with("all 16384 slots served by 3 masters"),
+        "{r:#?}"
+    );
+    let r = doctor(true);
+    let doc = r.json();
+    assert_eq!(check(&doc, "cluster slots")["level"], "ok");
+    let replicas = check(&doc, "cluster replicas");
+    assert_eq!(replicas["level"], "warn");
+    assert!(
+        replicas["found"]
+            .as_str()
+            .unwrap()
+            .starts_with("3 of 3 masters without a replica"),
+        "{doc:#}"
+    );
+    assert_eq!(
+        check(&doc, "maxmemory-policy")["found"],
+        "noeviction (all 3 masters)"
+    );
+    assert!(
+        check(&doc, "clock")["found"]
+            .as_str()
+            .unwrap()
+            .contains("furthest of 3 masters"),
+        "{doc:#}"
+    );
+
+    // The other commands work on a cluster too.
+    let mut cmd = support::command();
+    cmd.args([
+        "--cluster",
+        &nodes,
+        "--namespace",
+        "doctor",
+        "topics",
+        "--json",
+    ]);
+    let r = support::run(cmd);
+    assert_eq!(
+        (r.code, r.json()["topics"].clone()),
+        (0, serde_json::json!([])),
+        "{r:#?}"
+    );
+
+    // A master that does not answer is bad.
+    cluster.kill9(1);
+    let r = doctor(true);
+    assert_eq!(r.code, 1, "{r:#?}");
+    let doc = r.json();
+    let down = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"].as_str().unwrap().starts_with("master "))
+        .unwrap_or_else(|| panic!("a line for the master that is down: {doc:#}"));
+    assert_eq!(down["level"], "bad");
+    assert!(
+        down["found"]
+            .as_str()
+            .unwrap()
+            .starts_with("did not answer"),
+        "{doc:#}"
+    );
+}
