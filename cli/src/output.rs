@@ -1,6 +1,7 @@
 //! How results are shown: JSON for scripts, or aligned tables with relative times and (on a terminal
 //! only, never with `NO_COLOR`) colour.
 
+use std::fmt;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
@@ -11,6 +12,31 @@ use console::Style;
 use serde::Serialize;
 
 use postpone::ops::human_duration;
+
+/// Writes one line on stdout. When stdout has closed (`postpone jobs t --json | head`), exits quietly
+/// at once, as Unix tools do, instead of panicking as `println!` would.
+pub(crate) fn write_line(args: fmt::Arguments<'_>) {
+    let mut out = std::io::stdout().lock();
+    let written = out.write_fmt(args).and_then(|()| out.write_all(b"\n"));
+    if let Err(e) = written {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: writing to stdout: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// `println!` through [`write_line`].
+macro_rules! say {
+    () => {
+        $crate::output::write_line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::output::write_line(format_args!($($arg)*))
+    };
+}
+pub(crate) use say;
 
 /// Output settings, and the store's clock that relative times are measured against.
 #[derive(Debug, Clone)]
@@ -45,15 +71,14 @@ impl Out {
     /// Prints `value` as one pretty JSON document.
     pub(crate) fn json<T: Serialize + ?Sized>(&self, value: &T) {
         let text = serde_json::to_string_pretty(value).expect("the output serialises");
-        println!("{text}");
+        say!("{text}");
     }
 
     /// Prints `value` as JSON on one line (for `stats --watch --json`).
     pub(crate) fn json_line<T: Serialize + ?Sized>(&self, value: &T) {
         let text = serde_json::to_string(value).expect("the output serialises");
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{text}");
-        let _ = out.flush();
+        say!("{text}");
+        let _ = std::io::stdout().flush();
     }
 
     /// A table with these column headers, no borders, columns as wide as their content.
@@ -82,7 +107,7 @@ impl Out {
     /// Prints a table (its lines trimmed on the right).
     pub(crate) fn print_table(&self, table: &Table) {
         for line in table.lines() {
-            println!("{}", line.trim_end());
+            say!("{}", line.trim_end());
         }
     }
 

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::args::RescheduleArgs;
 use crate::failure::Failure;
+use crate::output::say;
 use crate::output::{absolute, relative, Out};
 
 /// `cancel --json`.
@@ -47,7 +48,7 @@ pub(crate) async fn cancel(ops: &Ops, out: &Out, topic: &str, id: &str) -> Resul
     if out.json {
         out.json(&Cancelled { topic, id, status });
     } else {
-        println!("cancelled job {id} of topic {topic}: {text}");
+        say!("cancelled job {id} of topic {topic}: {text}");
     }
     Ok(())
 }
@@ -56,7 +57,7 @@ fn moved(out: &Out, topic: &str, id: &str, due_at: DateTime<Utc>) {
     if out.json {
         out.json(&Moved { topic, id, due_at });
     } else {
-        println!(
+        say!(
             "job {id} of topic {topic} is due {} ({})",
             relative(due_at.timestamp_millis(), out.now_ms),
             absolute(due_at)
@@ -93,12 +94,12 @@ pub(crate) async fn pause(ops: &Ops, out: &Out, topic: &str, paused: bool) -> Re
     if out.json {
         out.json(&Paused { topic, paused });
     } else if paused {
-        println!(
+        say!(
             "paused topic {topic}: no worker claims its jobs until `postpone resume {topic}` \
              (running jobs finish; enqueues are still accepted)"
         );
     } else {
-        println!("resumed topic {topic}: its workers claim its jobs again");
+        say!("resumed topic {topic}: its workers claim its jobs again");
     }
     Ok(())
 }

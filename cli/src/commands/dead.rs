@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::args::BulkArgs;
 use crate::failure::Failure;
+use crate::output::say;
 use crate::output::Out;
 
 /// Which bulk action.
@@ -171,7 +172,7 @@ pub(crate) async fn bulk(ops: &Ops, out: &Out, action: Action, a: BulkArgs) -> R
         return Ok(());
     }
     match id {
-        Some(id) => println!("{} dead letter {id} of topic {topic}", action.done()),
+        Some(id) => say!("{} dead letter {id} of topic {topic}", action.done()),
         None => {
             let skipped = match (outcome.skipped, action) {
                 (0, _) => String::new(),
@@ -185,7 +186,7 @@ pub(crate) async fn bulk(ops: &Ops, out: &Out, action: Action, a: BulkArgs) -> R
             } else {
                 "dead letters"
             };
-            println!(
+            say!(
                 "{} {} {noun} of topic {topic}{skipped}",
                 action.done(),
                 outcome.done

@@ -4,6 +4,7 @@ use postpone::ops::{Check, Level, Ops};
 use serde::Serialize;
 
 use crate::failure::Failure;
+use crate::output::say;
 use crate::output::Out;
 
 /// `doctor --json`.
@@ -24,7 +25,7 @@ pub(crate) async fn doctor(ops: &Ops, out: &Out, where_: &str) -> Result<(), Fai
             checks: &checks,
         });
     } else {
-        println!("{}", out.bold(&format!("checking {where_}")));
+        say!("{}", out.bold(&format!("checking {where_}")));
         let width = checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
         for c in &checks {
             let level = match c.level {
@@ -32,9 +33,9 @@ pub(crate) async fn doctor(ops: &Ops, out: &Out, where_: &str) -> Result<(), Fai
                 Level::Warn => out.warn("warn"),
                 _ => out.bad("bad "),
             };
-            println!("{level}  {:<width$}  {}", c.name, c.found);
+            say!("{level}  {:<width$}  {}", c.name, c.found);
             if let Some(advice) = &c.advice {
-                println!("      {:<width$}  {} {advice}", "", out.dim("->"));
+                say!("      {:<width$}  {} {advice}", "", out.dim("->"));
             }
         }
     }

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::args::{PageArgs, StateArg};
 use crate::failure::Failure;
+use crate::output::say;
 use crate::output::{absolute, cut, relative, Out};
 
 fn page_state(state: StateArg) -> PageState {
@@ -55,9 +56,9 @@ fn print_page(out: &Out, topic: &str, state: StateArg, page: &JobPage, later_pag
     let name = state_name(state);
     if page.jobs.is_empty() {
         match (&page.next, later_page) {
-            (Some(_), _) => println!("no {name} jobs of topic {topic} on this page"),
-            (None, true) => println!("no more {name} jobs of topic {topic}"),
-            (None, false) => println!("no {name} jobs in topic {topic}"),
+            (Some(_), _) => say!("no {name} jobs of topic {topic} on this page"),
+            (None, true) => say!("no more {name} jobs of topic {topic}"),
+            (None, false) => say!("no {name} jobs in topic {topic}"),
         }
     } else {
         let partitioned = page.jobs.iter().any(|j| j.partition > 0);
@@ -77,7 +78,7 @@ fn print_page(out: &Out, topic: &str, state: StateArg, page: &JobPage, later_pag
         out.print_table(&table);
     }
     if let Some(next) = &page.next {
-        println!(
+        say!(
             "{} --cursor {next}",
             out.dim("more: run the same command with")
         );
@@ -132,20 +133,20 @@ fn both(out: &Out, t: chrono::DateTime<chrono::Utc>) -> String {
 fn print_detail(out: &Out, job: &JobDetail) {
     let line = |label: &str, value: String| {
         let text = format!("  {:<10}{value}", out.bold(label));
-        println!("{}", text.trim_end());
+        say!("{}", text.trim_end());
     };
-    println!("{} {} of topic {}", out.bold("job"), job.id, job.topic);
+    say!("{} {} of topic {}", out.bold("job"), job.id, job.topic);
     let state = match &job.state {
         JobState::Scheduled { due_at } => {
             format!("{}, due {}", out.state("scheduled"), both(out, *due_at))
         }
         JobState::Running { lease_until } => format!(
-            "{}, leased until {}",
+            "{}, lease ends {}",
             out.state("running"),
             both(out, *lease_until)
         ),
         JobState::Dead { died_at, reason } => format!(
-            "{} since {}: {reason}",
+            "{}, died {}: {reason}",
             out.state("dead"),
             both(out, *died_at)
         ),
@@ -203,7 +204,7 @@ fn print_detail(out: &Out, job: &JobDetail) {
     } else {
         line("errors", String::new());
         for e in &job.errors {
-            println!(
+            say!(
                 "    attempt {}, {}: {}",
                 e.attempt,
                 relative(e.at_ms, out.now_ms),
@@ -214,7 +215,7 @@ fn print_detail(out: &Out, job: &JobDetail) {
     line("payload", String::new());
     let pretty = serde_json::to_string_pretty(&job.payload).unwrap_or_default();
     for l in pretty.lines() {
-        println!("    {l}");
+        say!("    {l}");
     }
 }
 
@@ -264,9 +265,9 @@ pub(crate) async fn show_dead(ops: &Ops, out: &Out, topic: &str, id: &str) -> Re
     }
     if deaths.len() > 1 || job.is_none() {
         if job.is_some() {
-            println!();
+            say!();
         }
-        println!("{} of {id} in topic {topic}:", out.bold("deaths"));
+        say!("{} of {id} in topic {topic}:", out.bold("deaths"));
         let mut table = out.table(&[
             "DEATH",
             "DIED",

@@ -9,6 +9,7 @@ use postpone::TopicCounts;
 use serde::Serialize;
 
 use crate::failure::Failure;
+use crate::output::say;
 use crate::output::{absolute, Out};
 
 /// Per-minute rates, averaged over the last minutes.
@@ -95,9 +96,9 @@ fn rate(x: f64) -> String {
     }
 }
 
-fn print_stats(out: &Out, stats: &Stats, where_: &str) {
-    println!(
-        "{}  {}",
+fn print_stats(out: &Out, stats: &Stats, where_: &str, clear: &str) {
+    say!(
+        "{clear}{}  {}",
         out.bold(where_),
         out.dim(&format!(
             "{} (Redis clock); rates per minute over the last {} min",
@@ -106,7 +107,7 @@ fn print_stats(out: &Out, stats: &Stats, where_: &str) {
         ))
     );
     if stats.topics.is_empty() {
-        println!("no topics yet: nothing was enqueued to or served from this namespace");
+        say!("no topics yet: nothing was enqueued to or served from this namespace");
         return;
     }
     let mut table = out.table(&[
@@ -148,7 +149,7 @@ fn print_stats(out: &Out, stats: &Stats, where_: &str) {
     out.print_table(&table);
     for t in &stats.topics {
         for (p, e) in &t.unreadable {
-            println!(
+            say!(
                 "{} partition {p} of {} could not be read: {e}",
                 out.warn("note:"),
                 t.name
@@ -174,13 +175,11 @@ pub(crate) async fn stats(
             (true, true) => out.json_line(&stats),
             (true, false) => out.json(&stats),
             (false, _) => {
-                if redraw {
-                    // Clear the screen and go home, then draw.
-                    print!("\x1b[2J\x1b[H");
-                }
-                print_stats(out, &stats, where_);
+                // Redrawing: clear the screen and go home first.
+                let clear = if redraw { "\x1b[2J\x1b[H" } else { "" };
+                print_stats(out, &stats, where_, clear);
                 if watch && !redraw {
-                    println!();
+                    say!();
                 }
             }
         }
@@ -206,7 +205,7 @@ pub(crate) async fn topics(ops: &Ops, out: &Out) -> Result<(), Failure> {
         return Ok(());
     }
     if topics.is_empty() {
-        println!("no topics yet: nothing was enqueued to or served from this namespace");
+        say!("no topics yet: nothing was enqueued to or served from this namespace");
         return Ok(());
     }
     let mut table = out.table(&[
@@ -255,7 +254,7 @@ pub(crate) async fn workers(ops: &Ops, out: &Out) -> Result<(), Failure> {
         return Ok(());
     }
     if workers.is_empty() {
-        println!("no live workers in this namespace");
+        say!("no live workers in this namespace");
         return Ok(());
     }
     let mut table = out.table(&[
