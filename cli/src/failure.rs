@@ -117,10 +117,13 @@ impl Failure {
                 },
             });
         }
-        let red = console::Style::new().red().bold();
+        let red = console::Style::new().red().bold().for_stderr();
         eprintln!("{} {message}", red.apply_to("error:"));
         if let Some(hint) = self.hint() {
-            eprintln!("{} {hint}", console::Style::new().bold().apply_to("hint:"));
+            eprintln!(
+                "{} {hint}",
+                console::Style::new().bold().for_stderr().apply_to("hint:")
+            );
         }
         ExitCode::from(code)
     }

@@ -53,13 +53,12 @@ pub(crate) struct Out {
 
 impl Out {
     pub(crate) fn new(json: bool, absolute: bool) -> Self {
-        let colour = std::io::stdout().is_terminal()
-            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        // https://no-color.org: a NO_COLOR that is set and not empty turns colour off.
+        let allowed = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
             && std::env::var("TERM").map_or(true, |t| t != "dumb");
+        let colour = allowed && std::io::stdout().is_terminal();
         console::set_colors_enabled(colour);
-        console::set_colors_enabled_stderr(
-            std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
-        );
+        console::set_colors_enabled_stderr(allowed && std::io::stderr().is_terminal());
         Out {
             json,
             absolute,

@@ -42,6 +42,16 @@ impl Run {
     }
 }
 
+/// The entry of `array` whose `key` is `value`.
+pub fn find<'a>(array: &'a serde_json::Value, key: &str, value: &str) -> &'a serde_json::Value {
+    array
+        .as_array()
+        .expect("an array")
+        .iter()
+        .find(|v| v[key] == value)
+        .unwrap_or_else(|| panic!("no {key} = {value:?} in {array:#}"))
+}
+
 /// The binary with a clean environment: no Redis or namespace from the caller's, no colour.
 pub fn command() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_postpone"));
