@@ -12,14 +12,14 @@ const AFTER_HELP: &str = "\
 Connection: --cluster (or REDIS_CLUSTER_NODES) wins over --redis (or REDIS_URL); a flag wins over the
 environment; with neither, redis://127.0.0.1:6379. Passwords in URLs are never printed.
 
---json: every command prints one JSON document on stdout (field names are stable; see the README of
-the postpone-cli crate). On failure stdout holds {\"error\": {\"kind\", \"message\", \"exit_code\"}}.
+--json: every command prints one JSON document on stdout, with stable field names (see the README of
+the postpone-cli crate); on failure {\"error\": {\"kind\", \"message\", \"hint\", \"exit_code\"}}.
 
 Exit codes: 0 ok, 1 failure (doctor: a check is bad), 2 usage, 3 not found (topic, job, dead letter).";
 
 /// See and steer postpone's job queues on Redis.
 #[derive(Debug, Parser)]
-#[command(name = "postpone", version, about, after_help = AFTER_HELP)]
+#[command(name = "postpone", version, after_help = AFTER_HELP)]
 pub(crate) struct Cli {
     /// Redis URL, e.g. redis://:password@host:6379/0
     #[arg(
@@ -43,7 +43,14 @@ pub(crate) struct Cli {
     pub(crate) cluster: Vec<String>,
 
     /// The application's namespace
-    #[arg(long, env = "POSTPONE_NAMESPACE", global = true, value_name = "NS", default_value = postpone::DEFAULT_NAMESPACE)]
+    #[arg(
+        long,
+        env = "POSTPONE_NAMESPACE",
+        global = true,
+        value_name = "NS",
+        default_value = postpone::DEFAULT_NAMESPACE,
+        hide_env_values = true
+    )]
     pub(crate) namespace: String,
 
     /// Print one JSON document on stdout instead of tables
@@ -93,7 +100,7 @@ pub(crate) enum Command {
         /// The job's id
         id: String,
     },
-    /// Move a scheduled job to a new due time
+    /// Move a scheduled job to a new due time: --in DURATION or --at TIME
     Reschedule(RescheduleArgs),
     /// Make a scheduled job due now
     RunNow {
@@ -161,7 +168,6 @@ pub(crate) struct JobsArgs {
 
 /// `reschedule`.
 #[derive(Debug, Args)]
-#[command(group = clap::ArgGroup::new("when").required(true).args(["in_", "at"]))]
 pub(crate) struct RescheduleArgs {
     /// The topic
     pub(crate) topic: String,
@@ -200,7 +206,6 @@ pub(crate) enum DeadCommand {
 
 /// `dead requeue` and `dead purge`.
 #[derive(Debug, Args)]
-#[command(group = clap::ArgGroup::new("which").required(true).args(["id", "all"]))]
 pub(crate) struct BulkArgs {
     /// The topic
     pub(crate) topic: String,
@@ -210,11 +215,38 @@ pub(crate) struct BulkArgs {
     #[arg(long)]
     pub(crate) all: bool,
     /// With --all: only dead letters whose reason contains this text
-    #[arg(long, requires = "all", value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT")]
     pub(crate) reason: Option<String>,
     /// Do not ask for confirmation (needed with --all when stdin is not a terminal)
     #[arg(long, short = 'y')]
     pub(crate) yes: bool,
+}
+
+impl Command {
+    /// What the command line asks that cannot be done, checked before connecting (clap's own checks
+    /// cannot say these without a usage line that puts ID before TOPIC).
+    pub(crate) fn usage_problem(&self) -> Option<String> {
+        match self {
+            Command::Reschedule(a) => match (a.in_, a.at) {
+                (None, None) => Some("pass --in DURATION or --at TIME".into()),
+                (Some(_), Some(_)) => Some("pass --in DURATION or --at TIME, not both".into()),
+                _ => None,
+            },
+            Command::Dead(DeadCommand::Requeue(a) | DeadCommand::Purge(a)) => {
+                match (&a.id, a.all, &a.reason) {
+                    (None, false, _) => Some("name a dead letter (ID) or pass --all".into()),
+                    (Some(_), true, _) => {
+                        Some("name one dead letter or pass --all, not both".into())
+                    }
+                    (Some(_), false, Some(_)) => {
+                        Some("--reason selects among all dead letters: pass it with --all".into())
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
 }
 
 fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {

@@ -35,6 +35,9 @@ fn main() -> ExitCode {
     };
     let target = Target::choose(&cli, &matches);
     let mut out = Out::new(cli.json, cli.absolute);
+    if let Some(problem) = cli.command.usage_problem() {
+        return Failure::Usage(problem).show(&out);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -36,6 +36,29 @@ fn usage_errors_exit_2() {
             "{args:?}: {r:#?}"
         );
     }
+    // Checked before connecting: no Redis needed to be told.
+    for args in [
+        &["reschedule", "t", "x"][..],
+        &[
+            "reschedule",
+            "t",
+            "x",
+            "--in",
+            "1m",
+            "--at",
+            "2030-01-01T00:00:00Z",
+        ],
+        &["dead", "purge", "t"],
+        &["dead", "purge", "t", "x", "--all"],
+        &["dead", "requeue", "t", "x", "--reason", "boom"],
+    ] {
+        let mut cmd = command();
+        cmd.args(["--redis", &format!("redis://127.0.0.1:{}", closed_port())])
+            .args(args);
+        let r = run(cmd);
+        assert_eq!(r.code, 2, "{args:?}: {r:#?}");
+        assert!(r.stderr.starts_with("error: "), "{args:?}: {r:#?}");
+    }
     let mut cmd = command();
     cmd.arg("--help");
     let r = run(cmd);

@@ -67,6 +67,7 @@ fn moved(out: &Out, topic: &str, id: &str, due_at: DateTime<Utc>) {
 
 /// `reschedule TOPIC ID (--in D | --at T)`.
 pub(crate) async fn reschedule(ops: &Ops, out: &Out, a: RescheduleArgs) -> Result<(), Failure> {
+    // Exactly one of them (checked with the command line: `Command::usage_problem`).
     let when = match (a.in_, a.at) {
         (Some(d), _) => When::After(d),
         (None, Some(t)) => When::At(t),

@@ -102,21 +102,6 @@ fn progress_bar(out: &Out, total: u64, filtered: bool) -> ProgressBar {
 /// `dead requeue TOPIC (ID | --all [--reason TEXT]) [--yes]` and `dead purge ...`.
 pub(crate) async fn bulk(ops: &Ops, out: &Out, action: Action, a: BulkArgs) -> Result<(), Failure> {
     let topic = a.topic.as_str();
-    // (clap counts a flag's default as present, so its `requires` cannot say these.)
-    match (&a.id, a.all, &a.reason) {
-        (None, false, _) => {
-            return Err(Failure::Usage(format!(
-                "name a dead letter or pass --all: `postpone dead {} {topic} ID`",
-                action.verb()
-            )))
-        }
-        (Some(_), false, Some(_)) => {
-            return Err(Failure::Usage(
-                "--reason selects among all dead letters: pass it with --all".into(),
-            ))
-        }
-        _ => {}
-    }
     let filter = match &a.reason {
         Some(r) => DeadFilter::reason_contains(r.clone()),
         None => DeadFilter::all(),
