@@ -82,12 +82,17 @@ async fn keys_stay_in_the_topic_slot_and_finished_jobs_leave_nothing() {
         .collect();
     assert_eq!(hooks.len(), 1);
     s.dead_ack(T, &hooks).await.unwrap();
-    // What is left: the counters, and the records of claims, which expire with their lease.
-    let (claims, rest): (Vec<_>, Vec<_>) = server
+    // What is left: the counters, the per-minute history (bounded: one field per minute of the last
+    // 25 hours), and the records of claims, which expire with their lease.
+    let (claims, mut rest): (Vec<_>, Vec<_>) = server
         .keys()
         .into_iter()
         .partition(|k| k.starts_with(&format!("{prefix}claim:")));
-    assert_eq!(rest, vec![format!("{prefix}stats")]);
+    rest.sort();
+    assert_eq!(
+        rest,
+        vec![format!("{prefix}history"), format!("{prefix}stats")]
+    );
     for key in claims {
         let ttl = server.cli(&["PTTL", &key]).unwrap();
         assert!(

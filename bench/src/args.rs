@@ -14,10 +14,11 @@ pub(crate) enum Workload {
     Idle,
     EnqueueConcurrent,
     DrainIo,
+    Page,
 }
 
 impl Workload {
-    const ALL: [(&'static str, Workload); 9] = [
+    const ALL: [(&'static str, Workload); 10] = [
         ("enqueue", Workload::Enqueue),
         ("enqueue-bulk", Workload::EnqueueBulk),
         ("drain", Workload::Drain),
@@ -27,6 +28,7 @@ impl Workload {
         ("idle", Workload::Idle),
         ("enqueue-concurrent", Workload::EnqueueConcurrent),
         ("drain-io", Workload::DrainIo),
+        ("page", Workload::Page),
     ];
 
     fn parse(s: &str) -> Option<Self> {
@@ -46,6 +48,7 @@ impl Workload {
         match self {
             Workload::Delayed => 2_000,
             Workload::Memory => 100_000,
+            Workload::Page => 1_000_000,
             Workload::Idle => 0,
             Workload::EnqueueConcurrent | Workload::DrainIo => 64_000,
             _ => 50_000,

@@ -154,7 +154,8 @@ impl Ops {
         let (now_ms, counts, workers) =
             tokio::join!(store.now_ms(), store.counts(&stored_as), self.workers());
         let paused = counts?.paused;
-        JobDetail::new(&topic, id, stored, now_ms?, paused, &workers?).map(Some)
+        let node = store.node_of(&stored_as);
+        JobDetail::new(&topic, id, stored, now_ms?, paused, &workers?, node).map(Some)
     }
 
     /// Pauses a topic: see [`Topic::pause`].

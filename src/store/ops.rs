@@ -177,6 +177,13 @@ pub trait OpsStore: Send + Sync + std::fmt::Debug + 'static {
         limit: usize,
     ) -> Result<PrefixPage>;
 
+    /// Where a store topic lives, for operators (on a Redis Cluster: the master serving its slot,
+    /// `host:port`); `None` when there is only one place.
+    fn node_of(&self, topic: &str) -> Option<String> {
+        let _ = topic;
+        None
+    }
+
     /// The store topic's history for the last `minutes` minutes (the current one included, at most
     /// [`HISTORY_MINUTES`]), oldest first; minutes with nothing counted are left out.
     async fn history(&self, topic: &str, minutes: u32) -> Result<Vec<MinuteCounts>>;

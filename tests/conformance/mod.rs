@@ -14,6 +14,7 @@ pub(crate) mod deaths;
 pub(crate) mod growth;
 pub(crate) mod jobs;
 pub(crate) mod lifecycle;
+pub(crate) mod ops;
 pub(crate) mod partitions;
 pub(crate) mod retry;
 pub(crate) mod worker;
@@ -153,6 +154,13 @@ macro_rules! conformance_tests {
             deaths::a_panicking_sink_is_retried_and_other_deaths_still_flow,
             deaths::each_death_of_an_id_reaches_the_sink,
             growth::a_topic_grown_to_several_partitions_keeps_its_jobs,
+            ops::ops_registries_list_topics_and_live_workers,
+            ops::ops_pages_are_complete_and_stable_while_jobs_change,
+            ops::ops_search_by_id_prefix_finds_every_match,
+            ops::ops_job_detail_says_why_it_is_not_running,
+            ops::ops_pause_holds_across_workers_until_resumed,
+            ops::ops_dead_letters_requeue_and_purge_by_reason,
+            ops::ops_history_counts_each_minute,
         );
     };
     (@each $factory:path, $($module:ident :: $name:ident),* $(,)?) => {

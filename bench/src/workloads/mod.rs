@@ -6,6 +6,7 @@ mod drain;
 mod enqueue;
 mod idle;
 mod memory;
+mod page;
 
 use postpone::{Client, EnqueueStatus, Enqueued, TopicCounts};
 
@@ -35,6 +36,7 @@ pub(crate) async fn run(args: &Args) -> BoxResult<Report> {
         Workload::Delayed => delayed::run(args, &mut probe).await,
         Workload::Memory => memory::run(args, &mut probe).await,
         Workload::Idle => idle::run(args, &mut probe).await,
+        Workload::Page => page::run(args, &mut probe).await,
     }
 }
 

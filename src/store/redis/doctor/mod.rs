@@ -13,6 +13,7 @@ use super::RedisStore;
 use crate::error::{Error, Result};
 use crate::ops::Check;
 
+#[cfg(feature = "cluster")]
 mod cluster;
 
 /// A clock offset past this is worth a warning (ms).
@@ -35,7 +36,10 @@ impl RedisStore {
                 ));
                 Ok(checks)
             }
+            #[cfg(feature = "cluster")]
             Conns::Cluster(conn) => cluster::checks(conn).await,
+            #[cfg(not(feature = "cluster"))]
+            Conns::Cluster(conn) => match *conn {},
         }
     }
 }
