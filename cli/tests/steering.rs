@@ -305,3 +305,88 @@ async fn dead_letters_purged_one_and_all() {
     )
     .expect(3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_job_shows_its_worker_and_is_cancelled() {
+    use std::sync::Arc;
+    use tokio::sync::Notify;
+
+    let server = RedisServer::start();
+    let url = server.url();
+    let ns = "running";
+    let client = client(&server, ns).await;
+    let release = Arc::new(Notify::new());
+    let gate = release.clone();
+    let worker = postpone::Worker::builder(&client)
+        .handle(move |_: support::Report, _: postpone::JobContext| {
+            let gate = gate.clone();
+            async move {
+                gate.notified().await;
+                Ok::<(), postpone::JobError>(())
+            }
+        })
+        .build()
+        .unwrap();
+    let stop = worker.shutdown_handle();
+    let task = tokio::spawn(worker.run());
+    client
+        .enqueue(support::Report {
+            month: "2026-10".into(),
+        })
+        .id("report:2026-10")
+        .await
+        .unwrap();
+    let page = support::wait::eventually("the report to run", || async {
+        let page = postpone(
+            &url,
+            ns,
+            &["jobs", "cli.report", "--state", "running", "--json"],
+        )
+        .expect(0)
+        .json();
+        (!page["jobs"].as_array().unwrap().is_empty()).then_some(page)
+    })
+    .await;
+    let job = &page["jobs"][0];
+    assert_eq!(job["id"], "report:2026-10");
+    assert_eq!(job["state"], "running");
+    let worker_id = job["worker"]
+        .as_str()
+        .expect("the worker holding it")
+        .to_owned();
+    let workers = postpone(&url, ns, &["workers", "--json"]).expect(0).json();
+    assert_eq!(workers["workers"][0]["id"], worker_id.as_str());
+
+    let run = postpone(&url, ns, &["jobs", "cli.report", "--state", "running"]);
+    assert!(run.expect(0).stdout.contains(&worker_id), "{run:#?}");
+    let run = postpone(&url, ns, &["job", "cli.report", "report:2026-10"]);
+    run.expect(0);
+    assert!(run.stdout.contains("running, lease ends in"), "{run:#?}");
+    assert!(
+        run.stdout
+            .contains(&format!("leased to worker {worker_id}")),
+        "{run:#?}"
+    );
+    let detail = postpone(&url, ns, &["job", "cli.report", "report:2026-10", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(detail["state"], "running");
+    assert!(detail["lease_until"].is_string(), "{detail:#}");
+    assert_eq!(detail["worker"], worker_id.as_str());
+
+    // A running job cannot be moved, and cancelling it stops its retries.
+    let run = postpone(&url, ns, &["run-now", "cli.report", "report:2026-10"]);
+    assert!(run.expect(1).stderr.contains("is running"), "{run:#?}");
+    let cancelled = postpone(
+        &url,
+        ns,
+        &["cancel", "cli.report", "report:2026-10", "--json"],
+    )
+    .expect(0)
+    .json();
+    assert_eq!(cancelled["status"], "will_not_retry");
+
+    release.notify_waiters();
+    stop.shutdown();
+    task.await.unwrap().unwrap();
+}

@@ -96,6 +96,13 @@ pub struct Mail {
     pub fail: String,
 }
 
+/// A report that runs until the test lets it finish (to have a running job).
+#[derive(Debug, Serialize, Deserialize, Job)]
+#[job(topic = "cli.report")]
+pub struct Report {
+    pub month: String,
+}
+
 /// A client of `server` in `namespace`.
 pub async fn client(server: &RedisServer, namespace: &str) -> Client {
     Client::builder()
