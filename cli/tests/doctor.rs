@@ -90,8 +90,8 @@ fn a_server_without_persistence_is_warned_about() {
     );
 }
 
-#[test]
-fn a_cluster_is_checked_master_by_master() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_is_checked_master_by_master() {
     let cluster = support::redis_cluster::RedisCluster::start();
     let nodes = cluster.urls().join(",");
     let doctor = |json: bool| {
@@ -137,22 +137,36 @@ fn a_cluster_is_checked_master_by_master() {
         "{doc:#}"
     );
 
-    // The other commands work on a cluster too.
-    let mut cmd = support::command();
-    cmd.args([
-        "--cluster",
-        &nodes,
-        "--namespace",
-        "doctor",
-        "topics",
-        "--json",
-    ]);
-    let r = support::run(cmd);
-    assert_eq!(
-        (r.code, r.json()["topics"].clone()),
-        (0, serde_json::json!([])),
-        "{r:#?}"
-    );
+    // The other commands work on a cluster too, and say where a job lives.
+    let client = postpone::Client::builder()
+        .namespace("doctor")
+        .redis_cluster(&cluster.urls())
+        .await
+        .unwrap();
+    client
+        .enqueue(support::CloseOrder { order_id: 7 })
+        .id("order:7")
+        .after(std::time::Duration::from_secs(60))
+        .await
+        .unwrap();
+    let job = |json: bool| {
+        let mut cmd = support::command();
+        cmd.args(["--cluster", &nodes, "--namespace", "doctor"])
+            .args(["job", "cli.orders", "order:7"]);
+        if json {
+            cmd.arg("--json");
+        }
+        support::run(cmd)
+    };
+    let r = job(true);
+    assert_eq!(r.code, 0, "{r:#?}");
+    let node = r.json()["node"]
+        .as_str()
+        .expect("the master storing it")
+        .to_owned();
+    assert!(cluster.urls().iter().any(|u| u.ends_with(&node)), "{node}");
+    let r = job(false);
+    assert!(r.stdout.contains(&format!("node      {node}")), "{r:#?}");
 
     // A master that does not answer is bad.
     cluster.kill9(1);

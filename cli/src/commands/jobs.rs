@@ -180,6 +180,9 @@ fn print_detail(out: &Out, job: &JobDetail) {
             format!("{} of {}", job.partition, job.partitions),
         );
     }
+    if let Some(node) = &job.node {
+        line("node", node.clone());
+    }
     if job.stalls > 0 {
         line("stalls", job.stalls.to_string());
     }
