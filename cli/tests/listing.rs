@@ -36,6 +36,7 @@ async fn topics_stats_and_workers() {
     assert_eq!(orders["partitions"], 1);
     assert_eq!(orders["counts"]["scheduled"], 3);
     assert_eq!(orders["counts"]["paused"], false);
+    assert_eq!(orders["unreadable"], serde_json::json!([]));
     assert_eq!(
         find(&json["topics"], "name", "cli.mail")["counts"]["dead"],
         2

@@ -31,7 +31,40 @@ struct TopicStats {
     counts: TopicCounts,
     /// Per minute, averaged over `minutes`.
     rates: Rates,
-    unreadable: Vec<(u16, String)>,
+    unreadable: Vec<Unreadable>,
+}
+
+/// A partition that could not be read (a cluster master down), in `stats` and `topics`.
+#[derive(Debug, Serialize)]
+struct Unreadable {
+    partition: u16,
+    error: String,
+}
+
+fn unreadable(list: Vec<(u16, String)>) -> Vec<Unreadable> {
+    list.into_iter()
+        .map(|(partition, error)| Unreadable { partition, error })
+        .collect()
+}
+
+/// A topic in `topics --json`.
+#[derive(Debug, Serialize)]
+struct TopicDoc {
+    name: String,
+    partitions: u16,
+    counts: TopicCounts,
+    unreadable: Vec<Unreadable>,
+}
+
+impl From<TopicInfo> for TopicDoc {
+    fn from(t: TopicInfo) -> Self {
+        TopicDoc {
+            name: t.name,
+            partitions: t.partitions,
+            counts: t.counts,
+            unreadable: unreadable(t.unreadable),
+        }
+    }
 }
 
 /// `stats --json`.
@@ -72,7 +105,7 @@ async fn gather(ops: &Ops, minutes: u32) -> Result<Stats, Failure> {
             partitions: t.partitions,
             counts: t.counts,
             rates,
-            unreadable: t.unreadable,
+            unreadable: unreadable(t.unreadable),
         });
     }
     Ok(Stats {
@@ -148,7 +181,11 @@ fn print_stats(out: &Out, stats: &Stats, where_: &str, clear: &str) {
     Out::numeric(&mut table, &[2, 3, 4, 5, 6, 7, 8]);
     out.print_table(&table);
     for t in &stats.topics {
-        for (p, e) in &t.unreadable {
+        for Unreadable {
+            partition: p,
+            error: e,
+        } in &t.unreadable
+        {
             say!(
                 "{} partition {p} of {} could not be read: {e}",
                 out.warn("note:"),
@@ -197,11 +234,13 @@ pub(crate) async fn stats(
 pub(crate) async fn topics(ops: &Ops, out: &Out) -> Result<(), Failure> {
     #[derive(Serialize)]
     struct Doc {
-        topics: Vec<TopicInfo>,
+        topics: Vec<TopicDoc>,
     }
     let topics = ops.topics().await?;
     if out.json {
-        out.json(&Doc { topics });
+        out.json(&Doc {
+            topics: topics.into_iter().map(TopicDoc::from).collect(),
+        });
         return Ok(());
     }
     if topics.is_empty() {
