@@ -43,7 +43,10 @@ struct ErrorBody<'a> {
 }
 
 const CONNECT_HINT: &str = "is Redis running and reachable there? Pass --redis URL (or set \
-REDIS_URL), or for a cluster --cluster URL,... (REDIS_CLUSTER_NODES); `postpone doctor` checks the server";
+REDIS_URL), or for a cluster --cluster URL,... (REDIS_CLUSTER_NODES)";
+
+const AUTH_HINT: &str = "Redis wants a password, or another one: put it in the URL, \
+redis://:PASSWORD@host:port (or redis://USER:PASSWORD@host:port with ACL users)";
 
 impl Failure {
     /// 0 ok, 1 failure, 2 usage, 3 not found.
@@ -94,7 +97,13 @@ impl Failure {
 
     fn hint(&self) -> Option<&'static str> {
         match self {
-            Failure::Lib(postpone::Error::Connect { .. }) => Some(CONNECT_HINT),
+            Failure::Lib(e @ postpone::Error::Connect { .. }) => {
+                let text = e.report().to_string();
+                let auth = ["NOAUTH", "WRONGPASS", "uthentication"]
+                    .iter()
+                    .any(|w| text.contains(w));
+                Some(if auth { AUTH_HINT } else { CONNECT_HINT })
+            }
             Failure::Lib(postpone::Error::Backend { .. }) => {
                 Some("Redis stopped answering: check that it is up, then try again")
             }

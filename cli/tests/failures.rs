@@ -137,6 +137,7 @@ fn a_wrong_password_is_refused_without_showing_it() {
     let wrong = format!("redis://:wrong-pass-17@127.0.0.1:{port}");
     let r = postpone(&wrong, "auth", &["topics"]);
     assert_eq!(r.code, 1, "{r:#?}");
+    assert!(r.stderr.contains("hint: Redis wants a password"), "{r:#?}");
     assert!(!format!("{r:?}").contains("wrong-pass-17"), "{r:#?}");
     let right = format!("redis://:right-pass-42@127.0.0.1:{port}");
     for args in [
