@@ -134,6 +134,17 @@ async fn cancel_reschedule_run_now_pause_resume() {
         run.expect(0).stdout.contains("resumed topic cli.orders"),
         "{run:#?}"
     );
+    let run = postpone(&url, ns, &["pause", "cli.orders"]);
+    assert!(
+        run.expect(0)
+            .stdout
+            .contains("paused topic cli.orders: no worker claims"),
+        "{run:#?}"
+    );
+    let resumed = postpone(&url, ns, &["resume", "cli.orders", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(resumed["paused"], false);
     let topics = postpone(&url, ns, &["topics", "--json"]).expect(0).json();
     assert_eq!(
         find(&topics["topics"], "name", "cli.orders")["counts"]["paused"],
