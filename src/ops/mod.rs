@@ -199,14 +199,7 @@ impl Ops {
     ) -> Result<BulkOutcome> {
         let topic = self.topic(topic).await?;
         match id {
-            Some(id) => {
-                topic.requeue_dead(id).await?;
-                Ok(BulkOutcome {
-                    matched: 1,
-                    done: 1,
-                    skipped: 0,
-                })
-            }
+            Some(id) => topic.requeue_dead(id).await.map(|()| BulkOutcome::one()),
             None => topic.requeue_dead_where(filter, progress).await,
         }
     }
@@ -222,14 +215,7 @@ impl Ops {
     ) -> Result<BulkOutcome> {
         let topic = self.topic(topic).await?;
         match id {
-            Some(id) => {
-                topic.purge_dead(id).await?;
-                Ok(BulkOutcome {
-                    matched: 1,
-                    done: 1,
-                    skipped: 0,
-                })
-            }
+            Some(id) => topic.purge_dead(id).await.map(|()| BulkOutcome::one()),
             None => topic.purge_dead_where(filter, progress).await,
         }
     }
