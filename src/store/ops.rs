@@ -134,7 +134,7 @@ pub struct MinuteCounts {
 /// How many minutes of history a store keeps (25 hours: at least the last 24 hours are complete).
 pub const HISTORY_MINUTES: i64 = 1500;
 
-/// The registries, listings, pause and history: see the [module](self).
+/// The registries, listings, pause and history: what operators need (see the module docs).
 #[async_trait]
 pub trait OpsStore: Send + Sync + std::fmt::Debug + 'static {
     /// Records that `topic` (a topic's name, not a partition's) exists with `partitions` partitions.
