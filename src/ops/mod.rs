@@ -38,6 +38,7 @@
 //!   [`Ops::remove_schedule`].
 
 mod control;
+mod doctor;
 mod inspect;
 mod listing;
 mod periodic;
@@ -48,6 +49,7 @@ use futures_util::future::join_all;
 use serde::Serialize;
 
 pub use self::control::{BulkOutcome, DeadFilter};
+pub use self::doctor::{Check, Level};
 pub use self::inspect::{human_duration, JobDetail};
 pub use self::listing::{Cursor, JobPage, JobQuery, JobSummary, MAX_PAGE};
 pub use self::workers::{WorkerInfo, WorkerTopic};
