@@ -124,6 +124,9 @@ pub(crate) enum Command {
     Dead(DeadCommand),
     /// Check Redis for what puts jobs at risk: version, eviction, persistence, clock, cluster
     Doctor,
+    /// Periodic schedules: list, run one now
+    #[command(subcommand)]
+    Periodic(PeriodicCommand),
 }
 
 /// Which jobs a listing walks.
@@ -202,6 +205,25 @@ pub(crate) enum DeadCommand {
     Requeue(BulkArgs),
     /// Delete dead letters for good: one id (every death of it), or --all
     Purge(BulkArgs),
+}
+
+/// `periodic ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum PeriodicCommand {
+    /// List periodic schedules (every registered topic's, or one topic's): expression, zone, next and
+    /// last tick, policies
+    Ls {
+        /// Only this topic's
+        topic: Option<String>,
+    },
+    /// Run a periodic schedule now (a worker running it enqueues a job for the current time)
+    Trigger {
+        /// The schedule's name
+        name: String,
+        /// Its topic (needed only when several topics have a schedule of that name)
+        #[arg(long)]
+        topic: Option<String>,
+    },
 }
 
 /// `dead requeue` and `dead purge`.

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
 
-use crate::args::{Cli, Command, DeadCommand};
+use crate::args::{Cli, Command, DeadCommand, PeriodicCommand};
 use crate::connect::Target;
 use crate::failure::Failure;
 use crate::output::Out;
@@ -65,7 +65,7 @@ async fn run(cli: Cli, target: &Target, out: &mut Out) -> Result<(), Failure> {
     let ops = client.ops();
     out.now_ms = now_ms(&ops).await;
     let where_ = format!("namespace {} on {}", cli.namespace, target.shown());
-    use commands::{control, dead, doctor, jobs, overview};
+    use commands::{control, dead, doctor, jobs, overview, periodic};
     match cli.command {
         Command::Stats {
             watch,
@@ -92,5 +92,11 @@ async fn run(cli: Cli, target: &Target, out: &mut Out) -> Result<(), Failure> {
         }
         Command::Dead(DeadCommand::Purge(a)) => dead::bulk(&ops, out, dead::Action::Purge, a).await,
         Command::Doctor => doctor::doctor(&ops, out, &where_).await,
+        Command::Periodic(PeriodicCommand::Ls { topic }) => {
+            periodic::ls(&ops, out, topic.as_deref()).await
+        }
+        Command::Periodic(PeriodicCommand::Trigger { name, topic }) => {
+            periodic::trigger(&ops, out, &name, topic.as_deref()).await
+        }
     }
 }

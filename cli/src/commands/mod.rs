@@ -5,3 +5,4 @@ pub(crate) mod dead;
 pub(crate) mod doctor;
 pub(crate) mod jobs;
 pub(crate) mod overview;
+pub(crate) mod periodic;
