@@ -66,6 +66,9 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     let mut tasks = Tasks::default();
     let mut topics = HashMap::new();
     let mut declared = Vec::new();
+    // Started once the worker is in the registry of workers, so that every lease it takes names a
+    // worker operators can see.
+    let mut claim_loops = Vec::new();
     for handler in builder.handlers {
         let name = handler.topic();
         let partitions = handler.partitions();
@@ -103,8 +106,7 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
             tasks.background.push(tokio::spawn(heartbeat));
             let pump = dead_letter_pump::pump(sh.clone(), st.clone(), stop.clone());
             tasks.background.push(tokio::spawn(pump));
-            let claim_loop = claim_loop::claim_loop(sh.clone(), st.clone());
-            tasks.claim_loops.push(tokio::spawn(claim_loop));
+            claim_loops.push(claim_loop::claim_loop(sh.clone(), st.clone()));
             topics.insert(served.stored_as.clone(), served);
         }
     }
@@ -145,6 +147,9 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     tasks
         .background
         .push(tokio::spawn(presence::beat(shared.clone(), beat)));
+    tasks
+        .claim_loops
+        .extend(claim_loops.into_iter().map(tokio::spawn));
     let mut names: Vec<_> = topics.keys().collect();
     names.sort();
     tracing::info!(backend = store.backend_name(), worker = %id, topics = ?names, concurrency = shared.config.concurrency, "worker started");
