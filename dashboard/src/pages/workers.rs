@@ -1,0 +1,64 @@
+//! The live workers, from their heartbeats.
+
+use askama::Template;
+use axum::extract::{OriginalUri, Query, State};
+use axum::http::Uri;
+use axum::response::Response;
+use postpone::ops::{PageState, WorkerInfo};
+
+use crate::links;
+use crate::view::{render, Chrome, ErrorPage, Flash, Time};
+
+/// A worker's row.
+#[derive(Debug)]
+pub(crate) struct Row {
+    pub(crate) info: WorkerInfo,
+    pub(crate) started: Time,
+    pub(crate) beat: Time,
+    pub(crate) expires: Time,
+    /// Topics served: name, link, lease as text.
+    pub(crate) topics: Vec<(String, String, String)>,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "workers.html")]
+pub(crate) struct WorkersPage {
+    pub(crate) chrome: Chrome,
+    pub(crate) rows: Vec<Row>,
+}
+
+pub(crate) async fn page(
+    State(shared): State<crate::State>,
+    original: OriginalUri,
+    uri: Uri,
+    Query(flash): Query<Flash>,
+) -> Response {
+    let chrome = Chrome::new(&shared, &original, &uri, flash, "workers", "Workers".into());
+    let workers = match shared.ops.workers().await {
+        Ok(w) => w,
+        Err(e) => return ErrorPage::ops(chrome, e),
+    };
+    let rows = workers
+        .into_iter()
+        .map(|info| Row {
+            started: Time::of(info.started_at),
+            beat: Time::of(info.last_beat),
+            expires: Time::of(info.expires_at),
+            topics: info
+                .topics
+                .iter()
+                .map(|t| {
+                    let lease =
+                        postpone::ops::human_duration(std::time::Duration::from_millis(t.lease_ms));
+                    (
+                        t.name.clone(),
+                        links::topic(&t.name, PageState::Running),
+                        lease,
+                    )
+                })
+                .collect(),
+            info,
+        })
+        .collect();
+    render(&WorkersPage { chrome, rows })
+}
