@@ -45,7 +45,9 @@
       if (typeof value === "boolean") {
         el.hidden = !value;
       } else if (el.textContent !== String(value)) {
+        var first = el.textContent === "…";
         el.textContent = String(value);
+        if (first) continue;
         el.classList.remove("changed");
         void el.offsetWidth;
         el.classList.add("changed");

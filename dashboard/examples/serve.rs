@@ -6,7 +6,7 @@
 //! ADDR=127.0.0.1:8080 READ_ONLY=1 cargo run -p postpone-dashboard --example serve
 //! ```
 //!
-//! Then open http://127.0.0.1:3000/jobs/. Demo topics: `orders.close` (timers over the next hours),
+//! Then open http://127.0.0.1:3000/jobs. Demo topics: `orders.close` (timers over the next hours),
 //! `webhooks.deliver` (a partner that fails now and then, so jobs retry and some die), `mail.send`
 //! (quick jobs, enqueued continuously so the charts move). One job's payload and id hold
 //! `<script>alert(1)</script>`: it shows as text.
@@ -129,11 +129,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dashboard = Dashboard::new(client).read_only(read_only);
     // An application would add its own auth layer here.
     let app = Router::new()
-        .route("/", get(|| async { Redirect::to("/jobs/") }))
+        .route("/", get(|| async { Redirect::to("/jobs") }))
+        // axum serves a router nested at /jobs at /jobs, not /jobs/: send the latter to the former.
+        .route("/jobs/", get(|| async { Redirect::permanent("/jobs") }))
         .nest("/jobs", dashboard.router());
     let addr = std::env::var("ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
-    println!("dashboard: http://{}/jobs/", listener.local_addr()?);
+    println!("dashboard: http://{}/jobs", listener.local_addr()?);
     axum::serve(listener, app).await?;
     Ok(())
 }
