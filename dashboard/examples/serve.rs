@@ -113,14 +113,29 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .handle(send_mail)
         .build()?;
     tokio::spawn(worker.run());
-    let mail = client.clone();
+    // Traffic, so that the charts move: a mail every few hundred ms, a webhook every second or so.
+    let traffic = client.clone();
     tokio::spawn(async move {
         for n in 0u64.. {
-            let _ = mail
+            let _ = traffic
                 .enqueue(SendMail {
                     to: format!("user{n}@example.com"),
                 })
                 .await;
+            if n % 4 == 0 {
+                let event = if n % 3 == 0 {
+                    "refund.created"
+                } else {
+                    "order.paid"
+                };
+                let _ = traffic
+                    .enqueue(Deliver {
+                        url: format!("https://partner-{}.example/hooks", n % 4),
+                        event: event.into(),
+                    })
+                    .id(format!("hook/live-{n}"))
+                    .await;
+            }
             tokio::time::sleep(Duration::from_millis(200 + n % 7 * 100)).await;
         }
     });
