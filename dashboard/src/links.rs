@@ -66,6 +66,14 @@ pub(crate) fn job(topic: &str, id: &str) -> String {
     format!("job?topic={}&id={}", encode(topic), encode(id))
 }
 
+/// A dead letter's page: the job's page, naming which death the link meant.
+pub(crate) fn dead_letter(topic: &str, id: &str, death: Option<u64>) -> String {
+    match death {
+        Some(d) => format!("{}&death={d}", job(topic, id)),
+        None => job(topic, id),
+    }
+}
+
 /// A topic's dead letters grouped by error.
 pub(crate) fn dead(topic: &str) -> String {
     format!("dead?topic={}", encode(topic))

@@ -95,7 +95,7 @@ pub(crate) fn group(topic: &str, dead: Vec<JobSummary>) -> Vec<Group> {
                 members: members
                     .into_iter()
                     .map(|m| Member {
-                        link: links::job(topic, &m.id),
+                        link: links::dead_letter(topic, &m.id, m.death),
                         died: Time::of(m.at),
                         reason: m.reason.unwrap_or_default(),
                         id: m.id,

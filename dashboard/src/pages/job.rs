@@ -16,6 +16,8 @@ use crate::view::{render, Chrome, ErrorPage, Flash, Time};
 pub(crate) struct Params {
     topic: String,
     id: String,
+    /// The death a dead letter's link meant.
+    death: Option<u64>,
 }
 
 #[derive(Debug, Template)]
@@ -36,6 +38,10 @@ pub(crate) struct JobPage {
     pub(crate) list_link: String,
     pub(crate) groups_link: String,
     pub(crate) here: String,
+    /// The page without a death: where a requeue goes back to.
+    pub(crate) live_link: String,
+    /// When the link meant a death other than the one shown: what happened to it.
+    pub(crate) other_death: Option<String>,
 }
 
 pub(crate) async fn page(
@@ -66,6 +72,17 @@ pub(crate) async fn page(
         return ErrorPage::response(chrome, StatusCode::NOT_FOUND, message);
     };
     let now = chrono::DateTime::from_timestamp_millis(now).unwrap_or_default();
+    // The operations API shows an id's live job, else its newest death: say so when the link meant
+    // another death.
+    let other_death = p.death.filter(|d| job.death != Some(*d)).map(|d| match job.death {
+        Some(shown) => format!(
+            "The link was to death #{d} of this id; this is its newest dead letter, death #{shown} \
+             (older deaths are listed on the topic's dead tab)."
+        ),
+        None => format!(
+            "The link was to death #{d} of this id, which is now a live job again: this is the live job."
+        ),
+    });
     let (state, list_state, at, at_label, reason) = match &job.state {
         JobState::Scheduled { due_at } => (
             "scheduled",
@@ -97,7 +114,9 @@ pub(crate) async fn page(
         topic_link: links::topic(&job.topic, PageState::Scheduled),
         list_link: links::topic(&job.topic, list_state),
         groups_link: links::dead(&job.topic),
-        here: links::job(&job.topic, &job.id),
+        here: links::dead_letter(&job.topic, &job.id, job.death),
+        other_death,
+        live_link: links::job(&job.topic, &job.id),
         state,
         at,
         at_label,

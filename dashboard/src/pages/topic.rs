@@ -71,7 +71,7 @@ fn row(topic: &str, j: JobSummary) -> Row {
         payload = payload.chars().take(119).chain(['…']).collect();
     }
     Row {
-        link: links::job(topic, &j.id),
+        link: links::dead_letter(topic, &j.id, j.death),
         at: Time::of(j.at),
         attempt: j.attempt,
         enqueued_at: j.enqueued_at.map(Time::of),
