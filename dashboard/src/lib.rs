@@ -67,6 +67,7 @@ pub(crate) struct Shared {
     pub(crate) ops: Ops,
     pub(crate) read_only: bool,
     pub(crate) csrf: csrf::Csrf,
+    pub(crate) live: live::Live,
 }
 
 pub(crate) type State = Arc<Shared>;
@@ -102,6 +103,7 @@ impl Dashboard {
             ops: self.ops,
             read_only: self.read_only,
             csrf: csrf::Csrf::new(),
+            live: live::Live::new(),
         });
         let actions = Router::new()
             .route("/action/{name}", post(actions::act))

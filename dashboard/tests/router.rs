@@ -129,3 +129,31 @@ async fn serve_refuses_a_public_address_without_a_token() {
     assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
     assert!(err.to_string().contains("with_token"), "{err}");
 }
+
+#[tokio::test]
+async fn events_send_the_figures_to_every_page_that_watches() {
+    use futures_util::StreamExt;
+    let app = Dashboard::new(client().await).router();
+    let mut streams = Vec::new();
+    for _ in 0..2 {
+        let response = app.clone().oneshot(get("/events")).await.unwrap();
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "text/event-stream"
+        );
+        streams.push(response.into_body().into_data_stream());
+    }
+    for stream in &mut streams {
+        let first = tokio::time::timeout(Duration::from_secs(10), stream.next())
+            .await
+            .expect("figures within 10 s")
+            .expect("an event")
+            .unwrap();
+        let text = String::from_utf8_lossy(&first).into_owned();
+        assert!(text.starts_with("event: figures\ndata: {"), "{text}");
+        assert!(
+            text.contains("\"orders.close\":{\"scheduled\":1,"),
+            "{text}"
+        );
+    }
+}
