@@ -1,6 +1,8 @@
 // postpone dashboard: the only script. Vendored, no build step.
 // - <time datetime> elements: absolute time in the browser's zone plus a relative one ("in 4m", "3h ago").
 // - Live figures: server-sent events from `events` fill the elements marked data-live (textContent only).
+// - Parts of a page marked data-part are fetched again and swapped in (the overview's charts every 30 s,
+//   and its table at once when a topic appears), without reloading the page.
 // - Forms with data-confirm ask first.
 (function () {
   "use strict";
@@ -55,6 +57,33 @@
     }
   }
 
+  var refreshing = false;
+
+  function refreshParts() {
+    if (refreshing || !document.querySelector("[data-part]")) return;
+    refreshing = true;
+    fetch(location.href, { headers: { Accept: "text/html" }, credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
+      .then(function (html) {
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        var parts = document.querySelectorAll("[data-part]");
+        for (var i = 0; i < parts.length; i++) {
+          var name = parts[i].getAttribute("data-part");
+          var fresh = doc.querySelector('[data-part="' + name + '"]');
+          if (fresh) parts[i].replaceWith(document.importNode(fresh, true));
+        }
+        formatTimes();
+      })
+      .catch(function () {})
+      .then(function () { refreshing = false; });
+  }
+
+  function knownTopic(name) {
+    var els = document.querySelectorAll("[data-part] [data-topic]");
+    for (var i = 0; i < els.length; i++) if (els[i].getAttribute("data-topic") === name) return true;
+    return false;
+  }
+
   function connect() {
     var status = document.getElementById("live");
     if (!window.EventSource) return;
@@ -72,6 +101,11 @@
     source.addEventListener("figures", function (e) {
       var f = JSON.parse(e.data);
       setLive("workers", null, f.workers);
+      if (document.querySelector('[data-part="topics"]')) {
+        for (var topic in f.topics) {
+          if (Object.prototype.hasOwnProperty.call(f.topics, topic) && !knownTopic(topic)) { refreshParts(); break; }
+        }
+      }
       for (var name in f.topics) {
         if (!Object.prototype.hasOwnProperty.call(f.topics, name)) continue;
         var t = f.topics[name];
@@ -93,6 +127,7 @@
   function start() {
     formatTimes();
     setInterval(formatTimes, 5000);
+    setInterval(refreshParts, 30000);
     confirmations();
     connect();
   }

@@ -141,6 +141,21 @@ async fn overview_counts_change_live_when_jobs_are_enqueued() {
         ),
     )
     .await;
+    // A topic that was not there appears, still without a reload.
+    h.client
+        .enqueue(Counted { n: 1 })
+        .id("c:1")
+        .after(Duration::from_secs(3600))
+        .await
+        .unwrap();
+    h.wait_for(
+        "the new topic's row",
+        &format!(
+            "document.querySelector('{}') !== null",
+            live("scheduled", "pause.jobs").replace('\'', "\\'")
+        ),
+    )
+    .await;
     assert_eq!(
         h.js("return window.__sameDocument === true").await,
         true,
