@@ -1,4 +1,4 @@
-//! A web dashboard for [postpone](postpone): an axum [`Router`] that an application mounts under a
+//! A web dashboard for [postpone]: an axum [`Router`] that an application mounts under a
 //! path of its choice, behind its own auth.
 //!
 //! ```no_run
