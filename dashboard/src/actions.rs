@@ -138,6 +138,23 @@ async fn run(ops: &Ops, name: &str, f: &ActionForm) -> Result<String, String> {
                 .map_err(report)?;
             format!("dead letters of {id} purged")
         }
+        "requeue-all" => {
+            let outcome = ops
+                .requeue_dead(topic, None, &DeadFilter::all(), |_| {})
+                .await
+                .map_err(report)?;
+            format!(
+                "requeued {} dead letter(s) of {topic} ({} skipped: a live job has the id)",
+                outcome.done, outcome.skipped
+            )
+        }
+        "purge-all" => {
+            let outcome = ops
+                .purge_dead(topic, None, &DeadFilter::all(), |_| {})
+                .await
+                .map_err(report)?;
+            format!("purged {} dead letter(s) of {topic}", outcome.done)
+        }
         "requeue-group" | "purge-group" => {
             let group = need(&f.group, "group")?;
             bulk(ops, topic, group, name == "requeue-group")

@@ -274,6 +274,29 @@ async fn a_dead_letter_is_requeued_by_its_button_and_runs() {
     })
     .await;
     assert_eq!(counts(&h, "flaky.hooks").await.dead, 0);
+
+    // Both again, then all of the topic's dead letters at once from its dead tab.
+    flags.fail.store(true, Ordering::SeqCst);
+    for (id, seconds) in ids.iter().zip([31, 30]) {
+        h.client.enqueue(Hook { seconds }).id(*id).await.unwrap();
+    }
+    h.until("both to die again", || async {
+        counts(&h, "flaky.hooks").await.dead == 2
+    })
+    .await;
+    flags.fail.store(false, Ordering::SeqCst);
+    h.goto("topic?name=flaky.hooks&state=dead").await;
+    assert_eq!(h.count("table.jobs tbody tr").await, 2);
+    h.click("#requeue-all").await;
+    assert!(h.alert_open().await, "requeue all did not ask");
+    h.browser().accept_alert().await.unwrap();
+    h.wait_for(
+        "the requeue's message",
+        "document.querySelector('.flash') && document.querySelector('.flash').textContent.includes('requeued 2')",
+    )
+    .await;
+    h.until("both to run", || async { ran.load(Ordering::SeqCst) == 4 })
+        .await;
     shutdown.shutdown();
     h.finish().await;
 }
@@ -291,11 +314,12 @@ async fn read_only_shows_no_buttons_and_refuses_a_forged_post() {
         "",
         "topic?name=live.timers",
         "job?topic=live.timers&id=timer%3A1",
+        "topic?name=live.timers&state=dead",
         "dead?topic=live.timers",
     ] {
         h.goto(page).await;
         assert_eq!(h.count("form[method=post]").await, 0, "{page}");
-        let actions = "#pause, #resume, #run-now, #reschedule, #cancel, #requeue, #purge, .requeue-group, .purge-group";
+        let actions = "#pause, #resume, #run-now, #reschedule, #cancel, #requeue, #purge, #requeue-all, #purge-all, .requeue-group, .purge-group";
         assert_eq!(h.count(actions).await, 0, "{page}");
         assert_eq!(h.count("input[name=csrf]").await, 0, "{page}");
     }
