@@ -83,7 +83,7 @@ pub(crate) fn dead(topic: &str) -> String {
 /// another site, never a `javascript:` URL).
 pub(crate) fn is_own_page(url: &str) -> bool {
     let path = url.split('?').next().unwrap_or("");
-    matches!(path, "topic" | "job" | "dead" | "workers")
+    matches!(path, "topic" | "job" | "dead" | "workers") && !url.chars().any(char::is_control)
 }
 
 #[cfg(test)]
@@ -100,5 +100,6 @@ mod tests {
         assert!(!is_own_page("https://evil.example/"));
         assert!(!is_own_page("//evil.example/job"));
         assert!(!is_own_page("javascript:alert(1)"));
+        assert!(!is_own_page("job?a\r\nSet-Cookie: x=1"));
     }
 }
