@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::extract::{Form, OriginalUri, Path, Request, State};
 use axum::http::Uri;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures_util::future::join_all;
@@ -19,13 +19,13 @@ use crate::links;
 /// Dead letters of a group handled at once.
 const CONCURRENCY: usize = 32;
 
-/// Refuses every action of a read-only dashboard, whatever its body: 403.
+/// Refuses every request of a read-only dashboard but GET and HEAD, whatever its path or body: 403.
 pub(crate) async fn guard(
     State(shared): State<crate::State>,
     req: Request,
     next: Next,
 ) -> Response {
-    if shared.read_only {
+    if shared.read_only && !matches!(*req.method(), Method::GET | Method::HEAD) {
         return (
             StatusCode::FORBIDDEN,
             "this dashboard is read-only: actions are refused\n",

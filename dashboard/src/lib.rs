@@ -105,12 +105,6 @@ impl Dashboard {
             csrf: csrf::Csrf::new(),
             live: live::Live::new(),
         });
-        let actions = Router::new()
-            .route("/action/{name}", post(actions::act))
-            .route_layer(axum::middleware::from_fn_with_state(
-                shared.clone(),
-                actions::guard,
-            ));
         let router = Router::new()
             .route("/", get(pages::overview::page))
             .route("/topic", get(pages::topic::page))
@@ -120,7 +114,11 @@ impl Dashboard {
             .route("/events", get(live::events))
             .route("/assets/dashboard.js", get(view::script))
             .route("/assets/dashboard.css", get(view::stylesheet))
-            .merge(actions)
+            .route("/action/{name}", post(actions::act))
+            .layer(axum::middleware::from_fn_with_state(
+                shared.clone(),
+                actions::guard,
+            ))
             .with_state(shared);
         match self.token {
             Some(token) => router.layer(axum::middleware::from_fn_with_state(

@@ -70,12 +70,22 @@ async fn a_token_is_asked_for_and_accepted_as_basic_or_bearer() {
 async fn read_only_refuses_any_post_whatever_its_body() {
     let client = client().await;
     let app = Dashboard::new(client.clone()).read_only(true).router();
-    for body in ["topic=orders.close", "", "%%%garbage"] {
-        let req = Request::post("/action/pause")
+    for (path, body) in [
+        ("/action/pause", "topic=orders.close"),
+        ("/action/pause", ""),
+        ("/action/cancel", "%%%garbage"),
+        ("/topic?name=orders.close", "topic=orders.close"),
+        ("/no/such/page", ""),
+    ] {
+        let req = Request::post(path)
             .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
             .body(Body::from(body))
             .unwrap();
-        assert_eq!(send(&app, req).await.0, StatusCode::FORBIDDEN, "{body:?}");
+        assert_eq!(
+            send(&app, req).await.0,
+            StatusCode::FORBIDDEN,
+            "{path} {body:?}"
+        );
     }
     assert!(!client.topic::<CloseOrder>().counts().await.unwrap().paused);
 }
