@@ -53,6 +53,9 @@
 //!   [`Client::reschedule`], and per-topic inspection and dead letters through [`Topic`].
 //! - [`Worker`]: handlers ([`Handler`], [`JobHandler`]), [`JobContext`], [`JobError`], limits, leases,
 //!   shutdown; [`DeadLetterSink`]: where dead jobs go (implement it with [`macro@async_trait`]).
+//! - [`ops`]: the operations API ([`Client::ops`]): topics and live workers, jobs by state paged by
+//!   cursor, one job with why it is not running, pause and resume, run now, dead letters in bulk,
+//!   per-minute history; what the `postpone` command and the dashboard are built on.
 //! - [`store`]: the backend seam, with the [`store::redis`] (one Redis or a Redis Cluster) and
 //!   [`store::memory`] backends; [`partition_of`]: where a job of a partitioned topic is stored.
 //! - [`guide`]: longer guides, such as [testing your handlers](guide::testing).

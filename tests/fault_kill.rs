@@ -112,3 +112,48 @@ async fn a_crash_between_success_and_ack_runs_the_job_again_and_acks_it_once() {
     // At least once: the work was done but not acknowledged, so it ran again.
     assert!(report.done_more_than_once > 0, "{report}");
 }
+
+/// The registry of live workers (the operations API): a worker process killed with SIGKILL cannot say
+/// goodbye; its entry expires a few heartbeats later (three beats of a third of the lease), and the
+/// live one stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_worker_leaves_the_registry_within_a_few_heartbeats() {
+    let _serial = fault::serial().await;
+    let mut rig = Rig::start("registry", RedisServer::builder()).await;
+    let spec = Spec::new(LEASE_MS, 2);
+    rig.spawn_ready(2, &spec).await;
+    let ops = rig.client.ops();
+    let pids = |workers: &[postpone::ops::WorkerInfo]| {
+        let mut p: Vec<u32> = workers.iter().map(|w| w.pid).collect();
+        p.sort();
+        p
+    };
+    let mut both = vec![rig.procs[0].pid, rig.procs[1].pid];
+    both.sort();
+    support::wait::eventually("both workers in the registry", || {
+        let ops = ops.clone();
+        let both = both.clone();
+        async move { (pids(&ops.workers().await.unwrap()) == both).then_some(()) }
+    })
+    .await;
+    let killed = rig.procs[0].pid;
+    rig.kill9(0);
+    let start = Instant::now();
+    support::wait::eventually("the killed worker to expire", || {
+        let ops = ops.clone();
+        async move {
+            let live = ops.workers().await.unwrap();
+            (!pids(&live).contains(&killed)).then_some(())
+        }
+    })
+    .await;
+    let gone_after = start.elapsed();
+    // Three beats of a third of the lease: about one lease (400 ms); beats are at least 100 ms apart.
+    assert!(
+        gone_after < Duration::from_millis(3 * LEASE_MS),
+        "expired after {gone_after:?}"
+    );
+    let live = ops.workers().await.unwrap();
+    assert_eq!(pids(&live), vec![rig.procs[1].pid], "the live worker stays");
+    println!("a killed worker left the registry {gone_after:?} after SIGKILL");
+}

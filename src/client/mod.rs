@@ -120,13 +120,14 @@ impl Client {
     }
 
     /// A client on a Redis Cluster, from seed node URLs, in the default namespace: see
-    /// [`ClientBuilder::redis_cluster`].
+    /// [`ClientBuilder::redis_cluster`]. Needs the `cluster` feature (off by default); without it this
+    /// fails with [`Error::InvalidConfig`](crate::Error::InvalidConfig) naming the feature.
     pub async fn connect_cluster<S: AsRef<str>>(nodes: &[S]) -> Result<Self> {
         Self::builder().redis_cluster(nodes).await
     }
 
     /// From the environment: a Redis Cluster when `REDIS_CLUSTER_NODES` is set (seed URLs separated by
-    /// commas, e.g. `redis://127.0.0.1:7000,redis://127.0.0.1:7001`), else Redis when `REDIS_URL` is
+    /// commas, e.g. `redis://127.0.0.1:7000,redis://127.0.0.1:7001`; the `cluster` feature), else Redis when `REDIS_URL` is
     /// set, else in memory. The namespace comes from `POSTPONE_NAMESPACE` when set.
     /// In memory, the namespace plays no part: each in-memory store is a world of its own.
     pub async fn from_env() -> Result<Self> {

@@ -53,6 +53,8 @@ pub struct JobDetail {
     pub worker: Option<String>,
     /// Whether its topic is paused.
     pub paused: bool,
+    /// Where it is stored, on a Redis Cluster: the master serving its partition (`host:port`).
+    pub node: Option<String>,
     /// Why it is not running (or what it is doing), in a sentence.
     pub why: String,
 }
@@ -90,6 +92,7 @@ struct Facts<'a> {
     now_ms: i64,
     paused: bool,
     workers: &'a [WorkerInfo],
+    node: Option<&'a str>,
 }
 
 impl Facts<'_> {
@@ -111,11 +114,18 @@ impl Facts<'_> {
 
     fn where_stored(&self) -> String {
         let n = self.topic.partitions();
+        let on = self
+            .node
+            .map(|n| format!(" on node {n}"))
+            .unwrap_or_default();
         if n <= 1 {
-            return String::new();
+            return match on.is_empty() {
+                true => String::new(),
+                false => format!(" [stored{on}]"),
+            };
         }
         let p = partition_of(self.id, n);
-        format!(" [partition {p} of {n}]")
+        format!(" [partition {p} of {n}{on}]")
     }
 
     fn why(&self) -> String {
@@ -135,7 +145,11 @@ impl Facts<'_> {
                         }
                     )
                 } else if due > now {
-                    format!("due in {} ({when}, by the Redis clock)", span(now, due))
+                    let clock = match self.topic.store().backend_name() {
+                        b if b.starts_with("redis") => "the Redis clock",
+                        _ => "the store's clock",
+                    };
+                    format!("due in {} ({when}, by {clock})", span(now, due))
                 } else {
                     let n = self.serving().count();
                     match n {
@@ -197,6 +211,7 @@ impl JobDetail {
         now_ms: i64,
         paused: bool,
         workers: &[WorkerInfo],
+        node: Option<String>,
     ) -> Result<JobDetail> {
         let record = topic.decode(id, &stored.record)?;
         let why = Facts {
@@ -206,6 +221,7 @@ impl JobDetail {
             now_ms,
             paused,
             workers,
+            node: node.as_deref(),
         }
         .why();
         let retry_ms = retry_of(&record, topic.name(), workers);
@@ -257,6 +273,7 @@ impl JobDetail {
             stalls: stored.stalls,
             worker: stored.holder.map(worker_id),
             paused,
+            node,
             why,
         })
     }

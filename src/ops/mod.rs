@@ -152,7 +152,8 @@ impl Ops {
         let (now_ms, counts, workers) =
             tokio::join!(store.now_ms(), store.counts(&stored_as), self.workers());
         let paused = counts?.paused;
-        JobDetail::new(&topic, id, stored, now_ms?, paused, &workers?).map(Some)
+        let node = store.node_of(&stored_as);
+        JobDetail::new(&topic, id, stored, now_ms?, paused, &workers?, node).map(Some)
     }
 
     /// Pauses a topic: see [`Topic::pause`].
@@ -196,14 +197,7 @@ impl Ops {
     ) -> Result<BulkOutcome> {
         let topic = self.topic(topic).await?;
         match id {
-            Some(id) => {
-                topic.requeue_dead(id).await?;
-                Ok(BulkOutcome {
-                    matched: 1,
-                    done: 1,
-                    skipped: 0,
-                })
-            }
+            Some(id) => topic.requeue_dead(id).await.map(|()| BulkOutcome::one()),
             None => topic.requeue_dead_where(filter, progress).await,
         }
     }
@@ -219,14 +213,7 @@ impl Ops {
     ) -> Result<BulkOutcome> {
         let topic = self.topic(topic).await?;
         match id {
-            Some(id) => {
-                topic.purge_dead(id).await?;
-                Ok(BulkOutcome {
-                    matched: 1,
-                    done: 1,
-                    skipped: 0,
-                })
-            }
+            Some(id) => topic.purge_dead(id).await.map(|()| BulkOutcome::one()),
             None => topic.purge_dead_where(filter, progress).await,
         }
     }

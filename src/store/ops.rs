@@ -145,8 +145,8 @@ pub trait OpsStore: Send + Sync + std::fmt::Debug + 'static {
     async fn topics(&self) -> Result<Vec<(String, u16)>>;
 
     /// Pauses (or resumes) claims of one store topic (a topic, or one partition): while paused, a claim
-    /// still sweeps expired leases and hands back what a lost reply took, but takes no job, and reports
-    /// no next due time. Resuming sends a [`Hint::Topic`](super::Hint::Topic) due now. Enqueues,
+    /// still sweeps expired leases and hands back what a lost reply took, but takes no job, and when
+    /// jobs are due reports no next due time (and [`ClaimBatch::paused`](super::ClaimBatch::paused)). Resuming sends a [`Hint::Topic`](super::Hint::Topic) due now. Enqueues,
     /// finishes and everything else go on as usual.
     async fn set_paused(&self, topic: &str, paused: bool) -> Result<()>;
 
@@ -176,6 +176,13 @@ pub trait OpsStore: Send + Sync + std::fmt::Debug + 'static {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<PrefixPage>;
+
+    /// Where a store topic lives, for operators (on a Redis Cluster: the master serving its slot,
+    /// `host:port`); `None` when there is only one place.
+    fn node_of(&self, topic: &str) -> Option<String> {
+        let _ = topic;
+        None
+    }
 
     /// The store topic's history for the last `minutes` minutes (the current one included, at most
     /// [`HISTORY_MINUTES`]), oldest first; minutes with nothing counted are left out.

@@ -69,7 +69,6 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
         let name = handler.topic();
         let partitions = handler.partitions();
         let lease_ms = millis(handler.lease().unwrap_or(shared.config.lease));
-        store.register_topic(name, partitions).await?;
         declared.push(WorkerTopic::new(
             name.to_owned(),
             partitions,
@@ -123,7 +122,9 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
         presence,
         std::time::Duration::from_millis(shortest_lease),
     );
-    beat.once(&shared).await?;
+    if let Err(e) = beat.once(&shared).await {
+        tracing::warn!(error = %e.report(), "could not record this worker in the registry of workers (operators will not see it yet); jobs run all the same, and it retries at every beat");
+    }
     tasks
         .background
         .push(tokio::spawn(presence::beat(shared.clone(), beat)));

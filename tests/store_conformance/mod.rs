@@ -30,6 +30,7 @@ mod enqueue;
 mod hints;
 mod inspect;
 mod lease;
+mod ops;
 mod sweep;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,6 +51,7 @@ pub(crate) use self::enqueue::*;
 pub(crate) use self::hints::*;
 pub(crate) use self::inspect::*;
 pub(crate) use self::lease::*;
+pub(crate) use self::ops::*;
 pub(crate) use self::sweep::*;
 pub(crate) use crate::support::wait::eventually_within;
 
@@ -130,6 +132,13 @@ macro_rules! store_conformance {
             hint_on_enqueue_earlier_than_the_topics_earliest_and_not_on_a_later_one,
             hint_on_reschedule_earlier_than_the_topics_earliest,
             hint_on_retry_earlier_than_the_topics_earliest,
+            // operations
+            page_walks_ties_in_id_order_and_resumes_after_an_entry_that_went,
+            page_lists_running_jobs_with_their_holder_and_dead_letters_with_their_reason,
+            find_prefix_finds_every_match_step_by_step,
+            a_paused_topic_claims_nothing_but_still_hands_back_a_lost_reply,
+            registries_keep_topics_and_expire_workers,
+            history_counts_what_happened_this_minute,
         );
     };
     (@each $factory:expr; $($name:ident),* $(,)?) => {$(

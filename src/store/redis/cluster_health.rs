@@ -75,6 +75,13 @@ impl Health {
         health
     }
 
+    /// The master serving `key`'s slot, as `host:port`, by the slot map last loaded.
+    pub(super) fn node_of(&self, key: &str) -> Option<String> {
+        let state = self.inner.lock();
+        let node = state.master_of(slot_of(key.as_bytes()))?;
+        Some(format!("{}:{}", node.0, node.1))
+    }
+
     /// Fails at once when the master serving `key`'s slot is known to be down.
     pub(super) fn check(&self, context: &'static str, key: &str) -> Result<()> {
         let slot = slot_of(key.as_bytes());

@@ -43,8 +43,15 @@
 //! Run Redis with `maxmemory-policy noeviction` (a worker warns at start otherwise) and, for durability,
 //! with AOF.
 
+#[cfg(feature = "cluster")]
 mod cluster;
+#[cfg(not(feature = "cluster"))]
+#[path = "no_cluster.rs"]
+mod cluster;
+#[cfg(feature = "cluster")]
 mod cluster_health;
+#[cfg(not(feature = "cluster"))]
+use self::cluster as cluster_health;
 mod conn;
 mod dead;
 mod exec;

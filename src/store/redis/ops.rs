@@ -181,6 +181,11 @@ impl OpsStore for RedisStore {
         })
     }
 
+    fn node_of(&self, topic: &str) -> Option<String> {
+        let keys = self.keys(topic).ok()?;
+        self.inner.health.as_ref()?.node_of(&keys.0[0])
+    }
+
     async fn history(&self, topic: &str, minutes: u32) -> Result<Vec<MinuteCounts>> {
         const CONTEXT: &str = "reading a topic's history";
         let keys = self.keys(topic)?;
