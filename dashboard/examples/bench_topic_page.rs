@@ -7,13 +7,16 @@
 //! ```
 //!
 //! It fills the topic `bench.timers` of the namespace NAMESPACE (default `dashboard-bench`) up to JOBS
-//! (default 1,000,000; what is already there counts), then times each page over real HTTP on 127.0.0.1: the overview, the
-//! topic's first page, a page deep in it by its cursor, a search by id prefix, one job. It prints the
-//! median and the 95th percentile of ROUNDS (default 50) requests each.
+//! (default 1,000,000; what is already there counts), and the topic `bench.failing` up to DEAD dead
+//! letters (default 20,000: a worker here fails them, with reasons of a few fingerprints; it keeps the
+//! newest 10,000), then times
+//! each page over real HTTP on 127.0.0.1: the overview, the topic's first page, a page deep in it by its
+//! cursor, a search by id prefix, one job, and the dead letters grouped by error (which reads the newest
+//! 10,000). It prints the median and the 95th percentile of ROUNDS (default 50) requests each.
 
 use std::time::{Duration, Instant};
 
-use postpone::{Client, EnqueueItem, Job};
+use postpone::{Client, EnqueueItem, Job, JobContext, JobError, Worker};
 use postpone_dashboard::Dashboard;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -22,6 +25,21 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 #[job(topic = "bench.timers")]
 struct CloseOrder {
     order_id: u64,
+}
+
+/// A job that always fails, with one of a few kinds of reason.
+#[derive(Debug, Serialize, Deserialize, Job)]
+#[job(topic = "bench.failing", retry = ["0", "0"])]
+struct Failing {
+    n: u64,
+}
+
+async fn fail(job: Failing, _ctx: JobContext) -> Result<(), JobError> {
+    Err(JobError::msg(match job.n % 3 {
+        0 => format!("timeout after {}s", 30 + job.n % 5),
+        1 => format!("HTTP 503 from 'https://partner-{}.example/'", job.n % 7),
+        _ => format!("order {:012x} not found", job.n * 7919),
+    }))
 }
 
 const BATCH: u64 = 5_000;
@@ -112,6 +130,34 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let counts = client.topic::<CloseOrder>().counts().await?;
     println!("topic bench.timers: {} scheduled", counts.scheduled);
 
+    let dead = env_number("DEAD", 20_000);
+    let failing = client.topic::<Failing>();
+    let have = failing.counts().await?;
+    let have = have.dead_total + have.scheduled + have.ready + have.active;
+    if have < dead {
+        println!("making {} dead letters (have {have})", dead - have);
+        let started = Instant::now();
+        let items = (have..dead).map(|n| EnqueueItem::new(Failing { n }).id(format!("f:{n}")));
+        client.enqueue_many(items).await?;
+        let worker = Worker::builder(&client)
+            .handle(fail)
+            .concurrency(64)
+            .build()?;
+        let shutdown = worker.shutdown_handle();
+        let running = tokio::spawn(worker.run());
+        // Until every one has died (the worker keeps the newest dead letters only: 10,000 by default).
+        while {
+            let c = failing.counts().await?;
+            c.scheduled + c.ready + c.active > 0
+        } {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        shutdown.shutdown();
+        running.await??;
+        println!("  took {:.1} s", started.elapsed().as_secs_f64());
+    }
+    println!("topic bench.failing: {} dead", failing.counts().await?.dead);
+
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?.to_string();
     let app = axum::Router::new().nest("/jobs", Dashboard::new(client.clone()).router());
@@ -149,5 +195,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )
     .await;
     time(&addr, "job", &one, rounds).await;
+    time(
+        &addr,
+        "dead letters by error",
+        "/jobs/dead?topic=bench.failing",
+        rounds,
+    )
+    .await;
+    time(
+        &addr,
+        "failing, dead tab",
+        "/jobs/topic?name=bench.failing&state=dead",
+        rounds,
+    )
+    .await;
     Ok(())
 }
