@@ -90,3 +90,40 @@ impl Chart {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn minute(minute_ms: i64, processed: u64, failed: u64) -> MinuteCounts {
+        // Non-exhaustive: built from its default.
+        let mut m = MinuteCounts::default();
+        m.minute_ms = minute_ms;
+        m.processed = processed;
+        m.failed = failed;
+        m
+    }
+
+    #[test]
+    fn minutes_land_in_their_bars_scaled_to_the_peak() {
+        let now = 1_700_000_000_000 + 30_000; // half a minute into a minute
+        let this = now - now % 60_000;
+        let history = [
+            minute(this - 120 * 60_000, 999, 0), // older than the hour: left out
+            minute(this - 59 * 60_000, 10, 0),   // the first bar
+            minute(this - 60_000, 20, 20),       // the peak, half failed
+            minute(this, 1, 0),                  // this minute: the last bar
+        ];
+        let chart = Chart::new(&history, now);
+        assert_eq!(chart.bars.len(), MINUTES as usize);
+        assert_eq!((chart.processed, chart.failed, chart.peak), (31, 20, 40));
+        let first = &chart.bars[0];
+        assert_eq!((first.ok_h, first.fail_h), (HEIGHT / 4, 0));
+        let peak = &chart.bars[58];
+        assert_eq!((peak.ok_h, peak.fail_h), (HEIGHT / 2, HEIGHT / 2));
+        assert_eq!(peak.fail_y, 0);
+        let last = &chart.bars[59];
+        assert_eq!(last.ok_h, 1, "anything that happened gets a pixel");
+        assert!(chart.bars[1..58].iter().all(|b| b.ok_h == 0 && b.fail_h == 0));
+    }
+}
