@@ -124,6 +124,8 @@ mod tests {
         assert_eq!(peak.fail_y, 0);
         let last = &chart.bars[59];
         assert_eq!(last.ok_h, 1, "anything that happened gets a pixel");
-        assert!(chart.bars[1..58].iter().all(|b| b.ok_h == 0 && b.fail_h == 0));
+        assert!(chart.bars[1..58]
+            .iter()
+            .all(|b| b.ok_h == 0 && b.fail_h == 0));
     }
 }
