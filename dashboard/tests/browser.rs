@@ -169,6 +169,15 @@ async fn overview_counts_change_live_when_jobs_are_enqueued() {
     )
     .await;
     assert_eq!(h.count("table.jobs tbody tr").await, 5);
+    // In the browser's zone (the harness runs it at UTC+9), absolute and relative; UTC in the title.
+    let shown = h.text("td time").await;
+    assert!(
+        shown.starts_with("in 59m") || shown.starts_with("in 1h"),
+        "{shown}"
+    );
+    assert!(shown.contains("GMT+9"), "{shown}");
+    let title = h.js("return document.querySelector('td time').title").await;
+    assert!(title.as_str().unwrap().ends_with("Z)"), "{title}");
     h.screenshot("topic").await;
     h.goto("").await;
     h.wait_for("live figures", "document.body.hasAttribute('data-live-at')")

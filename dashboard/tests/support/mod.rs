@@ -29,6 +29,8 @@ pub use redis_server::RedisServer;
 pub const DEADLINE: Duration = Duration::from_secs(20);
 
 const CHROMIUM: &str = "/usr/bin/chromium";
+/// The browser's time zone (UTC+9, no daylight saving time).
+pub const BROWSER_ZONE: &str = "Asia/Tokyo";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
 /// One test's world.
@@ -79,6 +81,8 @@ impl Harness {
         let mut command = Command::new(CHROMEDRIVER);
         command
             .arg(format!("--port={port}"))
+            // A zone that is not UTC, so that tests see times shown in the browser's zone.
+            .env("TZ", BROWSER_ZONE)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         // Its own process group, so that Drop ends chromedriver and the browsers it started.
