@@ -102,7 +102,7 @@ impl Client {
     /// still have been applied (its reply lost with the connection): enqueueing by id is idempotent, so
     /// retrying it is safe.
     ///
-    /// Other timeouts or pool size: build a [`RedisStore`] with
+    /// Other timeouts or pool size: build a [`RedisStore`](crate::store::redis::RedisStore) with
     /// [`RedisOptions`](crate::store::redis::RedisOptions) and pass it to [`ClientBuilder::store`].
     ///
     /// ```no_run

@@ -36,6 +36,7 @@
 //! - History: [`Ops::history`], per-minute counts kept 25 hours in the store.
 
 mod control;
+mod doctor;
 mod inspect;
 mod listing;
 mod workers;
@@ -45,6 +46,7 @@ use futures_util::future::join_all;
 use serde::Serialize;
 
 pub use self::control::{BulkOutcome, DeadFilter};
+pub use self::doctor::{Check, Level};
 pub use self::inspect::{human_duration, JobDetail};
 pub use self::listing::{Cursor, JobPage, JobQuery, JobSummary, MAX_PAGE};
 pub use self::workers::{WorkerInfo, WorkerTopic};
