@@ -24,7 +24,7 @@
 //!   its actions;
 //! - dead letters by error (`dead?topic=…`): grouped by a fingerprint of the reason, with requeue and
 //!   purge per group;
-//! - workers (`workers`).
+//! - workers (`workers`): live workers, and the store's health (the `doctor` checks).
 //!
 //! Actions are POSTs checked for a CSRF token and a same-origin `Origin`/`Referer`; a read-only
 //! dashboard refuses them (403) whatever the page showed. Everything shown is HTML-escaped.

@@ -167,3 +167,16 @@ async fn events_send_the_figures_to_every_page_that_watches() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_workers_page_shows_the_doctor_checks() {
+    let app = Dashboard::new(client().await).router();
+    let (status, body) = send(&app, get("/workers")).await;
+    assert_eq!(status, StatusCode::OK);
+    // In memory, nothing persists: a warning.
+    assert!(
+        body.contains("<span class=\"badge level-warn\">warn</span>"),
+        "{body}"
+    );
+    assert!(body.contains("<td>backend</td>"), "{body}");
+}

@@ -1,10 +1,10 @@
-//! The live workers, from their heartbeats.
+//! The live workers, from their heartbeats, and the store's health (the `doctor` checks).
 
 use askama::Template;
 use axum::extract::{OriginalUri, Query, State};
 use axum::http::Uri;
 use axum::response::Response;
-use postpone::ops::{PageState, WorkerInfo};
+use postpone::ops::{Check, Level, PageState, WorkerInfo};
 
 use crate::links;
 use crate::view::{render, Chrome, ErrorPage, Flash, Time};
@@ -20,11 +20,21 @@ pub(crate) struct Row {
     pub(crate) topics: Vec<(String, String, String)>,
 }
 
+/// A `doctor` check as the page shows it.
+#[derive(Debug)]
+pub(crate) struct Health {
+    pub(crate) check: Check,
+    /// "ok", "warn" or "bad".
+    pub(crate) level: &'static str,
+}
+
 #[derive(Debug, Template)]
 #[template(path = "workers.html")]
 pub(crate) struct WorkersPage {
     pub(crate) chrome: Chrome,
     pub(crate) rows: Vec<Row>,
+    /// The checks, or why they could not be made.
+    pub(crate) health: Result<Vec<Health>, String>,
 }
 
 pub(crate) async fn page(
@@ -34,7 +44,23 @@ pub(crate) async fn page(
     Query(flash): Query<Flash>,
 ) -> Response {
     let chrome = Chrome::new(&shared, &original, &uri, flash, "workers", "Workers".into());
-    let workers = match shared.ops.workers().await {
+    let (workers, checks) = tokio::join!(shared.ops.workers(), shared.ops.doctor());
+    let health = checks
+        .map(|checks| {
+            checks
+                .into_iter()
+                .map(|check| Health {
+                    level: match check.level {
+                        Level::Ok => "ok",
+                        Level::Warn => "warn",
+                        _ => "bad",
+                    },
+                    check,
+                })
+                .collect()
+        })
+        .map_err(|e| e.report().to_string());
+    let workers = match workers {
         Ok(w) => w,
         Err(e) => return ErrorPage::ops(chrome, e),
     };
@@ -60,5 +86,9 @@ pub(crate) async fn page(
             info,
         })
         .collect();
-    render(&WorkersPage { chrome, rows })
+    render(&WorkersPage {
+        chrome,
+        rows,
+        health,
+    })
 }

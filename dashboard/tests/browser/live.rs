@@ -99,6 +99,12 @@ async fn overview_counts_change_live_when_jobs_are_enqueued() {
     )
     .await;
     h.screenshot("job-scheduled").await;
+    // The workers, and the doctor's checks of this Redis.
+    h.goto("workers").await;
+    assert_eq!(h.count("table.workers tbody tr").await, 1);
+    assert!(h.count("table.health tbody tr").await >= 3);
+    assert!(h.text("table.health").await.contains("maxmemory-policy"));
+    h.screenshot("workers").await;
     shutdown.shutdown();
     h.finish().await;
 }
