@@ -127,6 +127,19 @@ pub(crate) enum Command {
     /// Periodic schedules: list, run one now
     #[command(subcommand)]
     Periodic(PeriodicCommand),
+    /// Serve the web dashboard (loopback unless a token is set) until interrupted
+    Serve {
+        /// Where to listen
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        addr: std::net::SocketAddr,
+        /// No actions: every request but GET is refused (403)
+        #[arg(long)]
+        read_only: bool,
+        /// Require this token (HTTP basic auth password, any user, or a bearer token); needed to
+        /// listen on an address other than loopback
+        #[arg(long, env = "POSTPONE_DASHBOARD_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+    },
 }
 
 /// Which jobs a listing walks.

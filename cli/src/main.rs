@@ -63,8 +63,16 @@ async fn now_ms(ops: &postpone::ops::Ops) -> i64 {
 async fn run(cli: Cli, target: &Target, out: &mut Out) -> Result<(), Failure> {
     let client = target.connect(&cli.namespace).await?;
     let ops = client.ops();
-    out.now_ms = now_ms(&ops).await;
     let where_ = format!("namespace {} on {}", cli.namespace, target.shown());
+    if let Command::Serve {
+        addr,
+        read_only,
+        token,
+    } = cli.command
+    {
+        return commands::serve::serve(client, out, &where_, addr, read_only, token).await;
+    }
+    out.now_ms = now_ms(&ops).await;
     use commands::{control, dead, doctor, jobs, overview, periodic};
     match cli.command {
         Command::Stats {
@@ -98,5 +106,6 @@ async fn run(cli: Cli, target: &Target, out: &mut Out) -> Result<(), Failure> {
         Command::Periodic(PeriodicCommand::Trigger { name, topic }) => {
             periodic::trigger(&ops, out, &name, topic.as_deref()).await
         }
+        Command::Serve { .. } => unreachable!("served above"),
     }
 }

@@ -6,3 +6,4 @@ pub(crate) mod doctor;
 pub(crate) mod jobs;
 pub(crate) mod overview;
 pub(crate) mod periodic;
+pub(crate) mod serve;
