@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --example quickstart                                      # in memory, no Redis needed
 //! REDIS_URL=redis://127.0.0.1:6379 cargo run --example quickstart    # on Redis
-//! REDIS_CLUSTER_NODES=redis://127.0.0.1:7000,redis://127.0.0.1:7001 cargo run --example quickstart
+//! REDIS_CLUSTER_NODES=redis://127.0.0.1:7000,redis://127.0.0.1:7001 cargo run --features cluster --example quickstart
 //! ```
 //!
 //! `REDIS_CLUSTER_NODES` (seed URLs of a Redis Cluster, separated by commas) wins over `REDIS_URL`.

@@ -163,7 +163,8 @@ async fn an_idle_claim_costs_five_commands() {
         let b = s.claim(T, claim(50)).await.unwrap();
         assert!(b.jobs.is_empty() && b.next_due_ms.is_some());
     }
-    // EVALSHA + TIME + 3 ZRANGE (earliest lease, earliest due, dead pending).
+    // EVALSHA + TIME + 3 ZRANGE (earliest lease, earliest due, dead pending): whether the topic is
+    // paused is read only when something is due.
     assert_eq!(commands(&server), 10 * 5);
 }
 

@@ -3,6 +3,7 @@
 mod builder;
 mod dead_letters;
 mod enqueue;
+mod periodic;
 mod topic;
 mod when;
 
@@ -12,6 +13,7 @@ use chrono::{DateTime, Utc};
 
 pub use builder::{ClientBuilder, Namespaced, NoNamespace, StoreKeepsItsOwnNamespace};
 pub use enqueue::{Enqueue, EnqueueItem, EnqueueStatus, Enqueued};
+pub use periodic::ScheduleInfo;
 pub use topic::{CancelStatus, JobInfo, JobState, PartialCounts, Topic, UnreadablePartition};
 pub use when::When;
 
@@ -102,7 +104,7 @@ impl Client {
     /// still have been applied (its reply lost with the connection): enqueueing by id is idempotent, so
     /// retrying it is safe.
     ///
-    /// Other timeouts or pool size: build a [`RedisStore`] with
+    /// Other timeouts or pool size: build a [`RedisStore`](crate::store::redis::RedisStore) with
     /// [`RedisOptions`](crate::store::redis::RedisOptions) and pass it to [`ClientBuilder::store`].
     ///
     /// ```no_run
@@ -120,13 +122,14 @@ impl Client {
     }
 
     /// A client on a Redis Cluster, from seed node URLs, in the default namespace: see
-    /// [`ClientBuilder::redis_cluster`].
+    /// [`ClientBuilder::redis_cluster`]. Needs the `cluster` feature (off by default); without it this
+    /// fails with [`Error::InvalidConfig`](crate::Error::InvalidConfig) naming the feature.
     pub async fn connect_cluster<S: AsRef<str>>(nodes: &[S]) -> Result<Self> {
         Self::builder().redis_cluster(nodes).await
     }
 
     /// From the environment: a Redis Cluster when `REDIS_CLUSTER_NODES` is set (seed URLs separated by
-    /// commas, e.g. `redis://127.0.0.1:7000,redis://127.0.0.1:7001`), else Redis when `REDIS_URL` is
+    /// commas, e.g. `redis://127.0.0.1:7000,redis://127.0.0.1:7001`; the `cluster` feature), else Redis when `REDIS_URL` is
     /// set, else in memory. The namespace comes from `POSTPONE_NAMESPACE` when set.
     /// In memory, the namespace plays no part: each in-memory store is a world of its own.
     pub async fn from_env() -> Result<Self> {

@@ -25,6 +25,17 @@ pub struct BulkOutcome {
     pub skipped: u64,
 }
 
+impl BulkOutcome {
+    /// One dead letter (named by id), done.
+    pub(crate) fn one() -> Self {
+        BulkOutcome {
+            matched: 1,
+            done: 1,
+            skipped: 0,
+        }
+    }
+}
+
 /// Which dead letters a bulk action takes: all of them, or those whose reason contains a text.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]

@@ -166,8 +166,8 @@ pub struct ClaimBatch {
     pub swept: u32,
     /// How many jobs the sweep dead-lettered (stalled) or ended (cancelled while active).
     pub swept_dead: u32,
-    /// The topic is paused: nothing new was claimed, and `next_due_ms` is `None` (a resume sends a
-    /// hint).
+    /// The topic is paused and jobs were due: nothing new was claimed, and `next_due_ms` is `None` (a
+    /// resume sends a hint).
     pub paused: bool,
 }
 

@@ -1,6 +1,8 @@
-//! The worker's entry in the registry of live workers (see [`crate::ops::Ops::workers`]): written at
-//! start and then every [`Presence::every`], alive for a few beats, removed at shutdown. A worker that
-//! dies leaves it to expire.
+//! The worker's entry in the registry of live workers (see [`crate::ops::Ops::workers`]), and its
+//! topics in the registry of topics: written at start and then every [`Beat::every`], alive for a few
+//! beats, removed at shutdown. A worker that dies leaves it to expire. Neither registry is needed to
+//! run jobs: a worker whose registries cannot be written (on a Redis Cluster, the namespace's slot may
+//! be on a master that is down) runs all the same, and writes them once it can.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,20 +23,32 @@ pub(crate) struct Beat {
     pub(crate) id: String,
     pub(crate) presence: Presence,
     pub(crate) every: Duration,
+    /// Topics not yet recorded in the registry of topics.
+    unregistered: Vec<(String, u16)>,
 }
 
 impl Beat {
     /// The beat of a worker whose shortest lease is `lease`.
     pub(crate) fn new(id: String, presence: Presence, lease: Duration) -> Self {
+        let unregistered = presence
+            .topics
+            .iter()
+            .map(|t| (t.name.clone(), t.partitions))
+            .collect();
         Beat {
             id,
             presence,
             every: (lease / 3).clamp(MIN_EVERY, MAX_EVERY),
+            unregistered,
         }
     }
 
-    /// Writes the entry once (at start: a failure here fails the start).
+    /// Records the topics not yet recorded, then writes the worker's entry.
     pub(crate) async fn once<S>(&mut self, shared: &Shared<S>) -> crate::Result<()> {
+        while let Some((topic, partitions)) = self.unregistered.last() {
+            shared.store.register_topic(topic, *partitions).await?;
+            self.unregistered.pop();
+        }
         self.presence.running = shared.jobs.running();
         let info = serde_json::to_string(&self.presence).unwrap_or_default();
         let ttl = millis(self.every * BEATS_TO_LIVE);
@@ -47,7 +61,7 @@ pub(crate) async fn beat<S: Send + Sync + 'static>(shared: Arc<Shared<S>>, mut b
     loop {
         tokio::time::sleep(beat.every).await;
         if let Err(e) = beat.once(&shared).await {
-            tracing::debug!(error = %e.report(), "could not write the worker's heartbeat entry; retrying at the next beat");
+            tracing::debug!(error = %e.report(), "could not write the worker's registry entry; retrying at the next beat");
         }
     }
 }

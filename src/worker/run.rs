@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use tokio::sync::{broadcast, mpsc, watch, Semaphore};
 
+use super::periodic::TickLoop;
 use super::presence::{self, Beat};
 use super::shared::{ServedTopic, Shared, Tracker};
 use super::shutdown::{shut_down, Tasks};
@@ -65,11 +66,13 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     let mut tasks = Tasks::default();
     let mut topics = HashMap::new();
     let mut declared = Vec::new();
+    // Started once the worker is in the registry of workers, so that every lease it takes names a
+    // worker operators can see.
+    let mut claim_loops = Vec::new();
     for handler in builder.handlers {
         let name = handler.topic();
         let partitions = handler.partitions();
         let lease_ms = millis(handler.lease().unwrap_or(shared.config.lease));
-        store.register_topic(name, partitions).await?;
         declared.push(WorkerTopic::new(
             name.to_owned(),
             partitions,
@@ -104,10 +107,25 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
             let pump = dead_letter_pump::pump(sh.clone(), st.clone(), stop.clone());
             tasks.background.push(tokio::spawn(pump));
             tasks.background.push(depth_sampler::spawn(sh, st, stop));
-            let claim_loop = claim_loop::claim_loop(sh.clone(), st.clone());
-            tasks.claim_loops.push(tokio::spawn(claim_loop));
+            claim_loops.push(claim_loop::claim_loop(sh.clone(), st.clone()));
             topics.insert(served.stored_as.clone(), served);
         }
+    }
+    for scheduled in builder.periodic {
+        let (client, poll, stop) = (
+            builder.client.clone(),
+            shared.config.poll_interval,
+            shutdown.subscribe(),
+        );
+        let tick_loop = TickLoop {
+            store: store.clone(),
+            client,
+            scheduled,
+            poll,
+            hints: store.hints(),
+            stop,
+        };
+        tasks.background.push(tokio::spawn(tick_loop.run()));
     }
     tasks
         .background
@@ -124,10 +142,15 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
         presence,
         std::time::Duration::from_millis(shortest_lease),
     );
-    beat.once(&shared).await?;
+    if let Err(e) = beat.once(&shared).await {
+        tracing::warn!(error = %e.report(), "could not record this worker in the registry of workers (operators will not see it yet); jobs run all the same, and it retries at every beat");
+    }
     tasks
         .background
         .push(tokio::spawn(presence::beat(shared.clone(), beat)));
+    tasks
+        .claim_loops
+        .extend(claim_loops.into_iter().map(tokio::spawn));
     let mut names: Vec<_> = topics.keys().collect();
     names.sort();
     tracing::info!(backend = store.backend_name(), worker = %id, topics = ?names, concurrency = shared.config.concurrency, "worker started");

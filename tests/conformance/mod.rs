@@ -16,6 +16,7 @@ pub(crate) mod jobs;
 pub(crate) mod lifecycle;
 pub(crate) mod ops;
 pub(crate) mod partitions;
+pub(crate) mod periodic;
 pub(crate) mod retry;
 pub(crate) mod worker;
 
@@ -161,6 +162,7 @@ macro_rules! conformance_tests {
             ops::ops_pause_holds_across_workers_until_resumed,
             ops::ops_dead_letters_requeue_and_purge_by_reason,
             ops::ops_history_counts_each_minute,
+            periodic::two_workers_enqueue_each_tick_once_and_run_now_adds_one,
         );
     };
     (@each $factory:path, $($module:ident :: $name:ident),* $(,)?) => {

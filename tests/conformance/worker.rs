@@ -360,7 +360,7 @@ struct AppState {
 
 struct MailHandler;
 
-#[async_trait::async_trait]
+#[postpone::async_trait]
 impl JobHandler<AppState> for MailHandler {
     type Job = Mail;
     async fn handle(&self, job: Mail, _ctx: JobContext, state: &AppState) -> Result<(), JobError> {

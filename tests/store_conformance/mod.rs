@@ -31,6 +31,7 @@ mod hints;
 mod inspect;
 mod lease;
 mod ops;
+mod periodic;
 mod sweep;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,6 +53,7 @@ pub(crate) use self::hints::*;
 pub(crate) use self::inspect::*;
 pub(crate) use self::lease::*;
 pub(crate) use self::ops::*;
+pub(crate) use self::periodic::*;
 pub(crate) use self::sweep::*;
 pub(crate) use crate::support::wait::eventually_within;
 
@@ -139,6 +141,15 @@ macro_rules! store_conformance {
             a_paused_topic_claims_nothing_but_still_hands_back_a_lost_reply,
             registries_keep_topics_and_expire_workers,
             history_counts_what_happened_this_minute,
+            // periodic schedules
+            periodic_upsert_is_idempotent_and_a_changed_definition_replaces,
+            periodic_tick_enqueues_due_ticks_once_and_advances,
+            periodic_tick_checks_the_plan_against_the_stores_clock,
+            periodic_tick_skips_a_tick_later_than_its_grace,
+            periodic_overlap_skips_while_the_previous_ticks_job_is_due_or_active,
+            periodic_trigger_enqueues_a_run_now_once,
+            periodic_tick_of_a_live_id_or_another_definition_changes_nothing,
+            periodic_tick_and_trigger_send_hints,
         );
     };
     (@each $factory:expr; $($name:ident),* $(,)?) => {$(

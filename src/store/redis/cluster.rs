@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 use redis::cluster::ClusterClientBuilder;
-use redis::cluster_async::ClusterConnection;
+pub(super) use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, RedisError, RedisFuture, Value};
 

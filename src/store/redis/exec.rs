@@ -1,9 +1,9 @@
 //! Running scripts and commands on either kind of connection: the shared connection to one Redis, or
 //! the cluster connection, which routes each command to the node serving its first key's slot.
 
-use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value};
 
+use super::cluster::ClusterConnection;
 use super::conn::Pool;
 use super::keys::TopicKeys;
 use super::scripts::Script;
@@ -36,7 +36,10 @@ impl Conns {
                 }
                 Ok(result)
             }
+            #[cfg(feature = "cluster")]
             Conns::Cluster(conn) => Ok(cmd.query_async::<Value>(&mut conn.clone()).await),
+            #[cfg(not(feature = "cluster"))]
+            Conns::Cluster(conn) => match *conn {},
         }
     }
 }

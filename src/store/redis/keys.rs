@@ -16,6 +16,8 @@
 //! postpone:{<ns>:<topic>}:stats         hash  counters (`dead` numbers the deaths), `paused`
 //! postpone:{<ns>:<topic>}:dead_ids      zset  death, score 0 (a listed death's id, ranged by lex)
 //! postpone:{<ns>:<topic>}:claim:<token> string  the ids a claim took, until its lease would end
+//! postpone:{<ns>:<topic>}:schedules     hash  periodic schedule name -> "<next ms> <last ms|-> <run now
+//!                                             ms|-> <definition>" (see periodic.rs; the scripts' last key)
 //! postpone:{<ns>}:wake                  pub/sub channel: "<due ms> <topic>"
 //! postpone:{<ns>}:topics                hash  topic -> partitions (every topic ever used)
 //! postpone:{<ns>}:workers               zset  worker id -> when its entry expires (ms)

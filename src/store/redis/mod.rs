@@ -43,10 +43,18 @@
 //! Run Redis with `maxmemory-policy noeviction` (a worker warns at start otherwise) and, for durability,
 //! with AOF.
 
+#[cfg(feature = "cluster")]
 mod cluster;
+#[cfg(not(feature = "cluster"))]
+#[path = "no_cluster.rs"]
+mod cluster;
+#[cfg(feature = "cluster")]
 mod cluster_health;
+#[cfg(not(feature = "cluster"))]
+use self::cluster as cluster_health;
 mod conn;
 mod dead;
+mod doctor;
 mod exec;
 mod group_commit;
 mod hints;
@@ -54,6 +62,7 @@ mod jobs;
 mod keys;
 mod mux;
 mod ops;
+mod periodic;
 mod reply;
 mod scripts;
 mod worker;

@@ -197,6 +197,10 @@ impl Topic {
         let token = request.token;
         // A token names one claim: when it is recorded, this is that claim again (sent again after a
         // lost reply), and it hands back the jobs still leased under it instead of claiming more.
+        // Paused matters only when something is due now (as on Redis: an idle claim does not look).
+        let paused = self.paused
+            && request.max > 0
+            && self.due.first_score().is_some_and(|first| first <= now);
         if let Some((_, ids)) = self.claims.get(&token) {
             for id in ids {
                 if let Some(lease) = self.leases.get(id).filter(|l| l.token == token) {
@@ -208,7 +212,7 @@ impl Topic {
                     });
                 }
             }
-        } else if !self.paused {
+        } else if !paused {
             let deadline = add_ms(now, request.lease_ms);
             for (due_at_ms, id) in self.due.take_up_to(now, request.max) {
                 self.due.remove(&id);
@@ -233,8 +237,8 @@ impl Topic {
             }
         }
 
-        batch.paused = self.paused;
-        batch.next_due_ms = self.due.first_score().filter(|_| !self.paused);
+        batch.paused = paused;
+        batch.next_due_ms = self.due.first_score().filter(|_| !paused);
         batch.next_lease_deadline_ms = self.active.first_score();
         batch.dead_pending = self.dead_pending.first_score().is_some_and(|at| at <= now);
         batch

@@ -8,17 +8,18 @@
 -- job: id, due time, record.
 --
 -- A paused topic (`paused` in stats) is swept, and a claim sent again still gets back what it took,
--- but nothing new is claimed and no next due time is reported (its workers wait for the resume's hint).
+-- but nothing new is claimed, and when jobs are due no next due time is reported (its workers wait for
+-- the resume's hint, or their poll interval).
 --
 -- A claim that takes jobs records their ids under its token until its lease would end (a key of the
 -- topic's slot), and the caller's next claim deletes it. A claim sent again after its reply was lost
 -- finds that record and hands back the jobs still leased under its token instead of claiming more: a
 -- lost reply leaves nothing leased to nobody and costs no stall.
--- redis.call per batch: TIME, ZRANGE (earliest lease), HGET (paused), ZRANGE (earliest due), ZRANGE
+-- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (earliest due), HGET (paused), ZRANGE
 -- (due <= now), ZREMRANGEBYRANK, ZADD and HSETNX (the marker of prelude.lua), ZADD (active), HSET
 -- (leases), HMGET (records), GET and SET (the claim's record), ZRANGE (next due), ZRANGE (dead pending)
 -- = 15 whatever the batch size, and DEL (the previous claim's record) when the caller names one; a
--- call that finds nothing due makes 5. A sweep that finds expired leases adds 5 calls, plus 1 to 4 per expired lease (rare: a
+-- call that finds nothing due makes 4. A sweep that finds expired leases adds 5 calls, plus 1 to 4 per expired lease (rare: a
 -- worker died or stalled).
 local max, lease = tonumber(ARGV[1]), tonumber(ARGV[2])
 local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -82,17 +83,21 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
   next_lease = earliest(K_ACTIVE)
 end
 
-local paused = redis.call('HGET', K_STATS, 'paused') == '1'
-if paused then
-  max = 0
-end
-
 if K_RECEIVED ~= K_CLAIM then
   redis.call('DEL', K_RECEIVED)
 end
 local token = 0
 local out = {}
 local next_due = earliest(K_DUE)
+-- Whether the topic is paused matters only when something is due now (a paused topic's later jobs are
+-- reported as usual, and the claim at their time finds it paused): an idle claim does not read it.
+local paused = false
+if max > 0 and next_due and next_due <= now then
+  paused = redis.call('HGET', K_STATS, 'paused') == '1'
+  if paused then
+    max = 0
+  end
+end
 -- A token names one claim: when its record exists, this is that claim again (sent again after a lost
 -- reply, or its first send arriving late, after the second, on another connection), and it hands back
 -- the jobs still leased under the token instead of claiming more. Looked up only when the caller says

@@ -20,15 +20,7 @@ if state == 'dead' then
   if #members == limit then
     out[1] = members[#members]
   end
-  local died = fetch_many('ZMSCORE', K_DEAD, members)
-  local recs = fetch_many('HMGET', K_DEAD_JOBS, members)
-  local info = fetch_many('HMGET', K_DEAD_INFO, members)
-  for i, d in ipairs(members) do
-    local b = #out
-    out[b + 1], out[b + 2], out[b + 3] = d, died[i] or '0', recs[i] or ''
-    out[b + 4], out[b + 5], out[b + 6] = 0, '0', info[i] or ''
-  end
-  return out
+  return dead_entries(out, members, fetch_many('ZMSCORE', K_DEAD, members))
 end
 
 local key = K_DUE
@@ -50,15 +42,4 @@ end
 if #ids == 0 then
   return out
 end
-local recs = fetch_many('HMGET', K_JOBS, ids)
-local stalls = fetch_many('HMGET', K_STALLS, ids)
-local leases = {}
-if state == 'active' then
-  leases = fetch_many('HMGET', K_LEASES, ids)
-end
-for i, id in ipairs(ids) do
-  local b = #out
-  out[b + 1], out[b + 2], out[b + 3] = id, scores[i], recs[i] or ''
-  out[b + 4], out[b + 5], out[b + 6] = tonumber(stalls[i] or 0), lease_holder(leases[i]), ''
-end
-return out
+return live_entries(out, ids, scores, state == 'active')

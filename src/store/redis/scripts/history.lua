@@ -14,16 +14,11 @@ local values = fetch_many('HMGET', K_HISTORY, fields)
 local out = {}
 for i, v in ipairs(values) do
   local minute = now_minute - minutes + i
-  if v then
-    local f = {}
-    for x in string.gmatch(v, '%d+') do
-      f[#f + 1] = tonumber(x)
-    end
-    if f[1] == minute then
-      out[#out + 1] = minute * 60000
-      for k = 2, 6 do
-        out[#out + 1] = f[k] or 0
-      end
+  local c = history_slot(v, minute)
+  if c then
+    out[#out + 1] = minute * 60000
+    for k = 1, 5 do
+      out[#out + 1] = c[k]
     end
   end
 end

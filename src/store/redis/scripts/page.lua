@@ -83,26 +83,7 @@ end
 if #members == 0 then
   return {}
 end
-local out = {}
 if state == 'dead' then
-  local recs = fetch_many('HMGET', K_DEAD_JOBS, members)
-  local info = fetch_many('HMGET', K_DEAD_INFO, members)
-  for i, d in ipairs(members) do
-    local b = #out
-    out[b + 1], out[b + 2], out[b + 3] = d, scores[i], recs[i] or ''
-    out[b + 4], out[b + 5], out[b + 6] = 0, '0', info[i] or ''
-  end
-else
-  local recs = fetch_many('HMGET', K_JOBS, members)
-  local stalls = fetch_many('HMGET', K_STALLS, members)
-  local leases = {}
-  if state == 'active' then
-    leases = fetch_many('HMGET', K_LEASES, members)
-  end
-  for i, id in ipairs(members) do
-    local b = #out
-    out[b + 1], out[b + 2], out[b + 3] = id, scores[i], recs[i] or ''
-    out[b + 4], out[b + 5], out[b + 6] = tonumber(stalls[i] or 0), lease_holder(leases[i]), ''
-  end
+  return dead_entries({}, members, scores)
 end
-return out
+return live_entries({}, members, scores, state == 'active')

@@ -146,23 +146,26 @@ end
 -- How many minutes of history a topic keeps (HISTORY_MINUTES in store/ops.rs).
 local HISTORY_MINUTES = 1500
 
+-- The five counts of history slot value `v` when it holds `minute`, else nil.
+local function history_slot(v, minute)
+  if not v then
+    return nil
+  end
+  local f = {}
+  for x in string.gmatch(v, '%d+') do
+    f[#f + 1] = tonumber(x)
+  end
+  if f[1] ~= minute then
+    return nil
+  end
+  return { f[2] or 0, f[3] or 0, f[4] or 0, f[5] or 0, f[6] or 0 }
+end
+
 -- Adds to this minute's history (see keys.rs): enqueued, processed, retried, failed, dead.
 local function tally(now, enqueued, processed, retried, failed, dead)
   local minute = math.floor(now / 60000)
   local slot = minute % HISTORY_MINUTES
-  local v = redis.call('HGET', K_HISTORY, slot)
-  local c = { 0, 0, 0, 0, 0 }
-  if v then
-    local f = {}
-    for x in string.gmatch(v, '%d+') do
-      f[#f + 1] = tonumber(x)
-    end
-    if f[1] == minute then
-      for i = 1, 5 do
-        c[i] = f[i + 1] or 0
-      end
-    end
-  end
+  local c = history_slot(redis.call('HGET', K_HISTORY, slot), minute) or { 0, 0, 0, 0, 0 }
   redis.call('HSET', K_HISTORY, slot, string.format('%d %d %d %d %d %d', minute,
     c[1] + enqueued, c[2] + processed, c[3] + retried, c[4] + failed, c[5] + dead))
 end
@@ -241,3 +244,32 @@ local function death_entries(deaths)
   return out
 end
 
+
+-- Live jobs as listing entries (page.lua, find_prefix.lua): six fields each, id, score, record,
+-- stalls, holder, '' (see page.lua). `active` says whether they are leased (then the holder is read).
+local function live_entries(out, ids, scores, active)
+  local recs = fetch_many('HMGET', K_JOBS, ids)
+  local stalls = fetch_many('HMGET', K_STALLS, ids)
+  local leases = {}
+  if active then
+    leases = fetch_many('HMGET', K_LEASES, ids)
+  end
+  for i, id in ipairs(ids) do
+    local b = #out
+    out[b + 1], out[b + 2], out[b + 3] = id, scores[i], recs[i] or ''
+    out[b + 4], out[b + 5], out[b + 6] = tonumber(stalls[i] or 0), lease_holder(leases[i]), ''
+  end
+  return out
+end
+
+-- Listed deaths as listing entries: death, time of death, record, 0, '0', info.
+local function dead_entries(out, deaths, died)
+  local recs = fetch_many('HMGET', K_DEAD_JOBS, deaths)
+  local info = fetch_many('HMGET', K_DEAD_INFO, deaths)
+  for i, d in ipairs(deaths) do
+    local b = #out
+    out[b + 1], out[b + 2], out[b + 3] = d, died[i] or '0', recs[i] or ''
+    out[b + 4], out[b + 5], out[b + 6] = 0, '0', info[i] or ''
+  end
+  return out
+end

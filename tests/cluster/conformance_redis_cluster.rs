@@ -2,7 +2,9 @@
 //! its own per test.
 
 #[macro_use]
+#[path = "../conformance/mod.rs"]
 mod conformance;
+#[path = "../support/mod.rs"]
 mod support;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -2,7 +2,9 @@
 //! namespace of its own per test.
 
 #[macro_use]
+#[path = "../store_conformance/mod.rs"]
 mod store_conformance;
+#[path = "../support/mod.rs"]
 mod support;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -6,13 +6,13 @@
 //! redis-server and a 3-master cluster on free ports):
 //!
 //! ```text
-//! cargo run --release --example scale
+//! cargo run --release -p postpone-examples --example scale
 //! ```
 //!
 //! It prints, per setup, the median of three runs: jobs/s, the worker's CPU per job (this process,
 //! from /proc/self/stat) and the Redis CPU per job (INFO cpu, summed over nodes, and per node).
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../../tests/support/mod.rs"]
 mod support;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -4,6 +4,7 @@
 //! The stores use a 4 s response timeout: a call that fails in less than half of it did not wait it
 //! out. The times measured are printed, not asserted.
 
+#[path = "../support/mod.rs"]
 mod support;
 
 use std::time::{Duration, Instant};

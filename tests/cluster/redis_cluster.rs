@@ -3,6 +3,7 @@
 //! redis-server processes on loopback, or shares the binary's one when it changes nothing but its own
 //! namespace.
 
+#[path = "../support/mod.rs"]
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
