@@ -1,7 +1,7 @@
 -- Enqueues a batch of jobs into one topic, each atomically, in order.
 -- ARGV: channel, topic, then per job five fields: id, record, 'in'|'at', due value (ms), '1'|'0' (replace).
 -- Returns two integers per job: outcome (1 created, 2 replaced, 3 exists, 4 running) and due time (ms).
--- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (earliest), HSET, ZADD, HGET and HSET (history), and
+-- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (earliest), HSET, ZADD, HINCRBY (history), and
 -- PUBLISH when earlier.
 local channel, topic = ARGV[1], ARGV[2]
 local n = (#ARGV - 2) / 5
