@@ -69,6 +69,7 @@
 mod client;
 mod dead_letter;
 mod error;
+pub mod flow;
 pub mod guide;
 mod handler;
 mod id;
@@ -91,6 +92,7 @@ pub use client::{
 pub use dead_letter::{sink_fn, DeadLetter, DeadLetterSink, FnSink, LogSink};
 pub use error::{BoxError, Error, Report, Result};
 pub use handler::{Handler, HandlerFuture, JobContext, JobError, JobHandler, Outcome, StopReason};
+pub use flow::RateLimit;
 pub use job::Job;
 pub use partition::{partition_of, MAX_PARTITIONS};
 pub use record::AttemptError;
@@ -111,6 +113,7 @@ pub use async_trait::async_trait;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::handler::{ViaTrait, WithState, WithoutState};
+    pub use crate::flow::RateLimit;
     pub use crate::schedule::RetrySchedule;
     #[cfg(feature = "test-hooks")]
     pub use crate::worker::failpoint;

@@ -58,7 +58,7 @@ pub use ops::{
 };
 pub use types::{
     CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, Due, EnqueueOutcome, Finish, FinishItem,
-    FinishOutcome, Hint, Lease, LeaseStatus, NewJob, RescheduleOutcome, StoredJob, StoredState,
+    FinishOutcome, HeldBack, Hint, Lease, LeaseStatus, NewJob, RescheduleOutcome, StoredJob, StoredState,
     MAX_DUE_MS,
 };
 

@@ -27,6 +27,7 @@ mod claim;
 mod dead;
 mod deaths;
 mod enqueue;
+mod flow;
 mod hints;
 mod inspect;
 mod lease;
@@ -48,6 +49,7 @@ pub(crate) use self::claim::*;
 pub(crate) use self::dead::*;
 pub(crate) use self::deaths::*;
 pub(crate) use self::enqueue::*;
+pub(crate) use self::flow::*;
 pub(crate) use self::hints::*;
 pub(crate) use self::inspect::*;
 pub(crate) use self::lease::*;
@@ -139,6 +141,12 @@ macro_rules! store_conformance {
             a_paused_topic_claims_nothing_but_still_hands_back_a_lost_reply,
             registries_keep_topics_and_expire_workers,
             history_counts_what_happened_this_minute,
+            // flow control
+            max_running_caps_active_jobs_across_claimers_and_a_finish_frees_a_slot,
+            max_running_frees_the_slot_of_an_expired_lease_once_swept,
+            rate_limit_lets_its_budget_go_and_reports_when_the_next_job_may,
+            rate_limit_never_lets_more_than_its_budget_go,
+            a_rate_limited_finish_holds_the_topic_and_retries_the_job_without_counting,
         );
     };
     (@each $factory:expr; $($name:ident),* $(,)?) => {$(

@@ -10,7 +10,7 @@ use super::scripts::SCRIPTS;
 use super::{cluster, RedisStore};
 use crate::error::{Error, Result};
 use crate::store::{
-    ClaimBatch, ClaimRequest, ClaimedJob, Finish, FinishItem, FinishOutcome, Hint, Lease,
+    ClaimBatch, ClaimRequest, ClaimedJob, Finish, FinishItem, FinishOutcome, HeldBack, Hint, Lease,
     LeaseStatus, WorkerStore,
 };
 
@@ -51,7 +51,14 @@ impl WorkerStore for RedisStore {
                     .arg(request.stall_limit)
                     .arg(request.token)
                     .arg(if request.again { "1" } else { "0" })
-                    .arg(request.holder);
+                    .arg(request.holder)
+                    .arg(request.max_running);
+                match request.rate {
+                    Some(rate) => inv
+                        .arg(format!("{:.6}", rate.interval_ms()))
+                        .arg(rate.burst()),
+                    None => inv.arg("0").arg(1),
+                };
             })
             .await?;
         let mut r = Reply::new(reply, CONTEXT)?;
@@ -67,6 +74,12 @@ impl WorkerStore for RedisStore {
         let token = u64::try_from(r.int()?).map_err(|e| Error::backend(CONTEXT, e))?;
         batch.now_us = now_ms.saturating_mul(1000) + r.int()?.clamp(0, 999);
         batch.paused = r.int()? == 1;
+        batch.held_back = match r.int()? {
+            1 => Some(HeldBack::MaxRunning),
+            2 => Some(HeldBack::Rate),
+            3 => Some(HeldBack::Provider),
+            _ => None,
+        };
         batch.jobs.reserve(r.remaining() / 3);
         while r.remaining() > 0 {
             let (id, due_at_ms, record) = (r.bytes()?, r.int()?, r.bytes()?);
@@ -111,6 +124,11 @@ impl WorkerStore for RedisStore {
                                 .arg(&record[..])
                                 .arg(i64::try_from(*delay_ms).unwrap_or(i64::MAX))
                                 .arg(u8::from(*counted)),
+                            Finish::RateLimited { record, delay_ms } => inv
+                                .arg("hold")
+                                .arg(&record[..])
+                                .arg(i64::try_from(*delay_ms).unwrap_or(i64::MAX))
+                                .arg(""),
                             Finish::Dead { record, reason } => {
                                 inv.arg("dead").arg(&record[..]).arg(reason).arg("")
                             }

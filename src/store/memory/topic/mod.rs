@@ -15,9 +15,10 @@ pub(super) use self::ops::History;
 use super::zset::ZSet;
 use crate::store::{
     CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, DeadEntry, Death, Due, EnqueueOutcome,
-    Finish, FinishItem, FinishOutcome, LeaseStatus, NewJob, RescheduleOutcome, StoredJob,
+    Finish, FinishItem, FinishOutcome, HeldBack, LeaseStatus, NewJob, RescheduleOutcome, StoredJob,
     StoredState, TopicCounts, MAX_DUE_MS,
 };
+use crate::flow::Budget;
 use crate::time::add_ms;
 
 /// One death's record and reason.
@@ -79,6 +80,12 @@ pub(super) struct Topic {
     counters: TopicCounts,
     /// Claims take nothing while paused.
     paused: bool,
+    /// The rate limit's theoretical arrival time (ms; see [`crate::flow`]).
+    rate_tat: f64,
+    /// Claims take nothing before this time (a provider's limit, [`Finish::RateLimited`]).
+    hold_until: i64,
+    /// A claim found the topic at its max running: the finish that frees a slot hints.
+    full: bool,
     /// Per-minute counts.
     history: History,
 }
@@ -198,9 +205,32 @@ impl Topic {
         // A token names one claim: when it is recorded, this is that claim again (sent again after a
         // lost reply), and it hands back the jobs still leased under it instead of claiming more.
         // Paused matters only when something is due now (as on Redis: an idle claim does not look).
-        let paused = self.paused
-            && request.max > 0
-            && self.due.first_score().is_some_and(|first| first <= now);
+        let due_now = request.max > 0 && self.due.first_score().is_some_and(|first| first <= now);
+        let paused = self.paused && due_now;
+        let mut max = request.max;
+        // Flow control, as in claim.lua: a provider's hold, max running, the rate's budget.
+        let mut budget = None;
+        if due_now && !paused {
+            if self.hold_until > now {
+                max = 0;
+                batch.held_back = Some(HeldBack::Provider);
+            } else {
+                let running = self.active.len();
+                if request.max_running > 0 {
+                    let room = (request.max_running as usize).saturating_sub(running);
+                    if room == 0 {
+                        self.full = true;
+                        batch.held_back = Some(HeldBack::MaxRunning);
+                    }
+                    max = max.min(room);
+                }
+                if let (Some(rate), true) = (request.rate, max > 0) {
+                    let b = Budget::at(rate, self.rate_tat, now);
+                    max = max.min(b.allowed);
+                    budget = Some((rate, b));
+                }
+            }
+        }
         if let Some((_, ids)) = self.claims.get(&token) {
             for id in ids {
                 if let Some(lease) = self.leases.get(id).filter(|l| l.token == token) {
@@ -214,7 +244,7 @@ impl Topic {
             }
         } else if !paused {
             let deadline = add_ms(now, request.lease_ms);
-            for (due_at_ms, id) in self.due.take_up_to(now, request.max) {
+            for (due_at_ms, id) in self.due.take_up_to(now, max) {
                 self.due.remove(&id);
                 self.active.insert(&id, deadline);
                 let lease = Lease {
@@ -239,6 +269,26 @@ impl Topic {
 
         batch.paused = paused;
         batch.next_due_ms = self.due.first_score().filter(|_| !paused);
+        if let Some((rate, b)) = budget {
+            let tat = b.after(rate, batch.jobs.len());
+            if !batch.jobs.is_empty() {
+                self.rate_tat = tat;
+            }
+            let at = Budget::next_at(rate, tat);
+            if let Some(next) = batch.next_due_ms.filter(|next| at > now && at > *next) {
+                if next <= now {
+                    batch.held_back = Some(HeldBack::Rate);
+                }
+                batch.next_due_ms = Some(at);
+            }
+        }
+        match batch.held_back {
+            Some(HeldBack::MaxRunning) => batch.next_due_ms = None,
+            Some(HeldBack::Provider) => {
+                batch.next_due_ms = batch.next_due_ms.map(|next| next.max(self.hold_until));
+            }
+            _ => {}
+        }
         batch.next_lease_deadline_ms = self.active.first_score();
         batch.dead_pending = self.dead_pending.first_score().is_some_and(|at| at <= now);
         batch
@@ -251,6 +301,28 @@ impl Topic {
         if !self.held(id, item.token) {
             return (FinishOutcome::Stale, None);
         }
+        // A slot is free: the claims that found the topic full are woken.
+        let freed = std::mem::take(&mut self.full).then_some(now);
+        let (outcome, hint) = self.finish_held(item, now);
+        (outcome, hint.or(freed))
+    }
+
+    /// Finishes one job whose lease `item` holds.
+    fn finish_held(&mut self, item: FinishItem, now: i64) -> (FinishOutcome, Option<i64>) {
+        // A provider's limit holds the topic, and is a retry counted as nothing.
+        let item = match item.finish {
+            Finish::RateLimited { record, delay_ms } => {
+                self.hold_until = self.hold_until.max(resolve(Due::In(delay_ms), now));
+                let finish = Finish::Retry {
+                    record,
+                    delay_ms,
+                    counted: false,
+                };
+                FinishItem::new(item.id, item.token, finish)
+            }
+            _ => item,
+        };
+        let id = item.id.as_str();
         match item.finish {
             Finish::Done => {
                 self.forget(id);
@@ -286,6 +358,7 @@ impl Topic {
                 self.history.tally(now, |m| m.failed += 1);
                 (FinishOutcome::Applied, None)
             }
+            Finish::RateLimited { .. } => unreachable!("made a retry above"),
         }
     }
 

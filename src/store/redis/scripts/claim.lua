@@ -2,10 +2,18 @@
 -- KEYS: the topic's thirteen, then this claim's record ("<prefix>claim:<token>") and the record of the
 -- previous claim whose reply the caller received ("<prefix>claim:0" when none): see below.
 -- ARGV: max, lease ms, sweep limit, stall limit, token, again ('1' when this claim was sent before and
--- its reply was lost), holder (the claiming worker's number, kept in each lease for operators).
+-- its reply was lost), holder (the claiming worker's number, kept in each lease for operators), max
+-- running (0: no limit), the rate limit's emission interval in ms ('0': no limit) and its burst.
 -- Returns: now, swept, swept_dead, next due|nil, next lease deadline|nil, dead pending (0|1), token,
--- the microseconds of now past its millisecond (0-999), paused (0|1), then three fields per claimed
--- job: id, due time, record.
+-- the microseconds of now past its millisecond (0-999), paused (0|1), held back (0 no, 1 max running,
+-- 2 rate, 3 provider), then three fields per claimed job: id, due time, record.
+--
+-- Flow control (read with `paused`, only when something is due): at most `max running` jobs active
+-- (the marker of prelude.lua not counted); a GCRA rate limit whose TAT is `rate_tat` in stats (see
+-- flow.rs: a job may go while the TAT is less than `burst` intervals ahead of now); a provider's
+-- limit, `hold_until` in stats (finish.lua), before which nothing is claimed. A claim held back by the
+-- rate or a hold reports the time the next job may go as its next due time; one held back by max
+-- running reports none and sets `full` in stats, so that the finish that frees a slot sends a hint.
 --
 -- A paused topic (`paused` in stats) is swept, and a claim sent again still gets back what it took,
 -- but nothing new is claimed, and when jobs are due no next due time is reported (its workers wait for
@@ -15,15 +23,16 @@
 -- topic's slot), and the caller's next claim deletes it. A claim sent again after its reply was lost
 -- finds that record and hands back the jobs still leased under its token instead of claiming more: a
 -- lost reply leaves nothing leased to nobody and costs no stall.
--- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (earliest due), HGET (paused), ZRANGE
+-- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (earliest due), HMGET (paused, flow), ZRANGE
 -- (due <= now), ZREMRANGEBYRANK, ZADD and HSETNX (the marker of prelude.lua), ZADD (active), HSET
 -- (leases), HMGET (records), GET and SET (the claim's record), ZRANGE (next due), ZRANGE (dead pending)
 -- = 15 whatever the batch size, and DEL (the previous claim's record) when the caller names one; a
 -- call that finds nothing due makes 4. A sweep that finds expired leases adds 5 calls, plus 1 to 4 per expired lease (rare: a
--- worker died or stalled).
+-- worker died or stalled). Flow control adds ZCARD and ZSCORE (max running), HSET (the rate's TAT).
 local max, lease = tonumber(ARGV[1]), tonumber(ARGV[2])
 local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
 local token_s, again, holder = ARGV[5], ARGV[6] == '1', ARGV[7]
+local max_running, interval, burst = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local K_CLAIM, K_RECEIVED = KEYS[14], KEYS[15]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -92,10 +101,37 @@ local next_due = earliest(K_DUE)
 -- Whether the topic is paused matters only when something is due now (a paused topic's later jobs are
 -- reported as usual, and the claim at their time finds it paused): an idle claim does not read it.
 local paused = false
+-- Why due jobs were held back (0: they were not), the TAT a rate-limited claim starts from, and the
+-- time a held-back job may go.
+local held, tat, go_at = 0, nil, nil
 if max > 0 and next_due and next_due <= now then
-  paused = redis.call('HGET', K_STATS, 'paused') == '1'
+  local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat')
+  paused = st[1] == '1'
+  local hold = tonumber(st[2])
   if paused then
     max = 0
+  elseif hold and hold > now then
+    max, held, go_at = 0, 3, hold
+  else
+    if max_running > 0 then
+      local running = redis.call('ZCARD', K_ACTIVE)
+      if running > 0 and redis.call('ZSCORE', K_ACTIVE, HASHED) then
+        running = running - 1
+      end
+      if running >= max_running then
+        max, held = 0, 1
+        redis.call('HSET', K_STATS, 'full', '1')
+      elseif max_running - running < max then
+        max = max_running - running
+      end
+    end
+    if max > 0 and interval > 0 then
+      tat = math.max(tonumber(st[3]) or 0, now)
+      local allowed = math.floor((now - tat) / interval + burst + 1e-9)
+      if allowed < max then
+        max = math.max(allowed, 0)
+      end
+    end
   end
 end
 -- A token names one claim: when its record exists, this is that claim again (sent again after a lost
@@ -175,14 +211,33 @@ elseif max > 0 and next_due and next_due <= now then
     end
     next_due = earliest(K_DUE)
   end
+  if tat and k > 0 then
+    tat = tat + k * interval
+    redis.call('HSET', K_STATS, 'rate_tat', string.format('%.3f', tat))
+  end
+end
+if tat and next_due then
+  -- The rate limit: the next job goes when the budget allows it (flow.rs, Budget::next_at).
+  local at = math.ceil(tat - (burst - 1) * interval - 1e-6)
+  if at > now and at > next_due then
+    if next_due <= now then
+      held = 2
+    end
+    next_due = at
+  end
+elseif go_at and next_due and go_at > next_due then
+  next_due = go_at
+end
+if held == 1 then
+  next_due = nil
 end
 
 local pending = redis.call('ZRANGE', K_DEAD_PENDING, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1)
 if paused then
   next_due = nil
 end
-local reply = { now, swept, swept_dead, next_due or false, next_lease or false, #pending, token, now_us_part, paused and 1 or 0 }
+local reply = { now, swept, swept_dead, next_due or false, next_lease or false, #pending, token, now_us_part, paused and 1 or 0, held }
 for i = 1, #out do
-  reply[9 + i] = out[i]
+  reply[10 + i] = out[i]
 end
 return reply

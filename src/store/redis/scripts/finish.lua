@@ -3,10 +3,14 @@
 --   'done':  id, token, 'done'
 --   'retry': id, token, 'retry', record, delay ms, '1'|'0' (count it in `retried`)
 --   'dead':  id, token, 'dead', record, reason, ''
+--   'hold':  id, token, 'hold', record, delay ms, '' (a provider's rate limit: a retry counted as
+--            nothing, and no job of the topic is claimed before it is due: `hold_until` in stats)
+-- A finish that ends a lease while `full` is set in stats (a claim found the topic at its max running)
+-- clears it and sends a hint: a slot is free.
 -- Returns one integer per item: 1 applied, 2 cancelled, 3 stale.
 -- redis.call per batch of done jobs: TIME, HMGET (leases), SCARD (cancels), ZREM (active), HDEL (leases),
 -- ZCARD (active: the marker of prelude.lua goes with the last lease), EXISTS (stalls), HDEL (jobs),
--- HINCRBY (processed), HGET and HSET (history) = 11, and HDEL (stalls) when a job of the topic ever stalled. Retries add ZRANGE, HSET, ZADD and HINCRBY; dead jobs add HSET x2, ZADD x2 and HINCRBY x2.
+-- HINCRBY (processed), HGET and HSET (history), HGET (full) = 12, and HDEL (stalls) when a job of the topic ever stalled. Retries add ZRANGE, HSET, ZADD and HINCRBY; dead jobs add HSET x2, ZADD x2 and HINCRBY x2.
 local channel, topic = ARGV[1], ARGV[2]
 local now = now_ms()
 -- Where each item starts in ARGV.
@@ -30,6 +34,7 @@ local retry_jobs, retry_due = {}, {}
 local dead_ids, dead_recs, dead_reasons = {}, {}, {}
 local processed, retried, n_cancelled = 0, 0, 0
 local first_retry = nil
+local hold_until = nil
 for i = 1, n do
   local b = at_arg[i]
   local id, token, kind = ids[i], ARGV[b + 2], ARGV[b + 3]
@@ -42,7 +47,13 @@ for i = 1, n do
     if kind == 'done' then
       ended[#ended + 1] = id
       processed = processed + 1
-    elseif kind == 'retry' then
+    elseif kind == 'retry' or kind == 'hold' then
+      if kind == 'hold' then
+        local until_ms = resolve_due(now, 'in', tonumber(ARGV[b + 5]))
+        if hold_until == nil or until_ms > hold_until then
+          hold_until = until_ms
+        end
+      end
       if cancelled[i] == 1 then
         ended[#ended + 1] = id
         n_cancelled = n_cancelled + 1
@@ -73,6 +84,16 @@ if #gone > 0 then
   call_many('ZREM', K_ACTIVE, gone, 1)
   call_many('HDEL', K_LEASES, gone, 1)
   drop_marker_if_last()
+  if redis.call('HGET', K_STATS, 'full') then
+    redis.call('HDEL', K_STATS, 'full')
+    publish_hint(channel, topic, now)
+  end
+end
+if hold_until then
+  local held = tonumber(redis.call('HGET', K_STATS, 'hold_until'))
+  if held == nil or hold_until > held then
+    redis.call('HSET', K_STATS, 'hold_until', string.format('%d', hold_until))
+  end
 end
 if #ended > 0 then
   call_many('HDEL', K_JOBS, ended, 1)
