@@ -35,6 +35,7 @@ use tokio::sync::watch;
 
 use crate::dead_letter::{DeadLetterSink, LogSink};
 use crate::error::{Error, Result};
+use crate::flow::{Flow, RateLimit};
 use crate::handler::{Handler, JobHandler, ViaTrait};
 use crate::job::Job;
 use crate::Client;
@@ -73,6 +74,9 @@ pub struct WorkerBuilder<S = ()> {
     state: S,
     handlers: Vec<Arc<dyn ErasedHandler<S>>>,
     topic_limits: HashMap<String, usize>,
+    /// Flow limits set here, by topic (over the job type's).
+    rates: HashMap<String, RateLimit>,
+    max_running: HashMap<String, u32>,
     sink: Arc<dyn DeadLetterSink>,
     config: Config,
     errors: Vec<Error>,
@@ -129,6 +133,8 @@ impl<S: Send + Sync + 'static> Worker<S> {
             state,
             handlers: Vec::new(),
             topic_limits: HashMap::new(),
+            rates: HashMap::new(),
+            max_running: HashMap::new(),
             sink: Arc::new(LogSink),
             config: Config::default(),
             errors: Vec::new(),
@@ -199,6 +205,55 @@ impl<S: Send + Sync + 'static> WorkerBuilder<S> {
     pub fn topic_concurrency<J: Job>(mut self, n: usize) -> Self {
         self.topic_limits.insert(J::TOPIC.to_owned(), n);
         self
+    }
+
+    /// The rate limit of `J`'s topic, across every worker: at most `jobs` per `per` (over the job
+    /// type's `rate`). Every worker of the topic should set the same. See [`Job::rate_limit`].
+    ///
+    /// ```
+    /// # use postpone::{Client, Job, JobContext, JobError, Worker};
+    /// # use serde::{Deserialize, Serialize};
+    /// # use std::time::Duration;
+    /// #[derive(Serialize, Deserialize, Job)]
+    /// #[job(topic = "emails")]
+    /// struct Email { to: String }
+    ///
+    /// async fn send(job: Email, _ctx: JobContext) -> Result<(), JobError> { Ok(()) }
+    ///
+    /// # fn main() -> postpone::Result<()> {
+    /// let worker = Worker::builder(&Client::memory())
+    ///     .handle(send)
+    ///     .rate_limit::<Email>(600, Duration::from_secs(60))
+    ///     .max_running::<Email>(10)
+    ///     .build()?;
+    /// # drop(worker);
+    /// # Ok(()) }
+    /// ```
+    pub fn rate_limit<J: Job>(mut self, jobs: u32, per: Duration) -> Self {
+        self.rates
+            .insert(J::TOPIC.to_owned(), RateLimit::new(jobs, per));
+        self
+    }
+
+    /// Most jobs of `J`'s topic running at once across every worker (over the job type's
+    /// `max_running`; unlike [`topic_concurrency`](Self::topic_concurrency), which limits this
+    /// worker only). See [`Job::max_running`].
+    pub fn max_running<J: Job>(mut self, n: u32) -> Self {
+        self.max_running.insert(J::TOPIC.to_owned(), n);
+        self
+    }
+
+    /// The flow limits of `handler`'s topic: the job type's, overridden by this builder's.
+    pub(crate) fn flow_of(&self, handler: &dyn ErasedHandler<S>) -> Flow {
+        let declared = handler.flow();
+        Flow {
+            rate: self.rates.get(handler.topic()).copied().or(declared.rate),
+            max_running: self
+                .max_running
+                .get(handler.topic())
+                .copied()
+                .unwrap_or(declared.max_running),
+        }
     }
 
     /// Most jobs taken in one claim (default 100).
@@ -289,6 +344,25 @@ impl<S: Send + Sync + 'static> WorkerBuilder<S> {
             if *n == 0 {
                 return bad(format!(
                     "topic_concurrency for {topic:?} must be at least 1"
+                ));
+            }
+        }
+        for topic in self.rates.keys().chain(self.max_running.keys()) {
+            if !self.handlers.iter().any(|h| h.topic() == topic) {
+                return Err(Error::UnknownTopic {
+                    topic: topic.clone(),
+                });
+            }
+        }
+        for h in &self.handlers {
+            let flow = self.flow_of(h.as_ref());
+            if let Some(rate) = flow.rate {
+                rate.validate(h.topic())?;
+            }
+            if self.max_running.get(h.topic()) == Some(&0) {
+                return bad(format!(
+                    "max_running for {:?} must be at least 1",
+                    h.topic()
                 ));
             }
         }

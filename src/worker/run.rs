@@ -49,6 +49,11 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
 ) -> Result<()> {
     let store = builder.client.inner.store.clone();
     store.check_worker_start().await?;
+    let flows: Vec<_> = builder
+        .handlers
+        .iter()
+        .map(|h| builder.flow_of(h.as_ref()))
+        .collect();
     let config = builder.config;
     let (stop_tx, stop_rx) = watch::channel(false);
     let shared = Arc::new(Shared {
@@ -65,7 +70,7 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     let mut tasks = Tasks::default();
     let mut topics = HashMap::new();
     let mut declared = Vec::new();
-    for handler in builder.handlers {
+    for (handler, flow) in builder.handlers.into_iter().zip(flows) {
         let name = handler.topic();
         let partitions = handler.partitions();
         let lease_ms = millis(handler.lease().unwrap_or(shared.config.lease));
@@ -93,7 +98,8 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
                     limit.clone(),
                     tx,
                 )
-                .with_share(share),
+                .with_share(share)
+                .with_flow(flow.per_partition(partitions)),
             );
             let (sh, st, stop) = (&shared, &served, &stop_rx);
             let acker = acker::acker(sh.clone(), st.clone(), rx, stop.clone());

@@ -12,6 +12,7 @@ use super::config::Config;
 use super::in_flight::InFlight;
 use super::registry::ErasedHandler;
 use crate::dead_letter::DeadLetterSink;
+use crate::flow::Flow;
 use crate::store::{FinishItem, Store};
 
 /// What every part of a worker shares.
@@ -50,6 +51,8 @@ pub(crate) struct ServedTopic<S> {
     pub(crate) saturated: AtomicBool,
     /// This topic's (partition's) share of the slots: what claiming ahead is sized by.
     share: usize,
+    /// Its flow limits across every worker (this partition's part of the topic's).
+    pub(crate) flow: Flow,
     /// How long a run takes here, a moving average, µs (`u64::MAX` until one ran).
     mean_run_us: AtomicU64,
     /// Outcomes on their way to the acker; taken away at shutdown once no handler runs.
@@ -79,6 +82,7 @@ impl<S> ServedTopic<S> {
             in_flight: InFlight::default(),
             saturated: AtomicBool::new(false),
             share: 1,
+            flow: Flow::default(),
             mean_run_us: AtomicU64::new(u64::MAX),
             finishes: Mutex::new(Some(finishes)),
         }
@@ -87,6 +91,12 @@ impl<S> ServedTopic<S> {
     /// Sets how many slots this topic (partition) may count on (default 1).
     pub(crate) fn with_share(mut self, share: usize) -> Self {
         self.share = share.max(1);
+        self
+    }
+
+    /// Sets the flow limits this topic (partition) is claimed under.
+    pub(crate) fn with_flow(mut self, flow: Flow) -> Self {
+        self.flow = flow;
         self
     }
 
