@@ -41,6 +41,7 @@ async fn three_workers_keep_one_rate_limit_and_a_provider_limit_holds_them_all()
         last - first
     );
     let mut windows = 0;
+    let (mut fewest, mut most) = (usize::MAX, 0);
     let mut from = first;
     while from + 5_000 <= last {
         let n = starts
@@ -53,8 +54,13 @@ async fn three_workers_keep_one_rate_limit_and_a_provider_limit_holds_them_all()
             from - first
         );
         windows += 1;
+        (fewest, most) = (fewest.min(n), most.max(n));
         from += 1_000;
     }
+    eprintln!(
+        "FLOW-FIGURES {windows} windows of 5 s: {fewest} to {most} jobs (500 at 100/s); 2,000 jobs in {} ms",
+        last - first
+    );
     assert!(windows >= 14, "{windows} windows measured");
     let pids: std::collections::BTreeSet<u32> = starts.iter().map(|(_, pid)| *pid).collect();
     assert_eq!(pids.len(), 3, "all three workers ran jobs");
@@ -64,7 +70,7 @@ async fn three_workers_keep_one_rate_limit_and_a_provider_limit_holds_them_all()
         hold_ms: 2_000,
         ..Work::default()
     };
-    rig.enqueue(vec![EnqueueItem::new(hold).id("hold")])
+    rig.enqueue(vec![EnqueueItem::new(hold).id("0hold")])
         .await
         .unwrap();
     rig.enqueue_now("h", 300, 0).await;
@@ -73,7 +79,7 @@ async fn three_workers_keep_one_rate_limit_and_a_provider_limit_holds_them_all()
     let held_at = events
         .iter()
         .find_map(|e| match e {
-            Event::Start { id, attempt: 1, ms, .. } if id == "hold" => Some(*ms),
+            Event::Start { id, attempt: 1, ms, .. } if id == "0hold" => Some(*ms),
             _ => None,
         })
         .expect("the hold job ran");
