@@ -91,8 +91,8 @@ pub use client::{
 };
 pub use dead_letter::{sink_fn, DeadLetter, DeadLetterSink, FnSink, LogSink};
 pub use error::{BoxError, Error, Report, Result};
-pub use handler::{Handler, HandlerFuture, JobContext, JobError, JobHandler, Outcome, StopReason};
 pub use flow::RateLimit;
+pub use handler::{Handler, HandlerFuture, JobContext, JobError, JobHandler, Outcome, StopReason};
 pub use job::Job;
 pub use partition::{partition_of, MAX_PARTITIONS};
 pub use record::AttemptError;
@@ -112,8 +112,8 @@ pub use async_trait::async_trait;
 
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::handler::{ViaTrait, WithState, WithoutState};
     pub use crate::flow::RateLimit;
+    pub use crate::handler::{ViaTrait, WithState, WithoutState};
     pub use crate::schedule::RetrySchedule;
     #[cfg(feature = "test-hooks")]
     pub use crate::worker::failpoint;

@@ -79,7 +79,9 @@ async fn three_workers_keep_one_rate_limit_and_a_provider_limit_holds_them_all()
     let held_at = events
         .iter()
         .find_map(|e| match e {
-            Event::Start { id, attempt: 1, ms, .. } if id == "0hold" => Some(*ms),
+            Event::Start {
+                id, attempt: 1, ms, ..
+            } if id == "0hold" => Some(*ms),
             _ => None,
         })
         .expect("the hold job ran");
@@ -99,7 +101,10 @@ async fn three_workers_keep_one_rate_limit_and_a_provider_limit_holds_them_all()
         .iter()
         .filter(|(ms, _)| (held_at + 100..held_at + 2_000).contains(ms))
         .collect();
-    assert!(during.is_empty(), "jobs started during the hold: {during:?}");
+    assert!(
+        during.is_empty(),
+        "jobs started during the hold: {during:?}"
+    );
     let resumed: std::collections::BTreeSet<u32> = after
         .iter()
         .filter(|(ms, _)| *ms >= held_at + 2_000)

@@ -64,7 +64,10 @@ fn impl_job(input: &DeriveInput, attr: &JobAttr) -> TokenStream2 {
         }
     });
     let rate = attr.rate.map(|(jobs, per_ms)| {
-        let (jobs, per_ms) = (Literal::u32_unsuffixed(jobs), Literal::u64_unsuffixed(per_ms));
+        let (jobs, per_ms) = (
+            Literal::u32_unsuffixed(jobs),
+            Literal::u64_unsuffixed(per_ms),
+        );
         quote! {
             fn rate_limit() -> ::postpone::__private::Option<::postpone::__private::RateLimit> {
                 ::postpone::__private::Option::Some(::postpone::__private::RateLimit::new(

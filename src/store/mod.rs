@@ -58,8 +58,8 @@ pub use ops::{
 };
 pub use types::{
     CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, Due, EnqueueOutcome, Finish, FinishItem,
-    FinishOutcome, HeldBack, Hint, Lease, LeaseStatus, NewJob, RescheduleOutcome, StoredJob, StoredState,
-    MAX_DUE_MS,
+    FinishOutcome, HeldBack, Hint, Lease, LeaseStatus, NewJob, RescheduleOutcome, StoredJob,
+    StoredState, MAX_DUE_MS,
 };
 
 /// Jobs by id: what the [`Client`](crate::Client) does.
@@ -105,6 +105,15 @@ pub trait WorkerStore: Send + Sync + std::fmt::Debug + 'static {
     /// due again at the due time it was claimed at, so it keeps its place in line, record unchanged, no
     /// attempt used (counted `stalled`). Then up to `max` due jobs (due time at or before now, earliest
     /// first) become active with deadline now + `lease_ms`, all under the request's token.
+    ///
+    /// Flow control, asked for in the request, holds due jobs back (they stay due; the batch says why
+    /// in [`held_back`](ClaimBatch::held_back)): nothing is claimed while the topic is held by a
+    /// provider's limit ([`Finish::RateLimited`]; `next_due_ms` is then no earlier than the hold's end);
+    /// at most [`max_running`](ClaimRequest::max_running) jobs of the topic are active after the claim
+    /// (when it is full, `next_due_ms` is `None`, and the next finish of the topic sends a
+    /// [`Hint::Topic`]); and at most what the topic's [`rate`](ClaimRequest::rate) budget allows by the
+    /// store's clock (see [`crate::flow`]; `next_due_ms` is then no earlier than when the next job may
+    /// go).
     ///
     /// A claim that took jobs is remembered (until its lease would end, or until the caller's next claim
     /// says it was [`received`](ClaimRequest::received)): the same request sent

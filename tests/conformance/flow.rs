@@ -92,7 +92,10 @@ pub(crate) async fn rate_limit_spaces_jobs_across_workers(b: Backend) {
     starts.sort_unstable();
     let span = starts[7] - starts[0];
     // Claimed 50 ms apart by the store's clock; a start is read a little after its claim.
-    assert!(span >= 7 * 50 - 20, "8 jobs at 20/s over {span} ms: {starts:?}");
+    assert!(
+        span >= 7 * 50 - 20,
+        "8 jobs at 20/s over {span} ms: {starts:?}"
+    );
     for w in workers {
         w.stop().await;
     }

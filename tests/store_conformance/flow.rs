@@ -40,7 +40,10 @@ pub(crate) async fn max_running_caps_active_jobs_across_claimers_and_a_finish_fr
         other.next_due_ms, None,
         "a full topic waits for a free slot, not for a due time"
     );
-    assert!(matches!(state(s, t, "c").await, Some(StoredState::Due { .. })));
+    assert!(matches!(
+        state(s, t, "c").await,
+        Some(StoredState::Due { .. })
+    ));
 
     let mut rx = s.hints();
     assert!(hints_for(s, &mut rx, t).await.is_empty());
@@ -57,7 +60,11 @@ pub(crate) async fn max_running_caps_active_jobs_across_claimers_and_a_finish_fr
     assert_eq!(ids, ["c"], "one slot was free");
     assert_eq!(next.held_back, None);
     let unlimited = claim(s, t, 10, LONG).await;
-    assert_eq!(unlimited.jobs.len(), 1, "a claim without the limit is not held");
+    assert_eq!(
+        unlimited.jobs.len(),
+        1,
+        "a claim without the limit is not held"
+    );
 }
 
 pub(crate) async fn max_running_frees_the_slot_of_an_expired_lease_once_swept(
@@ -75,7 +82,10 @@ pub(crate) async fn max_running_frees_the_slot_of_an_expired_lease_once_swept(
     let next = claim_running(s, t, 10, 1).await;
     assert_eq!(next.swept, 1, "{next:?}");
     assert_eq!(next.jobs.len(), 1, "{next:?}");
-    assert_eq!(next.jobs[0].id, "a", "the swept job keeps its place in line");
+    assert_eq!(
+        next.jobs[0].id, "a",
+        "the swept job keeps its place in line"
+    );
 }
 
 pub(crate) async fn rate_limit_lets_its_budget_go_and_reports_when_the_next_job_may(
@@ -110,7 +120,11 @@ pub(crate) async fn rate_limit_lets_its_budget_go_and_reports_when_the_next_job_
     assert_eq!(next.jobs.len(), 1, "{next:?}");
     assert_eq!(next.jobs[0].id, "b");
     let unlimited = claim(s, t, 10, LONG).await;
-    assert_eq!(unlimited.jobs.len(), 1, "a claim without the limit is not held");
+    assert_eq!(
+        unlimited.jobs.len(),
+        1,
+        "a claim without the limit is not held"
+    );
 }
 
 pub(crate) async fn rate_limit_never_lets_more_than_its_budget_go(store: Arc<dyn Store>) {
@@ -158,7 +172,11 @@ pub(crate) async fn a_rate_limited_finish_holds_the_topic_and_retries_the_job_wi
     if held.now_ms() < again {
         assert!(held.jobs.is_empty(), "{held:?}");
         assert_eq!(held.held_back, Some(HeldBack::Provider));
-        assert_eq!(held.next_due_ms, Some(again), "the hold ends with a's retry");
+        assert_eq!(
+            held.next_due_ms,
+            Some(again),
+            "the hold ends with a's retry"
+        );
     }
     let counts = s.counts(t).await.unwrap();
     assert_eq!((counts.retried, counts.failed), (0, 0));

@@ -14,7 +14,10 @@ pub(crate) fn rate_value(value: &Expr) -> syn::Result<(u32, u64)> {
     else {
         return Err(syn::Error::new_spanned(
             value,
-            format!("rate must be a string literal: write {}", Key::Rate.example()),
+            format!(
+                "rate must be a string literal: write {}",
+                Key::Rate.example()
+            ),
         ));
     };
     let text = lit.value();
@@ -25,7 +28,11 @@ pub(crate) fn rate_value(value: &Expr) -> syn::Result<(u32, u64)> {
         ));
     };
     let jobs = match jobs.parse::<u32>() {
-        Ok(0) => return err(format!("rate {text:?} lets no job go: write at least 1 job per period")),
+        Ok(0) => {
+            return err(format!(
+                "rate {text:?} lets no job go: write at least 1 job per period"
+            ))
+        }
         Ok(n) => n,
         Err(_) => {
             return err(format!(

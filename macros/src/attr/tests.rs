@@ -382,35 +382,59 @@ fn flow_limits() {
     }
     let cases: Vec<(DeriveInput, &str)> = vec![
         (
-            parse_quote!(#[job(topic = "a", rate = "100")] struct A;),
+            parse_quote!(
+                #[job(topic = "a", rate = "100")]
+                struct A;
+            ),
             "rate \"100\" has no `/`",
         ),
         (
-            parse_quote!(#[job(topic = "a", rate = "0/s")] struct A;),
+            parse_quote!(
+                #[job(topic = "a", rate = "0/s")]
+                struct A;
+            ),
             "rate \"0/s\" lets no job go",
         ),
         (
-            parse_quote!(#[job(topic = "a", rate = "x/s")] struct A;),
+            parse_quote!(
+                #[job(topic = "a", rate = "x/s")]
+                struct A;
+            ),
             "rate \"x/s\": \"x\" is not a number of jobs",
         ),
         (
-            parse_quote!(#[job(topic = "a", rate = "5/sec")] struct A;),
+            parse_quote!(
+                #[job(topic = "a", rate = "5/sec")]
+                struct A;
+            ),
             "rate \"5/sec\": the period \"sec\" is not",
         ),
         (
-            parse_quote!(#[job(topic = "a", rate = "5/0s")] struct A;),
+            parse_quote!(
+                #[job(topic = "a", rate = "5/0s")]
+                struct A;
+            ),
             "rate \"5/0s\": the period \"0s\" is not",
         ),
         (
-            parse_quote!(#[job(topic = "a", rate = 100)] struct A;),
+            parse_quote!(
+                #[job(topic = "a", rate = 100)]
+                struct A;
+            ),
             "rate must be a string literal",
         ),
         (
-            parse_quote!(#[job(topic = "a", max_running = 0)] struct A;),
+            parse_quote!(
+                #[job(topic = "a", max_running = 0)]
+                struct A;
+            ),
             "max_running must be at least 1",
         ),
         (
-            parse_quote!(#[job(topic = "a", max_running = "5")] struct A;),
+            parse_quote!(
+                #[job(topic = "a", max_running = "5")]
+                struct A;
+            ),
             "max_running must be an integer literal",
         ),
     ];

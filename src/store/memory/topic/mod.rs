@@ -13,12 +13,12 @@ mod ops;
 pub(super) use self::ops::History;
 
 use super::zset::ZSet;
+use crate::flow::Budget;
 use crate::store::{
     CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, DeadEntry, Death, Due, EnqueueOutcome,
     Finish, FinishItem, FinishOutcome, HeldBack, LeaseStatus, NewJob, RescheduleOutcome, StoredJob,
     StoredState, TopicCounts, MAX_DUE_MS,
 };
-use crate::flow::Budget;
 use crate::time::add_ms;
 
 /// One death's record and reason.
