@@ -83,6 +83,9 @@ pub(crate) struct Args {
     /// `idle`: registered topics, and seconds measured.
     pub(crate) topics: usize,
     pub(crate) secs: u64,
+    /// `drain`, `drain-io`, `backlog`: claim under flow limits that never bind (a rate limit of
+    /// 100,000,000/s and max running 1,000,000), to measure what checking them costs.
+    pub(crate) flow: bool,
 }
 
 pub(crate) const USAGE: &str = "\
@@ -107,6 +110,8 @@ workloads (see BENCHMARKS.md):
   --backlog N      backlog: jobs due in an hour beside the drained ones (default 1,000,000)
   --topics N       idle: registered topics (default 10, at most 10)
   --secs S         idle: seconds measured (default 10)
+  --flow           drain, drain-io, backlog: flow limits on that never bind (rate 100,000,000/s,
+                   max running 1,000,000): what checking them in the claim costs
 
 Prints human-readable lines, then one line of JSON; exits 1 if a job was lost or failed.";
 
@@ -124,8 +129,13 @@ impl Args {
             backlog: 1_000_000,
             topics: 10,
             secs: 10,
+            flow: false,
         };
         while let Some(flag) = it.next() {
+            if flag == "--flow" {
+                out.flow = true;
+                continue;
+            }
             let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
             match flag.as_str() {
                 "--jobs" => out.jobs = number(flag, value()?)?,
