@@ -59,7 +59,7 @@ pub use ops::{
 pub use types::{
     CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, Due, EnqueueOutcome, Finish, FinishItem,
     FinishOutcome, HeldBack, Hint, Lease, LeaseStatus, NewJob, RescheduleOutcome, StoredJob,
-    StoredState, MAX_DUE_MS,
+    StoredState, MAX_DUE_MS, MAX_PRIORITY,
 };
 
 /// Jobs by id: what the [`Client`](crate::Client) does.

@@ -30,7 +30,14 @@ pub struct NewJob {
     /// Replace an existing due job of the same id (payload and due time). An active job is never
     /// replaced: the outcome is [`EnqueueOutcome::Running`].
     pub replace: bool,
+    /// Its priority: 0 (none) to [`MAX_PRIORITY`]. Among due jobs, a higher priority is claimed first
+    /// (then the earlier due time); a job keeps it through retries and expired leases, and a replace
+    /// sets the new job's. See [`NewJob::priority`].
+    pub priority: u8,
 }
+
+/// The highest priority a job may have.
+pub const MAX_PRIORITY: u8 = 31;
 
 impl NewJob {
     /// A job to enqueue.
@@ -40,6 +47,15 @@ impl NewJob {
             record,
             due,
             replace,
+            priority: 0,
+        }
+    }
+
+    /// The same job with priority `priority` (capped at [`MAX_PRIORITY`]; the client checks it).
+    pub fn priority(self, priority: u8) -> Self {
+        NewJob {
+            priority: priority.min(MAX_PRIORITY),
+            ..self
         }
     }
 }

@@ -32,6 +32,7 @@ mod hints;
 mod inspect;
 mod lease;
 mod ops;
+mod priority;
 mod sweep;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -54,6 +55,7 @@ pub(crate) use self::hints::*;
 pub(crate) use self::inspect::*;
 pub(crate) use self::lease::*;
 pub(crate) use self::ops::*;
+pub(crate) use self::priority::*;
 pub(crate) use self::sweep::*;
 pub(crate) use crate::support::wait::eventually_within;
 
@@ -147,6 +149,12 @@ macro_rules! store_conformance {
             rate_limit_lets_its_budget_go_and_reports_when_the_next_job_may,
             rate_limit_never_lets_more_than_its_budget_go,
             a_rate_limited_finish_holds_the_topic_and_retries_the_job_without_counting,
+            // priorities
+            higher_priority_due_jobs_are_claimed_first_then_by_due_time,
+            a_scheduled_job_with_a_priority_goes_first_once_due,
+            a_priority_survives_a_retry_and_a_reschedule,
+            a_swept_job_keeps_its_priority,
+            cancel_and_replace_take_a_priority_away,
         );
     };
     (@each $factory:expr; $($name:ident),* $(,)?) => {$(

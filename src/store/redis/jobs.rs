@@ -187,7 +187,10 @@ impl Batched for Enqueues {
         jobs: &[NewJob],
     ) -> Result<Vec<EnqueueOutcome>> {
         match jobs {
-            [job] => enqueue_one(store, topic, keys, job).await.map(|o| vec![o]),
+            // A replace, or a priority, may touch the priority keys: the batch script.
+            [job] if !job.replace && job.priority == 0 => {
+                enqueue_one(store, topic, keys, job).await.map(|o| vec![o])
+            }
             _ => enqueue_many(store, topic, keys, jobs).await,
         }
     }
@@ -210,7 +213,8 @@ async fn enqueue_many(
                     .arg(&job.record[..])
                     .arg(kind)
                     .arg(value)
-                    .arg(u8::from(job.replace));
+                    .arg(u8::from(job.replace))
+                    .arg(job.priority);
             }
         })
         .await?;

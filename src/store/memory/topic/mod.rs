@@ -86,6 +86,12 @@ pub(super) struct Topic {
     hold_until: i64,
     /// A claim found the topic at its max running: the finish that frees a slot hints.
     full: bool,
+    /// Priorities of live jobs enqueued with one.
+    priority: HashMap<String, u8>,
+    /// Due jobs with a priority, by priority (highest first) then due time: `due - priority << 48`.
+    prio_ready: ZSet,
+    /// Scheduled jobs with a priority, by due time.
+    prio_wait: ZSet,
     /// Per-minute counts.
     history: History,
 }
@@ -111,8 +117,24 @@ impl Topic {
         self.due.first_score().is_none_or(|first| due_at < first)
     }
 
+    /// Files job `id`, due at `due_at`, among the jobs with a priority if it has one.
+    fn file_prio(&mut self, id: &str, due_at: i64, now: i64) {
+        self.prio_ready.remove(id);
+        self.prio_wait.remove(id);
+        if let Some(p) = self.priority.get(id) {
+            if due_at <= now {
+                self.prio_ready.insert(id, due_at - (i64::from(*p) << 48));
+            } else {
+                self.prio_wait.insert(id, due_at);
+            }
+        }
+    }
+
     /// Removes every trace of a live job.
     fn forget(&mut self, id: &str) -> Option<Vec<u8>> {
+        self.priority.remove(id);
+        self.prio_ready.remove(id);
+        self.prio_wait.remove(id);
         self.due.remove(id);
         self.active.remove(id);
         self.leases.remove(id);
@@ -153,6 +175,11 @@ impl Topic {
         let due_at_ms = resolve(job.due, now);
         let hint = self.is_earliest(due_at_ms).then_some(due_at_ms);
         self.due.insert(&job.id, due_at_ms);
+        match job.priority {
+            0 => self.priority.remove(&job.id),
+            p => self.priority.insert(job.id.clone(), p),
+        };
+        self.file_prio(&job.id, due_at_ms, now);
         self.jobs.insert(job.id, job.record);
         let outcome = match existing {
             Some(_) => EnqueueOutcome::Replaced { due_at_ms },
@@ -195,7 +222,9 @@ impl Topic {
                 batch.swept_dead += 1;
             } else {
                 // Due again at the due time it was claimed at: it keeps its place in line.
-                self.due.insert(&id, lease.map_or(now, |l| l.due_at_ms));
+                let due_at = lease.map_or(now, |l| l.due_at_ms);
+                self.due.insert(&id, due_at);
+                self.file_prio(&id, due_at, now);
                 self.counters.stalled += 1;
                 batch.swept += 1;
             }
@@ -244,8 +273,9 @@ impl Topic {
             }
         } else if !paused {
             let deadline = add_ms(now, request.lease_ms);
-            for (due_at_ms, id) in self.due.take_up_to(now, max) {
+            for (due_at_ms, id) in self.due_first(now, max) {
                 self.due.remove(&id);
+                self.prio_ready.remove(&id);
                 self.active.insert(&id, deadline);
                 let lease = Lease {
                     token,
@@ -292,6 +322,29 @@ impl Topic {
         batch.next_lease_deadline_ms = self.active.first_score();
         batch.dead_pending = self.dead_pending.first_score().is_some_and(|at| at <= now);
         batch
+    }
+
+    /// Up to `max` due jobs, those with a priority first (highest first, then the earliest due), then
+    /// the others by due time.
+    fn due_first(&mut self, now: i64, max: usize) -> Vec<(i64, String)> {
+        for (due_at, id) in self.prio_wait.take_up_to(now, usize::MAX) {
+            self.file_prio(&id, due_at, now);
+        }
+        let mut out: Vec<(i64, String)> = self
+            .prio_ready
+            .take_up_to(i64::MAX, max)
+            .into_iter()
+            .filter_map(|(_, id)| Some((self.due.score(&id)?, id)))
+            .collect();
+        if out.len() < max {
+            let more = self.due.take_up_to(now, max);
+            let rest = more
+                .into_iter()
+                .filter(|(_, id)| !self.prio_ready.contains(id))
+                .take(max - out.len());
+            out.extend(rest.collect::<Vec<_>>());
+        }
+        out
     }
 
     /// Finishes one claimed job if its token matches its current lease; returns the outcome and, for a
@@ -345,6 +398,7 @@ impl Topic {
                 self.active.remove(id);
                 self.leases.remove(id);
                 self.due.insert(id, due_at_ms);
+                self.file_prio(id, due_at_ms, now);
                 self.jobs.insert(item.id, record);
                 if counted {
                     self.counters.retried += 1;
@@ -399,6 +453,7 @@ impl Topic {
             let due_at_ms = resolve(due, now);
             let hint = self.is_earliest(due_at_ms).then_some(due_at_ms);
             self.due.insert(id, due_at_ms);
+            self.file_prio(id, due_at_ms, now);
             (RescheduleOutcome::Rescheduled { due_at_ms }, hint)
         } else if self.active.contains(id) {
             (RescheduleOutcome::Running, None)
@@ -458,6 +513,9 @@ impl Topic {
             && self.leases.is_empty()
             && self.stalls.is_empty()
             && self.cancels.is_empty()
+            && self.priority.is_empty()
+            && self.prio_ready.len() == 0
+            && self.prio_wait.len() == 0
             && self.graves.is_empty()
             && self.dead_ids.is_empty()
             && self.dead.len() == 0

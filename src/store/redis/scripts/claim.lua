@@ -1,5 +1,5 @@
 -- Sweeps expired leases, then claims due jobs under the caller's lease token (see WorkerStore::claim).
--- KEYS: the topic's thirteen, then this claim's record ("<prefix>claim:<token>") and the record of the
+-- KEYS: the topic's sixteen, then this claim's record ("<prefix>claim:<token>") and the record of the
 -- previous claim whose reply the caller received ("<prefix>claim:0" when none): see below.
 -- ARGV: max, lease ms, sweep limit, stall limit, token, again ('1' when this claim was sent before and
 -- its reply was lost), holder (the claiming worker's number, kept in each lease for operators), max
@@ -33,7 +33,7 @@ local max, lease = tonumber(ARGV[1]), tonumber(ARGV[2])
 local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
 local token_s, again, holder = ARGV[5], ARGV[6] == '1', ARGV[7]
 local max_running, interval, burst = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
-local K_CLAIM, K_RECEIVED = KEYS[14], KEYS[15]
+local K_CLAIM, K_RECEIVED = KEYS[17], KEYS[18]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local now_us_part = tonumber(time[2]) % 1000
@@ -80,6 +80,26 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
   if #back > 0 then
     call_many('ZADD', K_DUE, back, 2)
     redis.call('HINCRBY', K_STATS, 'stalled', swept)
+  end
+  -- A job with a priority keeps it (due again, at its place in line); one that ended forgets it.
+  if redis.call('EXISTS', K_PRIO) == 1 then
+    local b_ids, b_dues, ended = {}, {}, {}
+    for i = 1, #back, 2 do
+      b_dues[#b_dues + 1] = back[i]
+      b_ids[#b_ids + 1] = back[i + 1]
+    end
+    for i, id in ipairs(expired) do
+      if cancelled[i] == 1 then
+        ended[#ended + 1] = id
+      end
+    end
+    for _, id in ipairs(dead_ids) do
+      ended[#ended + 1] = id
+    end
+    if #b_ids > 0 then
+      file_prio(b_ids, b_dues, fetch_many('HMGET', K_PRIO, b_ids), now)
+    end
+    forget_prio(ended)
   end
   if n_cancelled > 0 then
     redis.call('HINCRBY', K_STATS, 'cancelled', n_cancelled)
@@ -158,13 +178,58 @@ if recorded then
     end
   end
 elseif max > 0 and next_due and next_due <= now then
-  local got = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, max, 'WITHSCORES')
+  -- Jobs with a priority first (keys.rs): due ones move from `prio_wait` to `prio_ready` (as many as
+  -- this claim could take, and more, so that `prio_ready` keeps up), then the highest go, each only if
+  -- it is still due at the time its entry says (else the entry is stale: cancelled, rescheduled,
+  -- replaced, claimed in due order).
+  local got = {}
+  if redis.call('EXISTS', K_PRIO) == 1 then
+    local wait = redis.call('ZRANGE', K_PRIO_WAIT, '-inf', now, 'BYSCORE', 'LIMIT', 0, math.max(4 * max, 256), 'WITHSCORES')
+    if #wait > 0 then
+      local w_ids, w_dues = {}, {}
+      for i = 1, #wait, 2 do
+        w_ids[#w_ids + 1] = wait[i]
+        w_dues[#w_dues + 1] = tonumber(wait[i + 1])
+      end
+      redis.call('ZREMRANGEBYRANK', K_PRIO_WAIT, 0, #w_ids - 1)
+      file_prio(w_ids, w_dues, fetch_many('HMGET', K_PRIO, w_ids), now)
+    end
+    local ready = redis.call('ZRANGE', K_PRIO_READY, 0, max - 1, 'WITHSCORES')
+    if #ready > 0 then
+      redis.call('ZREMRANGEBYRANK', K_PRIO_READY, 0, #ready / 2 - 1)
+      local r_ids = {}
+      for i = 1, #ready, 2 do
+        r_ids[#r_ids + 1] = ready[i]
+      end
+      local dues = fetch_many('ZMSCORE', K_DUE, r_ids)
+      local taken = {}
+      for i, id in ipairs(r_ids) do
+        local at = prio_due(ready[2 * i])
+        if dues[i] and tonumber(dues[i]) == at then
+          got[#got + 1] = id
+          got[#got + 1] = string.format('%d', at)
+          taken[#taken + 1] = id
+        end
+      end
+      if #taken > 0 then
+        call_many('ZREM', K_DUE, taken, 1)
+      end
+    end
+  end
+  if #got / 2 < max then
+    local more = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, max - #got / 2, 'WITHSCORES')
+    if #more > 0 then
+      -- The claimed ids are exactly the lowest ranks. Removing them comes first: when Redis is full
+      -- (maxmemory, noeviction) it refuses a script whose first write may grow memory, and a claim,
+      -- which only moves jobs, must still run then, or a full Redis could never be drained.
+      redis.call('ZREMRANGEBYRANK', K_DUE, 0, #more / 2 - 1)
+      for i = 1, #more do
+        got[#got + 1] = more[i]
+      end
+    end
+  end
   local k = #got / 2
   if k > 0 then
-    -- The claimed ids are exactly the k lowest ranks. Removing them comes first: when Redis is full
-    -- (maxmemory, noeviction) it refuses a script whose first write may grow memory, and a claim, which
-    -- only moves jobs, must still run then, or a full Redis could never be drained.
-    redis.call('ZREMRANGEBYRANK', K_DUE, 0, k - 1)
     token = token_s
     local deadline = now + lease
     -- Numbers go to redis.call as strings made once: Redis would format each with %.17g.

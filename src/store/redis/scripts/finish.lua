@@ -10,7 +10,7 @@
 -- Returns one integer per item: 1 applied, 2 cancelled, 3 stale.
 -- redis.call per batch of done jobs: TIME, HMGET (leases), SCARD (cancels), ZREM (active), HDEL (leases),
 -- ZCARD (active: the marker of prelude.lua goes with the last lease), EXISTS (stalls), HDEL (jobs),
--- HINCRBY (processed), HGET and HSET (history), HGET (full) = 12, and HDEL (stalls) when a job of the topic ever stalled. Retries add ZRANGE, HSET, ZADD and HINCRBY; dead jobs add HSET x2, ZADD x2 and HINCRBY x2.
+-- HINCRBY (processed), HGET and HSET (history), HGET (full), EXISTS (priority) = 13, and HDEL (stalls) when a job of the topic ever stalled. Retries add ZRANGE, HSET, ZADD and HINCRBY; dead jobs add HSET x2, ZADD x2 and HINCRBY x2.
 local channel, topic = ARGV[1], ARGV[2]
 local now = now_ms()
 -- Where each item starts in ARGV.
@@ -109,6 +109,20 @@ if #retry_jobs > 0 then
   call_many('HSET', K_JOBS, retry_jobs, 2)
   call_many('ZADD', K_DUE, retry_due, 2)
   hint_if_earlier(channel, topic, first, first_retry)
+end
+-- Jobs with a priority keep it through a retry; jobs that end forget it.
+if (#retry_due > 0 or #ended > 0) and redis.call('EXISTS', K_PRIO) == 1 then
+  if #retry_due > 0 then
+    local r_ids, r_dues = {}, {}
+    for i = 1, #retry_due, 2 do
+      r_dues[#r_dues + 1] = retry_due[i]
+      r_ids[#r_ids + 1] = retry_due[i + 1]
+    end
+    file_prio(r_ids, r_dues, fetch_many('HMGET', K_PRIO, r_ids), now)
+  end
+  if #ended > 0 then
+    call_many('HDEL', K_PRIO, ended, 1)
+  end
 end
 if #dead_ids > 0 then
   kill_many(dead_ids, dead_recs, dead_reasons, now)
