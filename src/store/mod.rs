@@ -18,7 +18,8 @@
 //! partitioned topic: a store treats each partition as a topic of its own). A job is identified by its
 //! id within its topic and is, at any moment, in exactly one state:
 //! - **due**: waiting for its due time; it may be claimed once the store's clock reaches it. Due jobs are
-//!   claimed in due-time order (ties in id order, bytewise);
+//!   claimed in due-time order (ties in id order, bytewise), except that due jobs enqueued with a
+//!   priority ([`NewJob::priority`]) go first, highest first, then by due time;
 //! - **active**: claimed, and leased to one worker until a deadline under a *lease token*. Every later
 //!   finish or lease renewal must carry that token: one that does not match the current lease changes
 //!   nothing (a stale worker's late result is ignored). A lease has expired when its deadline is at or

@@ -197,7 +197,8 @@ pub struct ClaimBatch {
     /// only milliseconds reports whole milliseconds), so that a worker can sleep exactly until the next
     /// job is due.
     pub now_us: i64,
-    /// The claimed jobs, earliest due first.
+    /// The claimed jobs: those with a priority first (highest first, then earliest due), then the
+    /// others, earliest due first.
     pub jobs: Vec<ClaimedJob>,
     /// The earliest due time still in `due` after the claim, if any (may be <= now when more are due).
     pub next_due_ms: Option<i64>,
