@@ -99,7 +99,7 @@ pub use record::AttemptError;
 pub use schedule::{RetrySchedule, MAX_DELAY, MAX_SLOTS};
 pub use store::TopicCounts;
 pub use validate::{validate_id, validate_namespace, validate_topic, MAX_ID_LEN};
-pub use worker::{ShutdownHandle, Worker, WorkerBuilder};
+pub use worker::{ShutdownHandle, SlotSharing, Worker, WorkerBuilder};
 
 #[cfg(feature = "macros")]
 pub use postpone_macros::Job;

@@ -24,6 +24,7 @@ mod registry;
 mod run;
 mod shared;
 mod shutdown;
+mod slots;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -41,6 +42,7 @@ use crate::job::Job;
 use crate::Client;
 use config::Config;
 use registry::{ErasedHandler, Registered};
+pub use slots::SlotSharing;
 
 /// Builds a [`Worker`]: register handlers, set limits, then [`build`](Self::build).
 ///
@@ -77,6 +79,9 @@ pub struct WorkerBuilder<S = ()> {
     /// Flow limits set here, by topic (over the job type's).
     rates: HashMap<String, RateLimit>,
     max_running: HashMap<String, u32>,
+    /// How topics share the slots, and their weights.
+    sharing: SlotSharing,
+    weights: HashMap<String, u32>,
     sink: Arc<dyn DeadLetterSink>,
     config: Config,
     errors: Vec<Error>,
@@ -135,6 +140,8 @@ impl<S: Send + Sync + 'static> Worker<S> {
             topic_limits: HashMap::new(),
             rates: HashMap::new(),
             max_running: HashMap::new(),
+            sharing: SlotSharing::FirstCome,
+            weights: HashMap::new(),
             sink: Arc::new(LogSink),
             config: Config::default(),
             errors: Vec::new(),
@@ -256,6 +263,46 @@ impl<S: Send + Sync + 'static> WorkerBuilder<S> {
         }
     }
 
+    /// How this worker's topics share its slots ([`concurrency`](Self::concurrency)) when they are
+    /// scarce: first come, first served (the default), by weight, or in strict order of weight. See
+    /// [`SlotSharing`].
+    ///
+    /// ```
+    /// # use postpone::{Client, Job, JobContext, JobError, SlotSharing, Worker};
+    /// # use serde::{Deserialize, Serialize};
+    /// #[derive(Serialize, Deserialize, Job)]
+    /// #[job(topic = "payments")]
+    /// struct Payment { id: u64 }
+    ///
+    /// #[derive(Serialize, Deserialize, Job)]
+    /// #[job(topic = "reports")]
+    /// struct Report { id: u64 }
+    ///
+    /// # async fn pay(_: Payment, _: JobContext) -> Result<(), JobError> { Ok(()) }
+    /// # async fn report(_: Report, _: JobContext) -> Result<(), JobError> { Ok(()) }
+    /// # fn main() -> postpone::Result<()> {
+    /// // Busy on both: 4 slots of 5 to payments, 1 to reports (none starves).
+    /// let worker = Worker::builder(&Client::memory())
+    ///     .handle(pay)
+    ///     .handle(report)
+    ///     .slot_sharing(SlotSharing::Weighted)
+    ///     .topic_weight::<Payment>(4)
+    ///     .build()?;
+    /// # drop(worker);
+    /// # Ok(()) }
+    /// ```
+    pub fn slot_sharing(mut self, sharing: SlotSharing) -> Self {
+        self.sharing = sharing;
+        self
+    }
+
+    /// The weight of `J`'s topic in this worker's [`slot_sharing`](Self::slot_sharing) (default 1;
+    /// at least 1).
+    pub fn topic_weight<J: Job>(mut self, weight: u32) -> Self {
+        self.weights.insert(J::TOPIC.to_owned(), weight);
+        self
+    }
+
     /// Most jobs taken in one claim (default 100).
     ///
     /// A claim takes a job for each free slot, and, once the handlers' run time is known, a few more
@@ -347,7 +394,17 @@ impl<S: Send + Sync + 'static> WorkerBuilder<S> {
                 ));
             }
         }
-        for topic in self.rates.keys().chain(self.max_running.keys()) {
+        for (topic, weight) in &self.weights {
+            if *weight == 0 {
+                return bad(format!("topic_weight for {topic:?} must be at least 1"));
+            }
+        }
+        for topic in self
+            .rates
+            .keys()
+            .chain(self.max_running.keys())
+            .chain(self.weights.keys())
+        {
             if !self.handlers.iter().any(|h| h.topic() == topic) {
                 return Err(Error::UnknownTopic {
                     topic: topic.clone(),

@@ -2,10 +2,11 @@
 //! partition of a partitioned topic), routes wake-up hints to them, and hands over to the shutdown
 //! sequence when asked to stop.
 //!
-//! A partitioned topic runs all four per partition. Its partitions share the topic's handler and its
-//! concurrency limit: each claim loop waits for a slot in the same (first-come, first-served)
-//! semaphores, so partitions with work take turns and none starves, and an idle partition costs one
-//! claim per poll interval.
+//! A partitioned topic runs all four per partition. Its partitions share the topic's handler, its
+//! concurrency limit and its lane in the worker's slot pool (`slots.rs`): each claim loop waits for a
+//! slot in the same first-come, first-served lines, so partitions with work take turns and none
+//! starves, and an idle partition costs one claim per poll interval. Between topics, the pool shares
+//! scarce slots as the worker's `SlotSharing` says.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use tokio::sync::{broadcast, mpsc, watch, Semaphore};
 use super::presence::{self, Beat};
 use super::shared::{ServedTopic, Shared, Tracker};
 use super::shutdown::{shut_down, Tasks};
+use super::slots::SlotPool;
 use super::{acker, claim_loop, dead_letter_pump, heartbeat, WorkerBuilder};
 use crate::error::Result;
 use crate::ops::{worker_id, WorkerTopic};
@@ -54,12 +56,17 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
         .iter()
         .map(|h| builder.flow_of(h.as_ref()))
         .collect();
+    let weights = builder
+        .handlers
+        .iter()
+        .map(|h| builder.weights.get(h.topic()).copied().unwrap_or(1))
+        .collect();
     let config = builder.config;
     let (stop_tx, stop_rx) = watch::channel(false);
     let shared = Arc::new(Shared {
         store: store.clone(),
         state: Arc::new(builder.state),
-        global: Arc::new(Semaphore::new(config.concurrency)),
+        global: SlotPool::new(config.concurrency, builder.sharing, weights),
         config,
         sink: builder.sink,
         shutdown: shutdown.subscribe(),
@@ -70,7 +77,7 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     let mut tasks = Tasks::default();
     let mut topics = HashMap::new();
     let mut declared = Vec::new();
-    for (handler, flow) in builder.handlers.into_iter().zip(flows) {
+    for (lane, (handler, flow)) in builder.handlers.into_iter().zip(flows).enumerate() {
         let name = handler.topic();
         let partitions = handler.partitions();
         let lease_ms = millis(handler.lease().unwrap_or(shared.config.lease));
@@ -99,7 +106,8 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
                     tx,
                 )
                 .with_share(share)
-                .with_flow(flow.per_partition(partitions)),
+                .with_flow(flow.per_partition(partitions))
+                .with_lane(lane),
             );
             let (sh, st, stop) = (&shared, &served, &stop_rx);
             let acker = acker::acker(sh.clone(), st.clone(), rx, stop.clone());

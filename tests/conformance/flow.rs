@@ -152,3 +152,67 @@ pub(crate) async fn a_provider_limit_holds_the_topic_across_workers(b: Backend) 
         w.stop().await;
     }
 }
+
+#[derive(Debug, Clone, Serialize, Deserialize, Job)]
+#[job(topic = "flow.heavy")]
+pub(crate) struct Heavy {
+    pub n: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Job)]
+#[job(topic = "flow.light")]
+pub(crate) struct Light {
+    pub n: u64,
+}
+
+pub(crate) async fn weighted_topics_share_scarce_slots(b: Backend) {
+    let (tx, mut rx) = events();
+    let heavy = {
+        let tx = tx.clone();
+        move |_: Heavy, _: JobContext| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send("heavy");
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                Ok::<(), JobError>(())
+            }
+        }
+    };
+    let light = move |_: Light, _: JobContext| {
+        let tx = tx.clone();
+        async move {
+            let _ = tx.send("light");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            Ok::<(), JobError>(())
+        }
+    };
+    b.client
+        .enqueue_many((0..60).map(|n| Heavy { n }))
+        .await
+        .unwrap();
+    b.client
+        .enqueue_many((0..60).map(|n| Light { n }))
+        .await
+        .unwrap();
+    let worker = spawn(
+        Worker::builder(&b.client)
+            .handle(heavy)
+            .handle(light)
+            .concurrency(1)
+            .slot_sharing(postpone::SlotSharing::Weighted)
+            .topic_weight::<Heavy>(3)
+            .build()
+            .unwrap(),
+    );
+    let mut started = Vec::new();
+    for _ in 0..60 {
+        started.push(next(&mut rx).await);
+    }
+    let light_n = started.iter().filter(|t| **t == "light").count();
+    // 3 to 1 while both have jobs: 15 of 60 (a claim or a wake-up may shift a few).
+    assert!(
+        (10..=20).contains(&light_n),
+        "{light_n} of 60 slots went to the light topic: {started:?}"
+    );
+    worker.stop().await;
+}

@@ -165,6 +165,7 @@ macro_rules! conformance_tests {
             flow::max_running_holds_across_workers,
             flow::rate_limit_spaces_jobs_across_workers,
             flow::a_provider_limit_holds_the_topic_across_workers,
+            flow::weighted_topics_share_scarce_slots,
         );
     };
     (@each $factory:path, $($module:ident :: $name:ident),* $(,)?) => {

@@ -95,7 +95,11 @@ pub(crate) async fn a_priority_survives_a_retry_and_a_reschedule(store: Arc<dyn 
         postpone::store::RescheduleOutcome::Rescheduled { due_at_ms } => due_at_ms,
         other => panic!("{other:?}"),
     };
-    assert_eq!(claimed_ids(s, t, 1).await, ["c"], "q waits for its new time");
+    assert_eq!(
+        claimed_ids(s, t, 1).await,
+        ["c"],
+        "q waits for its new time"
+    );
     create(s, t, "d", REC, Due::In(0)).await;
     wait_past(s, due).await;
     assert_eq!(claimed_ids(s, t, 1).await, ["q"], "then goes first");
