@@ -84,7 +84,8 @@ pub(crate) struct Args {
     pub(crate) topics: usize,
     pub(crate) secs: u64,
     /// `drain`, `drain-io`, `backlog`: claim under flow limits that never bind (a rate limit of
-    /// 100,000,000/s and max running 1,000,000), to measure what checking them costs.
+    /// 100,000,000/s and max running 1,000,000), and half the drained jobs enqueued with a priority,
+    /// to measure what flow control costs.
     pub(crate) flow: bool,
 }
 
@@ -111,7 +112,7 @@ workloads (see BENCHMARKS.md):
   --topics N       idle: registered topics (default 10, at most 10)
   --secs S         idle: seconds measured (default 10)
   --flow           drain, drain-io, backlog: flow limits on that never bind (rate 100,000,000/s,
-                   max running 1,000,000): what checking them in the claim costs
+                   max running 1,000,000) and half the jobs with a priority: what flow control costs
 
 Prints human-readable lines, then one line of JSON; exits 1 if a job was lost or failed.";
 
