@@ -17,7 +17,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 
 /// A rate limit: at most `jobs` per `per`, for one topic, across every worker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct RateLimit {
     jobs: u32,
     per: Duration,
@@ -61,6 +61,13 @@ impl RateLimit {
             jobs: self.jobs,
             per: self.per.saturating_mul(u32::from(partitions.max(1))),
         }
+    }
+
+    /// What a claim tells the store about the limits it claims under: `<jobs>/<per ms>/<max running>`
+    /// (`0/0/<n>` without a rate), for operators.
+    pub(crate) fn label(rate: Option<RateLimit>, max_running: u32) -> String {
+        let (jobs, per) = rate.map_or((0, 0), |r| (r.jobs, crate::time::millis(r.per)));
+        format!("{jobs}/{per}/{max_running}")
     }
 
     /// Checks that the limit lets jobs go at all.

@@ -51,7 +51,7 @@ use tokio::sync::broadcast;
 
 use crate::error::Result;
 
-pub use counts::TopicCounts;
+pub use counts::{FlowCounts, TopicCounts};
 pub use death::{DeadEntry, DeadSelection, Death, RequeueOutcome, TrimPolicy};
 pub use ops::{
     MinuteCounts, OpsStore, PageEntry, PagePosition, PageQuery, PageState, PrefixPage, WorkerBeat,

@@ -186,3 +186,34 @@ pub(crate) async fn a_rate_limited_finish_holds_the_topic_and_retries_the_job_wi
     assert_eq!(ids, ["b", "a"], "{batch:?}");
     assert_eq!(batch.jobs[1].record, b"same");
 }
+
+pub(crate) async fn counts_show_the_flow_limits_the_budget_and_a_hold(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("flow_counts"));
+    assert_eq!(s.counts(t).await.unwrap().flow, Default::default());
+    for id in ["a", "b", "c"] {
+        create(s, t, id, REC, Due::In(0)).await;
+    }
+    // 40 per second: a burst of 2.
+    let rate = RateLimit::new(40, Duration::from_secs(1));
+    let request = ClaimRequest::new(1, LONG, 100, 10)
+        .rate_limit(rate)
+        .max_running(7);
+    let batch = s.claim(t, request).await.unwrap();
+    assert_eq!(batch.jobs.len(), 1);
+    let flow = s.counts(t).await.unwrap().flow;
+    assert_eq!(flow.rate, Some(rate));
+    assert_eq!(flow.max_running, Some(7));
+    assert!(
+        matches!(flow.rate_budget, Some(0..=2)),
+        "one of a burst of 2 went: {flow:?}"
+    );
+    assert_eq!(flow.held_until_ms, None);
+    let hold = Finish::RateLimited {
+        record: REC.to_vec(),
+        delay_ms: LONG,
+    };
+    finish(s, t, &batch.jobs[0], hold).await;
+    let flow = s.counts(t).await.unwrap().flow;
+    let until = flow.held_until_ms.expect("the hold shows");
+    assert!(until > now(s).await + LONG as i64 / 2, "{flow:?}");
+}

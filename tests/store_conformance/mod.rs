@@ -149,6 +149,7 @@ macro_rules! store_conformance {
             rate_limit_lets_its_budget_go_and_reports_when_the_next_job_may,
             rate_limit_never_lets_more_than_its_budget_go,
             a_rate_limited_finish_holds_the_topic_and_retries_the_job_without_counting,
+            counts_show_the_flow_limits_the_budget_and_a_hold,
             // priorities
             higher_priority_due_jobs_are_claimed_first_then_by_due_time,
             a_scheduled_job_with_a_priority_goes_first_once_due,

@@ -9,6 +9,7 @@ use super::reply::{ints, Reply};
 use super::scripts::SCRIPTS;
 use super::{cluster, RedisStore};
 use crate::error::{Error, Result};
+use crate::flow::RateLimit;
 use crate::store::{
     ClaimBatch, ClaimRequest, ClaimedJob, Finish, FinishItem, FinishOutcome, HeldBack, Hint, Lease,
     LeaseStatus, WorkerStore,
@@ -59,6 +60,7 @@ impl WorkerStore for RedisStore {
                         .arg(rate.burst()),
                     None => inv.arg("0").arg(1),
                 };
+                inv.arg(RateLimit::label(request.rate, request.max_running));
             })
             .await?;
         let mut r = Reply::new(reply, CONTEXT)?;

@@ -16,7 +16,7 @@ use super::zset::ZSet;
 use crate::flow::Budget;
 use crate::store::{
     CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, DeadEntry, Death, Due, EnqueueOutcome,
-    Finish, FinishItem, FinishOutcome, HeldBack, LeaseStatus, NewJob, RescheduleOutcome, StoredJob,
+    Finish, FinishItem, FinishOutcome, FlowCounts, HeldBack, LeaseStatus, NewJob, RescheduleOutcome, StoredJob,
     StoredState, TopicCounts, MAX_DUE_MS,
 };
 use crate::time::add_ms;
@@ -86,6 +86,8 @@ pub(super) struct Topic {
     hold_until: i64,
     /// A claim found the topic at its max running: the finish that frees a slot hints.
     full: bool,
+    /// The limits the last claim that found jobs due ran under (for operators).
+    flow_seen: (Option<crate::flow::RateLimit>, u32),
     /// Priorities of live jobs enqueued with one.
     priority: HashMap<String, u8>,
     /// Due jobs with a priority, by priority (highest first) then due time: `due - priority << 48`.
@@ -239,6 +241,9 @@ impl Topic {
         let mut max = request.max;
         // Flow control, as in claim.lua: a provider's hold, max running, the rate's budget.
         let mut budget = None;
+        if due_now {
+            self.flow_seen = (request.rate, request.max_running);
+        }
         if due_now && !paused {
             if self.hold_until > now {
                 max = 0;
@@ -499,6 +504,15 @@ impl Topic {
             dead: self.dead.len() as u64,
             dead_pending: self.dead_pending.len() as u64,
             paused: self.paused,
+            flow: FlowCounts::from_stored(
+                self.flow_seen
+                    .0
+                    .map(|r| (r.jobs(), crate::time::millis(r.per()))),
+                self.flow_seen.1,
+                self.hold_until,
+                self.rate_tat,
+                now,
+            ),
             ..self.counters
         }
     }

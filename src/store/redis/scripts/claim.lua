@@ -3,7 +3,9 @@
 -- previous claim whose reply the caller received ("<prefix>claim:0" when none): see below.
 -- ARGV: max, lease ms, sweep limit, stall limit, token, again ('1' when this claim was sent before and
 -- its reply was lost), holder (the claiming worker's number, kept in each lease for operators), max
--- running (0: no limit), the rate limit's emission interval in ms ('0': no limit) and its burst.
+-- running (0: no limit), the rate limit's emission interval in ms ('0': no limit) and its burst, and
+-- the limits as "<jobs>/<per ms>/<max running>" (kept as `flow` in stats for operators, written when it
+-- changes).
 -- Returns: now, swept, swept_dead, next due|nil, next lease deadline|nil, dead pending (0|1), token,
 -- the microseconds of now past its millisecond (0-999), paused (0|1), held back (0 no, 1 max running,
 -- 2 rate, 3 provider), then three fields per claimed job: id, due time, record.
@@ -33,6 +35,7 @@ local max, lease = tonumber(ARGV[1]), tonumber(ARGV[2])
 local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
 local token_s, again, holder = ARGV[5], ARGV[6] == '1', ARGV[7]
 local max_running, interval, burst = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+local flow_label = ARGV[11]
 local K_CLAIM, K_RECEIVED = KEYS[17], KEYS[18]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -125,8 +128,11 @@ local paused = false
 -- time a held-back job may go.
 local held, tat, go_at = 0, nil, nil
 if max > 0 and next_due and next_due <= now then
-  local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat')
+  local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat', 'flow')
   paused = st[1] == '1'
+  if st[4] ~= flow_label and (st[4] or flow_label ~= '0/0/0') then
+    redis.call('HSET', K_STATS, 'flow', flow_label)
+  end
   local hold = tonumber(st[2])
   if paused then
     max = 0
