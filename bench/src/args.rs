@@ -84,9 +84,10 @@ pub(crate) struct Args {
     pub(crate) topics: usize,
     pub(crate) secs: u64,
     /// `drain`, `drain-io`, `backlog`: claim under flow limits that never bind (a rate limit of
-    /// 100,000,000/s and max running 1,000,000), and half the drained jobs enqueued with a priority,
-    /// to measure what flow control costs.
+    /// 100,000,000/s and max running 1,000,000), to measure what checking them costs.
     pub(crate) flow: bool,
+    /// `drain`, `drain-io`, `backlog`: half the drained jobs enqueued with a priority.
+    pub(crate) priorities: bool,
 }
 
 pub(crate) const USAGE: &str = "\
@@ -112,7 +113,8 @@ workloads (see BENCHMARKS.md):
   --topics N       idle: registered topics (default 10, at most 10)
   --secs S         idle: seconds measured (default 10)
   --flow           drain, drain-io, backlog: flow limits on that never bind (rate 100,000,000/s,
-                   max running 1,000,000) and half the jobs with a priority: what flow control costs
+                   max running 1,000,000): what checking them in the claim costs
+  --priorities     drain, drain-io, backlog: half the jobs enqueued with a priority (1 or 2)
 
 Prints human-readable lines, then one line of JSON; exits 1 if a job was lost or failed.";
 
@@ -131,10 +133,12 @@ impl Args {
             topics: 10,
             secs: 10,
             flow: false,
+            priorities: false,
         };
         while let Some(flag) = it.next() {
-            if flag == "--flow" {
-                out.flow = true;
+            if flag == "--flow" || flag == "--priorities" {
+                out.flow |= flag == "--flow";
+                out.priorities |= flag == "--priorities";
                 continue;
             }
             let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));

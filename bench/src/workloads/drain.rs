@@ -86,9 +86,9 @@ async fn drain(
             probe.used_memory().await? >> 20
         );
     }
-    // With `--flow`, every other job has a priority (1 or 2): both claim paths run.
-    let flow = args.flow;
-    let priority = move |k: u64| match (flow, k % 4) {
+    // With `--priorities`, every other job has a priority (1 or 2): both claim paths run.
+    let on = args.priorities;
+    let priority = move |k: u64| match (on, k % 4) {
         (true, 2) => 1,
         (true, 3) => 2,
         _ => 0,

@@ -13,7 +13,9 @@
 //! postpone:{<ns>:<topic>}:dead_jobs     hash  death -> final record
 //! postpone:{<ns>:<topic>}:dead_info     hash  death -> "<died at ms> <why it died>"
 //! postpone:{<ns>:<topic>}:dead_pending  zset  death -> when its hook may next run (ms)
-//! postpone:{<ns>:<topic>}:stats         hash  counters (`dead` numbers the deaths), `paused`
+//! postpone:{<ns>:<topic>}:stats         hash  counters (`dead` numbers the deaths), `paused`, and
+//!                                             flow control: `flow` (the limits claimed under),
+//!                                             `rate_tat`, `hold_until`, `full`, `prio` (see claim.lua)
 //! postpone:{<ns>:<topic>}:dead_ids      zset  death, score 0 (a listed death's id, ranged by lex)
 //! postpone:{<ns>:<topic>}:priority      hash  id -> priority (1-31; live jobs enqueued with one)
 //! postpone:{<ns>:<topic>}:prio_ready    zset  id -> due time - priority x 2^48 (due jobs with one)

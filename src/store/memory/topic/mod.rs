@@ -16,8 +16,8 @@ use super::zset::ZSet;
 use crate::flow::Budget;
 use crate::store::{
     CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, DeadEntry, Death, Due, EnqueueOutcome,
-    Finish, FinishItem, FinishOutcome, FlowCounts, HeldBack, LeaseStatus, NewJob, RescheduleOutcome, StoredJob,
-    StoredState, TopicCounts, MAX_DUE_MS,
+    Finish, FinishItem, FinishOutcome, FlowCounts, HeldBack, LeaseStatus, NewJob,
+    RescheduleOutcome, StoredJob, StoredState, TopicCounts, MAX_DUE_MS,
 };
 use crate::time::add_ms;
 

@@ -127,8 +127,12 @@ local paused = false
 -- Why due jobs were held back (0: they were not), the TAT a rate-limited claim starts from, and the
 -- time a held-back job may go.
 local held, tat, go_at = 0, nil, nil
+-- Whether any job may have a priority (`prio` in stats: set by an enqueue with one, cleared here once
+-- none is left).
+local has_prio = false
 if max > 0 and next_due and next_due <= now then
-  local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat', 'flow')
+  local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat', 'flow', 'prio')
+  has_prio = st[5] ~= false
   paused = st[1] == '1'
   if st[4] ~= flow_label and (st[4] or flow_label ~= '0/0/0') then
     redis.call('HSET', K_STATS, 'flow', flow_label)
@@ -189,7 +193,9 @@ elseif max > 0 and next_due and next_due <= now then
   -- it is still due at the time its entry says (else the entry is stale: cancelled, rescheduled,
   -- replaced, claimed in due order).
   local got = {}
-  if redis.call('EXISTS', K_PRIO) == 1 then
+  if has_prio and redis.call('EXISTS', K_PRIO) == 0 then
+    redis.call('HDEL', K_STATS, 'prio')
+  elseif has_prio then
     local wait = redis.call('ZRANGE', K_PRIO_WAIT, '-inf', now, 'BYSCORE', 'LIMIT', 0, math.max(4 * max, 256), 'WITHSCORES')
     if #wait > 0 then
       local w_ids, w_dues = {}, {}

@@ -84,6 +84,7 @@ if #p_ids > 0 then
     fields[2 * i] = p_prios[i]
   end
   call_many('HSET', K_PRIO, fields, 2)
+  redis.call('HSET', K_STATS, 'prio', '1')
   file_prio(p_ids, p_dues, p_prios, now)
 end
 hint_if_earlier(channel, topic, first, hint)

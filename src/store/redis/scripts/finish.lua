@@ -10,7 +10,7 @@
 -- Returns one integer per item: 1 applied, 2 cancelled, 3 stale.
 -- redis.call per batch of done jobs: TIME, HMGET (leases), SCARD (cancels), ZREM (active), HDEL (leases),
 -- ZCARD (active: the marker of prelude.lua goes with the last lease), EXISTS (stalls), HDEL (jobs),
--- HINCRBY (processed), HGET and HSET (history), HGET (full), EXISTS (priority) = 13, and HDEL (stalls) when a job of the topic ever stalled. Retries add ZRANGE, HSET, ZADD and HINCRBY; dead jobs add HSET x2, ZADD x2 and HINCRBY x2.
+-- HINCRBY (processed), HGET and HSET (history), HMGET (`full` and `prio` in stats) = 12, and HDEL (stalls) when a job of the topic ever stalled. Retries add ZRANGE, HSET, ZADD and HINCRBY; dead jobs add HSET x2, ZADD x2 and HINCRBY x2.
 local channel, topic = ARGV[1], ARGV[2]
 local now = now_ms()
 -- Where each item starts in ARGV.
@@ -35,6 +35,8 @@ local dead_ids, dead_recs, dead_reasons = {}, {}, {}
 local processed, retried, n_cancelled = 0, 0, 0
 local first_retry = nil
 local hold_until = nil
+-- `full` and `prio` in stats (read once the batch's leases are gone).
+local flags = { false, false }
 for i = 1, n do
   local b = at_arg[i]
   local id, token, kind = ids[i], ARGV[b + 2], ARGV[b + 3]
@@ -84,7 +86,8 @@ if #gone > 0 then
   call_many('ZREM', K_ACTIVE, gone, 1)
   call_many('HDEL', K_LEASES, gone, 1)
   drop_marker_if_last()
-  if redis.call('HGET', K_STATS, 'full') then
+  flags = redis.call('HMGET', K_STATS, 'full', 'prio')
+  if flags[1] then
     redis.call('HDEL', K_STATS, 'full')
     publish_hint(channel, topic, now)
   end
@@ -111,7 +114,7 @@ if #retry_jobs > 0 then
   hint_if_earlier(channel, topic, first, first_retry)
 end
 -- Jobs with a priority keep it through a retry; jobs that end forget it.
-if (#retry_due > 0 or #ended > 0) and redis.call('EXISTS', K_PRIO) == 1 then
+if (#retry_due > 0 or #ended > 0) and flags[2] then
   if #retry_due > 0 then
     local r_ids, r_dues = {}, {}
     for i = 1, #retry_due, 2 do
