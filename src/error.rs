@@ -42,7 +42,8 @@ pub enum Error {
         /// The limit in bytes.
         limit: usize,
     },
-    /// A retry schedule is empty, too long, or holds an impossible delay.
+    /// A retry schedule is empty, too long, or holds an impossible delay; or a periodic schedule has a
+    /// bad name, interval, cron expression or time zone.
     InvalidSchedule {
         /// What is wrong with it.
         reason: String,

@@ -53,8 +53,13 @@
 //!   [`Client::reschedule`], and per-topic inspection and dead letters through [`Topic`].
 //! - [`Worker`]: handlers ([`Handler`], [`JobHandler`]), [`JobContext`], [`JobError`], limits, leases,
 //!   shutdown; [`DeadLetterSink`]: where dead jobs go (implement it with [`macro@async_trait`]).
+//! - [`ops`]: the operations API ([`Client::ops`]): topics and live workers, jobs by state paged by
+//!   cursor, one job with why it is not running, pause and resume, run now, dead letters in bulk,
+//!   per-minute history; what the `postpone` command and the dashboard are built on.
 //! - [`store`]: the backend seam, with the [`store::redis`] (one Redis or a Redis Cluster) and
 //!   [`store::memory`] backends; [`partition_of`]: where a job of a partitioned topic is stored.
+//! - [`Periodic`]: periodic jobs (cron expressions with the `cron` feature, or intervals), given to a
+//!   worker with [`WorkerBuilder::periodic`]; [`Topic::schedules`] lists them.
 //! - [`guide`]: longer guides, such as [testing your handlers](guide::testing).
 //!
 //! postpone reports through [`tracing`](https://docs.rs/tracing): warnings about Redis, failed
@@ -76,6 +81,7 @@ mod id;
 mod job;
 pub mod ops;
 mod partition;
+mod periodic;
 mod record;
 mod schedule;
 pub mod store;
@@ -86,8 +92,8 @@ mod worker;
 
 pub use client::{
     CancelStatus, Client, ClientBuilder, Enqueue, EnqueueItem, EnqueueStatus, Enqueued, JobInfo,
-    JobState, Namespaced, NoNamespace, PartialCounts, StoreKeepsItsOwnNamespace, Topic,
-    UnreadablePartition, When, DEFAULT_MAX_PAYLOAD, DEFAULT_NAMESPACE,
+    JobState, Namespaced, NoNamespace, PartialCounts, ScheduleInfo, StoreKeepsItsOwnNamespace,
+    Topic, UnreadablePartition, When, DEFAULT_MAX_PAYLOAD, DEFAULT_NAMESPACE,
 };
 pub use dead_letter::{sink_fn, DeadLetter, DeadLetterSink, FnSink, LogSink};
 pub use error::{BoxError, Error, Report, Result};
@@ -95,6 +101,7 @@ pub use flow::RateLimit;
 pub use handler::{Handler, HandlerFuture, JobContext, JobError, JobHandler, Outcome, StopReason};
 pub use job::Job;
 pub use partition::{partition_of, MAX_PARTITIONS};
+pub use periodic::{Missed, Overlap, Periodic, PeriodicJob, MAX_CATCH_UP, SKIP_GRACE};
 pub use record::AttemptError;
 pub use schedule::{RetrySchedule, MAX_DELAY, MAX_SLOTS};
 pub use store::TopicCounts;

@@ -80,7 +80,9 @@ async fn three_workers_keep_one_rate_limit_and_a_provider_limit_holds_them_all()
     let held_at = events
         .iter()
         .filter_map(|e| match e {
-            Event::Start { id, attempt: 1, ms, .. } if id == "0hold" => Some(*ms),
+            Event::Start {
+                id, attempt: 1, ms, ..
+            } if id == "0hold" => Some(*ms),
             _ => None,
         })
         .min()

@@ -105,8 +105,10 @@ workloads (see BENCHMARKS.md):
   memory              jobs due in an hour; Redis bytes per job
   backlog             drain beside jobs due in an hour; ratio to drain
   idle                a worker with registered topics and no jobs; commands/s it sends
+  page                the operations API's listing: a page of a topic of --jobs scheduled jobs
+                      (default 1,000,000) against one of 10 (first, middle, last page)
   --jobs N         jobs (defaults: 50,000; enqueue-concurrent and drain-io 64,000; delayed 2,000;
-                   memory 100,000)
+                   memory 100,000; page 1,000,000)
   --concurrency C  worker concurrency (default 50); enqueue-concurrent: enqueueing tasks (default 64)
   --redis URL      Redis to use; it is FLUSHALLed (default redis://127.0.0.1:6379)
   --backlog N      backlog: jobs due in an hour beside the drained ones (default 1,000,000)

@@ -243,7 +243,7 @@ const CHUNK: usize = 1000;
 
 impl Client {
     /// Encodes and validates one item.
-    fn prepare<J: Job>(
+    pub(super) fn prepare<J: Job>(
         &self,
         item: EnqueueItem<J>,
         now_ms: i64,

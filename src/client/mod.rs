@@ -3,6 +3,7 @@
 mod builder;
 mod dead_letters;
 mod enqueue;
+mod periodic;
 mod topic;
 mod when;
 
@@ -12,6 +13,7 @@ use chrono::{DateTime, Utc};
 
 pub use builder::{ClientBuilder, Namespaced, NoNamespace, StoreKeepsItsOwnNamespace};
 pub use enqueue::{Enqueue, EnqueueItem, EnqueueStatus, Enqueued};
+pub use periodic::ScheduleInfo;
 pub use topic::{CancelStatus, JobInfo, JobState, PartialCounts, Topic, UnreadablePartition};
 pub use when::When;
 
@@ -102,7 +104,7 @@ impl Client {
     /// still have been applied (its reply lost with the connection): enqueueing by id is idempotent, so
     /// retrying it is safe.
     ///
-    /// Other timeouts or pool size: build a [`RedisStore`] with
+    /// Other timeouts or pool size: build a [`RedisStore`](crate::store::redis::RedisStore) with
     /// [`RedisOptions`](crate::store::redis::RedisOptions) and pass it to [`ClientBuilder::store`].
     ///
     /// ```no_run

@@ -14,8 +14,9 @@ use crate::store::{CancelOutcome, RescheduleOutcome, StoredState, TopicCounts};
 use crate::time::ms_to_time;
 use crate::validate::validate_id;
 
-/// What a cancel did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a cancel did (as JSON: `"removed"`, `"will_not_retry"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum CancelStatus {
     /// The job was scheduled and is gone.
@@ -130,6 +131,11 @@ impl Topic {
             name,
             partitions,
         }
+    }
+
+    /// The client this topic belongs to.
+    pub(super) fn client(&self) -> &Client {
+        &self.client
     }
 
     /// The topic's name.

@@ -28,8 +28,9 @@ pub struct Cursor(Place);
 enum Place {
     /// Right after this entry of an ordered listing.
     After(PagePosition),
-    /// A search by prefix: partition, then the store's cursor in it.
-    Search(u16, Option<String>),
+    /// A search by prefix: partition, the store's cursor in it, and how many of that step's entries
+    /// were already handed out (a store step may find more than a page holds).
+    Search(u16, Option<String>, usize),
 }
 
 fn hex(s: &str) -> String {
@@ -51,8 +52,8 @@ impl fmt::Display for Cursor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
             Place::After(p) => write!(f, "a.{}.{}", p.score, hex(&p.member)),
-            Place::Search(p, None) => write!(f, "s.{p}."),
-            Place::Search(p, Some(c)) => write!(f, "s.{p}.{}", hex(c)),
+            Place::Search(p, None, skip) => write!(f, "s.{p}.{skip}."),
+            Place::Search(p, Some(c), skip) => write!(f, "s.{p}.{skip}.{}", hex(c)),
         }
     }
 }
@@ -69,13 +70,17 @@ impl FromStr for Cursor {
                 score: score.parse().map_err(|_| bad())?,
                 member: unhex(member).ok_or_else(bad)?,
             }),
-            (Some("s"), Some(p), Some(c)) => Place::Search(
-                p.parse().map_err(|_| bad())?,
-                match c {
-                    "" => None,
-                    c => Some(unhex(c).ok_or_else(bad)?),
-                },
-            ),
+            (Some("s"), Some(p), Some(rest)) => {
+                let (skip, c) = rest.split_once('.').ok_or_else(bad)?;
+                Place::Search(
+                    p.parse().map_err(|_| bad())?,
+                    match c {
+                        "" => None,
+                        c => Some(unhex(c).ok_or_else(bad)?),
+                    },
+                    skip.parse().map_err(|_| bad())?,
+                )
+            }
             _ => return Err(bad()),
         };
         Ok(Cursor(place))
@@ -274,17 +279,18 @@ impl Topic {
         Ok(JobPage { jobs, next })
     }
 
-    /// A search by id prefix: partition by partition, each a bounded store step.
+    /// A search by id prefix: partition by partition, each a bounded store step. A step that finds more
+    /// than the page has room for is asked again by the next page, which skips what this one took.
     async fn search(&self, query: &JobQuery, prefix: &str) -> Result<JobPage> {
-        let (mut p, mut inner) = match &query.cursor {
-            None => (0, None),
-            Some(Cursor(Place::Search(p, inner))) => (*p, inner.clone()),
+        let (mut p, mut inner, mut skip) = match &query.cursor {
+            None => (0, None, 0),
+            Some(Cursor(Place::Search(p, inner, skip))) => (*p, inner.clone(), *skip),
             Some(c) => return Err(Error::invalid_cursor(&c.to_string())),
         };
         let n = self.count()?;
         if p >= n {
             return Err(Error::invalid_cursor(
-                &Cursor(Place::Search(p, inner)).to_string(),
+                &Cursor(Place::Search(p, inner, skip)).to_string(),
             ));
         }
         let mut jobs = Vec::new();
@@ -292,22 +298,29 @@ impl Topic {
         // a few more, so that one page stays bounded work.
         for _ in 0..n.saturating_add(4) {
             let stored_as = store_topic(self.name(), p);
+            let room = query.limit - jobs.len();
             let step = self
                 .store()
-                .find_prefix(
-                    &stored_as,
-                    query.state,
-                    prefix,
-                    inner.as_deref(),
-                    query.limit - jobs.len(),
-                )
+                .find_prefix(&stored_as, query.state, prefix, inner.as_deref(), room)
                 .await
                 .map_err(self.in_partition(p))?;
+            let found = step.entries.len().saturating_sub(skip);
             jobs.extend(
                 step.entries
                     .into_iter()
+                    .skip(skip)
+                    .take(room)
                     .map(|e| JobSummary::new(e, p, query.state)),
             );
+            if found > room {
+                // The rest of this step goes on the next page.
+                let next = Cursor(Place::Search(p, inner, skip + room));
+                return Ok(JobPage {
+                    jobs,
+                    next: Some(next),
+                });
+            }
+            skip = 0;
             inner = step.next;
             if inner.is_none() {
                 p += 1;
@@ -321,7 +334,7 @@ impl Topic {
         }
         Ok(JobPage {
             jobs,
-            next: Some(Cursor(Place::Search(p, inner))),
+            next: Some(Cursor(Place::Search(p, inner, 0))),
         })
     }
 }
@@ -338,12 +351,20 @@ mod tests {
         }));
         assert_eq!(c.to_string().parse::<Cursor>().unwrap(), c);
         for c in [
-            Cursor(Place::Search(3, None)),
-            Cursor(Place::Search(0, Some("1234".into()))),
+            Cursor(Place::Search(3, None, 0)),
+            Cursor(Place::Search(0, Some("1234".into()), 7)),
         ] {
             assert_eq!(c.to_string().parse::<Cursor>().unwrap(), c);
         }
-        for bad in ["", "x.1.2", "a.notanumber.00", "a.1.0", "s.1.zz", "a.1"] {
+        for bad in [
+            "",
+            "x.1.2",
+            "a.notanumber.00",
+            "a.1.0",
+            "s.1.zz",
+            "s.1.0.zz",
+            "a.1",
+        ] {
             assert!(bad.parse::<Cursor>().is_err(), "{bad}");
         }
     }

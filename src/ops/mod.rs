@@ -34,10 +34,14 @@
 //!   [`Ops::reschedule`], dead letters by id or in bulk by reason ([`Ops::requeue_dead`],
 //!   [`Ops::purge_dead`]), each step one atomic script.
 //! - History: [`Ops::history`], per-minute counts kept 25 hours in the store.
+//! - Periodic schedules: [`Ops::schedules`], [`Ops::all_schedules`], [`Ops::trigger_schedule`],
+//!   [`Ops::remove_schedule`].
 
 mod control;
+mod doctor;
 mod inspect;
 mod listing;
+mod periodic;
 mod workers;
 
 use chrono::{DateTime, Utc};
@@ -45,6 +49,7 @@ use futures_util::future::join_all;
 use serde::Serialize;
 
 pub use self::control::{BulkOutcome, DeadFilter};
+pub use self::doctor::{Check, Level};
 pub use self::inspect::{human_duration, JobDetail};
 pub use self::listing::{Cursor, JobPage, JobQuery, JobSummary, MAX_PAGE};
 pub use self::workers::{WorkerInfo, WorkerTopic};

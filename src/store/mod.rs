@@ -7,7 +7,8 @@
 //!   the dead-letter hook (claim, ack, retry);
 //! - [`OpsStore`]: what operators need (registries of topics and workers, jobs listed by state, pause,
 //!   history), for the operations API ([`crate::ops`]);
-//! - [`Store`]: all four, for `dyn Store`. Every type that implements the four is a `Store`.
+//! - [`PeriodicStore`]: the schedules of periodic jobs (upsert, tick, list, trigger, remove);
+//! - [`Store`]: all five, for `dyn Store`. Every type that implements the five is a `Store`.
 //!
 //! Backends: [`redis`] (the product: one Redis or a Redis Cluster) and [`memory`] (the embedded default,
 //! same semantics). One conformance suite (`tests/store_conformance`) holds both to this contract.
@@ -43,6 +44,7 @@ mod counts;
 mod death;
 pub mod memory;
 mod ops;
+mod periodic;
 pub mod redis;
 mod types;
 
@@ -56,6 +58,10 @@ pub use death::{DeadEntry, DeadSelection, Death, RequeueOutcome, TrimPolicy};
 pub use ops::{
     MinuteCounts, OpsStore, PageEntry, PagePosition, PageQuery, PageState, PrefixPage, WorkerBeat,
     HISTORY_MINUTES,
+};
+pub use periodic::{
+    PeriodicStore, StoredSchedule, TickJob, TickOutcome, TickPlan, TickRequest, TickStatus,
+    UpsertStatus,
 };
 pub use types::{
     CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, Due, EnqueueOutcome, Finish, FinishItem,
@@ -193,8 +199,8 @@ pub trait DeadLetterStore: Send + Sync + std::fmt::Debug + 'static {
     async fn dead_retry(&self, topic: &str, death: &Death, delay_ms: u64) -> Result<()>;
 }
 
-/// A whole backend: [`JobStore`] + [`WorkerStore`] + [`DeadLetterStore`] + [`OpsStore`], usable as
-/// `dyn Store`.
-pub trait Store: JobStore + WorkerStore + DeadLetterStore + OpsStore {}
+/// A whole backend: [`JobStore`] + [`WorkerStore`] + [`DeadLetterStore`] + [`OpsStore`] +
+/// [`PeriodicStore`], usable as `dyn Store`.
+pub trait Store: JobStore + WorkerStore + DeadLetterStore + OpsStore + PeriodicStore {}
 
-impl<T: JobStore + WorkerStore + DeadLetterStore + OpsStore> Store for T {}
+impl<T: JobStore + WorkerStore + DeadLetterStore + OpsStore + PeriodicStore> Store for T {}

@@ -134,7 +134,7 @@ pub struct MinuteCounts {
 /// How many minutes of history a store keeps (25 hours: at least the last 24 hours are complete).
 pub const HISTORY_MINUTES: i64 = 1500;
 
-/// The registries, listings, pause and history: see the [module](self).
+/// The registries, listings, pause and history: what operators need (see the module docs).
 #[async_trait]
 pub trait OpsStore: Send + Sync + std::fmt::Debug + 'static {
     /// Records that `topic` (a topic's name, not a partition's) exists with `partitions` partitions.
@@ -187,4 +187,10 @@ pub trait OpsStore: Send + Sync + std::fmt::Debug + 'static {
     /// The store topic's history for the last `minutes` minutes (the current one included, at most
     /// [`HISTORY_MINUTES`]), oldest first; minutes with nothing counted are left out.
     async fn history(&self, topic: &str, minutes: u32) -> Result<Vec<MinuteCounts>>;
+
+    /// Checks of the backend for operators ([`Ops::doctor`](crate::ops::Ops::doctor)): what risks jobs
+    /// and what to do about it. None by default.
+    async fn doctor(&self) -> Result<Vec<crate::ops::Check>> {
+        Ok(Vec::new())
+    }
 }

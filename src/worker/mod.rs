@@ -19,6 +19,7 @@ mod execute;
 pub mod failpoint;
 mod heartbeat;
 mod in_flight;
+mod periodic;
 mod presence;
 mod registry;
 mod run;
@@ -39,6 +40,7 @@ use crate::error::{Error, Result};
 use crate::flow::{Flow, RateLimit};
 use crate::handler::{Handler, JobHandler, ViaTrait};
 use crate::job::Job;
+use crate::periodic::{PeriodicJob, Scheduled};
 use crate::Client;
 use config::Config;
 use registry::{ErasedHandler, Registered};
@@ -75,6 +77,7 @@ pub struct WorkerBuilder<S = ()> {
     client: Client,
     state: S,
     handlers: Vec<Arc<dyn ErasedHandler<S>>>,
+    periodic: Vec<Arc<dyn Scheduled>>,
     topic_limits: HashMap<String, usize>,
     /// Flow limits set here, by topic (over the job type's).
     rates: HashMap<String, RateLimit>,
@@ -137,6 +140,7 @@ impl<S: Send + Sync + 'static> Worker<S> {
             client: client.clone(),
             state,
             handlers: Vec::new(),
+            periodic: Vec::new(),
             topic_limits: HashMap::new(),
             rates: HashMap::new(),
             max_running: HashMap::new(),
@@ -199,6 +203,60 @@ impl<S: Send + Sync + 'static> WorkerBuilder<S> {
     /// Registers a [`JobHandler`] impl.
     pub fn handler<H: JobHandler<S>>(self, handler: H) -> Self {
         self.register(Arc::new(Registered::new::<S>(ViaTrait(Arc::new(handler)))))
+    }
+
+    /// Runs a periodic schedule: this worker stores it (unless stored with the same definition; a
+    /// changed one replaces it) and takes part in enqueueing its ticks, each exactly once however many
+    /// workers run it. The topic's jobs are run by whichever workers handle it (this one or others).
+    ///
+    /// Periodic jobs need a topic of one partition: a tick's script touches the schedule and the job
+    /// in one slot.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use postpone::{Client, Job, JobContext, JobError, Periodic, Worker};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize, Job)]
+    /// #[job(topic = "reports.daily")]
+    /// struct DailyReport { day: String }
+    ///
+    /// async fn report(job: DailyReport, _ctx: JobContext) -> Result<(), JobError> { Ok(()) }
+    ///
+    /// # fn main() -> postpone::Result<()> {
+    /// let client = Client::memory();
+    /// let hourly = Periodic::every("hourly-report", Duration::from_secs(3600))?
+    ///     .job(|tick| DailyReport { day: tick.date_naive().to_string() });
+    /// let worker = Worker::builder(&client).handle(report).periodic(hourly).build()?;
+    /// # drop(worker);
+    /// # Ok(()) }
+    /// ```
+    pub fn periodic<J: Job>(mut self, job: PeriodicJob<J>) -> Self {
+        let name = job.schedule().name().to_owned();
+        if let Err(e) = crate::validate::validate_topic(J::TOPIC) {
+            self.errors.push(e);
+        } else if J::partitions() > 1 {
+            self.errors.push(Error::InvalidConfig {
+                reason: format!(
+                    "periodic schedule {name:?}: topic {:?} has {} partitions; periodic jobs need a topic of one",
+                    J::TOPIC,
+                    J::partitions()
+                ),
+            });
+        } else if self
+            .periodic
+            .iter()
+            .any(|p| p.topic() == J::TOPIC && p.schedule().name() == name)
+        {
+            self.errors.push(Error::InvalidConfig {
+                reason: format!(
+                    "two periodic schedules named {name:?} for topic {:?}",
+                    J::TOPIC
+                ),
+            });
+        }
+        self.periodic.push(Arc::new(job));
+        self
     }
 
     /// Most jobs running at once across all topics (default 10).

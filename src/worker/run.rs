@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use tokio::sync::{broadcast, mpsc, watch, Semaphore};
 
+use super::periodic::TickLoop;
 use super::presence::{self, Beat};
 use super::shared::{ServedTopic, Shared, Tracker};
 use super::shutdown::{shut_down, Tasks};
@@ -77,6 +78,9 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     let mut tasks = Tasks::default();
     let mut topics = HashMap::new();
     let mut declared = Vec::new();
+    // Started once the worker is in the registry of workers, so that every lease it takes names a
+    // worker operators can see.
+    let mut claim_loops = Vec::new();
     for (lane, (handler, flow)) in builder.handlers.into_iter().zip(flows).enumerate() {
         let name = handler.topic();
         let partitions = handler.partitions();
@@ -116,10 +120,25 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
             tasks.background.push(tokio::spawn(heartbeat));
             let pump = dead_letter_pump::pump(sh.clone(), st.clone(), stop.clone());
             tasks.background.push(tokio::spawn(pump));
-            let claim_loop = claim_loop::claim_loop(sh.clone(), st.clone());
-            tasks.claim_loops.push(tokio::spawn(claim_loop));
+            claim_loops.push(claim_loop::claim_loop(sh.clone(), st.clone()));
             topics.insert(served.stored_as.clone(), served);
         }
+    }
+    for scheduled in builder.periodic {
+        let (client, poll, stop) = (
+            builder.client.clone(),
+            shared.config.poll_interval,
+            shutdown.subscribe(),
+        );
+        let tick_loop = TickLoop {
+            store: store.clone(),
+            client,
+            scheduled,
+            poll,
+            hints: store.hints(),
+            stop,
+        };
+        tasks.background.push(tokio::spawn(tick_loop.run()));
     }
     tasks
         .background
@@ -142,6 +161,9 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     tasks
         .background
         .push(tokio::spawn(presence::beat(shared.clone(), beat)));
+    tasks
+        .claim_loops
+        .extend(claim_loops.into_iter().map(tokio::spawn));
     let mut names: Vec<_> = topics.keys().collect();
     names.sort();
     tracing::info!(backend = store.backend_name(), worker = %id, topics = ?names, concurrency = shared.config.concurrency, "worker started");

@@ -17,6 +17,7 @@ pub(crate) mod jobs;
 pub(crate) mod lifecycle;
 pub(crate) mod ops;
 pub(crate) mod partitions;
+pub(crate) mod periodic;
 pub(crate) mod retry;
 pub(crate) mod worker;
 
@@ -166,6 +167,7 @@ macro_rules! conformance_tests {
             flow::rate_limit_spaces_jobs_across_workers,
             flow::a_provider_limit_holds_the_topic_across_workers,
             flow::weighted_topics_share_scarce_slots,
+            periodic::two_workers_enqueue_each_tick_once_and_run_now_adds_one,
         );
     };
     (@each $factory:path, $($module:ident :: $name:ident),* $(,)?) => {

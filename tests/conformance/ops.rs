@@ -206,6 +206,7 @@ pub(crate) async fn ops_search_by_id_prefix_finds_every_match(b: Backend) {
         .limit(3);
     for _ in 0..1000 {
         let page = ops.jobs("ops.parts", &q).await.unwrap();
+        assert!(page.jobs.len() <= 3, "a page holds at most its limit");
         for j in page.jobs {
             assert!(found.insert(j.id.clone()), "{} twice", j.id);
         }

@@ -32,6 +32,7 @@ mod hints;
 mod inspect;
 mod lease;
 mod ops;
+mod periodic;
 mod priority;
 mod sweep;
 
@@ -55,6 +56,7 @@ pub(crate) use self::hints::*;
 pub(crate) use self::inspect::*;
 pub(crate) use self::lease::*;
 pub(crate) use self::ops::*;
+pub(crate) use self::periodic::*;
 pub(crate) use self::priority::*;
 pub(crate) use self::sweep::*;
 pub(crate) use crate::support::wait::eventually_within;
@@ -156,6 +158,15 @@ macro_rules! store_conformance {
             a_priority_survives_a_retry_and_a_reschedule,
             a_swept_job_keeps_its_priority,
             cancel_and_replace_take_a_priority_away,
+            // periodic schedules
+            periodic_upsert_is_idempotent_and_a_changed_definition_replaces,
+            periodic_tick_enqueues_due_ticks_once_and_advances,
+            periodic_tick_checks_the_plan_against_the_stores_clock,
+            periodic_tick_skips_a_tick_later_than_its_grace,
+            periodic_overlap_skips_while_the_previous_ticks_job_is_due_or_active,
+            periodic_trigger_enqueues_a_run_now_once,
+            periodic_tick_of_a_live_id_or_another_definition_changes_nothing,
+            periodic_tick_and_trigger_send_hints,
         );
     };
     (@each $factory:expr; $($name:ident),* $(,)?) => {$(

@@ -4,7 +4,7 @@
 //! it, optionally on a [`ManualClock`] so that a job due in 30 minutes runs as soon as the test moves the
 //! clock. Nothing survives the process.
 //!
-//! All state sits behind one [`std::sync::Mutex`], held for one step of the [`Store`] contract and never
+//! All state sits behind one [`std::sync::Mutex`], held for one step of the [`Store`](crate::store::Store) contract and never
 //! across an `.await`, so every method is atomic like a Lua script. Each topic keeps the layout of the
 //! seam (see [`crate::store`]): sorted sets of ids for `due`, `active`, `dead` and `dead_pending`, with
 //! indexes by id, so cancel and reschedule are O(log n). Each call does bounded work, like the Redis
@@ -12,6 +12,7 @@
 
 mod clock;
 mod ops;
+mod periodic;
 #[cfg(test)]
 mod tests;
 mod topic;
@@ -49,6 +50,7 @@ pub struct MemoryStore {
     registries: Mutex<ops::Registries>,
     clock: Arc<dyn Clock>,
     hints: broadcast::Sender<Hint>,
+    schedules: periodic::Schedules,
 }
 
 impl MemoryStore {
@@ -67,6 +69,7 @@ impl MemoryStore {
             registries: Mutex::default(),
             clock,
             hints,
+            schedules: Default::default(),
         }
     }
 

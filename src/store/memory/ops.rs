@@ -110,4 +110,12 @@ impl OpsStore for MemoryStore {
     async fn history(&self, topic: &str, minutes: u32) -> Result<Vec<MinuteCounts>> {
         Ok(self.read_topic(topic, |state, now| state.history(minutes, now)))
     }
+
+    async fn doctor(&self) -> Result<Vec<crate::ops::Check>> {
+        Ok(vec![crate::ops::Check::warn(
+            "backend",
+            "memory, nothing persists",
+            "jobs live in this process only: use Redis (REDIS_URL) to keep them across restarts",
+        )])
+    }
 }

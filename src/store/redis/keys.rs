@@ -21,6 +21,8 @@
 //! postpone:{<ns>:<topic>}:prio_ready    zset  id -> due time - priority x 2^48 (due jobs with one)
 //! postpone:{<ns>:<topic>}:prio_wait     zset  id -> due time (scheduled jobs with one)
 //! postpone:{<ns>:<topic>}:claim:<token> string  the ids a claim took, until its lease would end
+//! postpone:{<ns>:<topic>}:schedules     hash  periodic schedule name -> "<next ms> <last ms|-> <run now
+//!                                             ms|-> <definition>" (see periodic.rs; the scripts' last key)
 //! postpone:{<ns>}:wake                  pub/sub channel: "<due ms> <topic>"
 //! postpone:{<ns>}:topics                hash  topic -> partitions (every topic ever used)
 //! postpone:{<ns>}:workers               zset  worker id -> when its entry expires (ms)

@@ -214,4 +214,8 @@ impl OpsStore for RedisStore {
         }
         Ok(out)
     }
+
+    async fn doctor(&self) -> Result<Vec<crate::ops::Check>> {
+        self.doctor_checks().await
+    }
 }

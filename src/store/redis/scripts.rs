@@ -4,6 +4,8 @@
 use std::sync::LazyLock;
 
 const PRELUDE: &str = include_str!("scripts/prelude.lua");
+/// The periodic scripts' helpers, after the prelude.
+const PERIODIC: &str = include_str!("scripts/periodic_prelude.lua");
 
 /// A script's source and its SHA1 (the EVALSHA name).
 pub(super) struct Script {
@@ -35,12 +37,21 @@ pub(super) struct Scripts {
     pub(super) history: Script,
     pub(super) set_paused: Script,
     pub(super) registry: Script,
+    pub(super) periodic_upsert: Script,
+    pub(super) periodic_tick: Script,
+    pub(super) periodic_trigger: Script,
+    pub(super) periodic_list: Script,
 }
 
 fn script(body: &str) -> Script {
     let source = format!("{PRELUDE}\n{body}");
     let sha1 = redis::Script::new(&source).get_hash().to_owned();
     Script { source, sha1 }
+}
+
+/// A periodic script: the prelude, the periodic helpers, the body.
+fn periodic(body: &str) -> Script {
+    script(&format!("{PERIODIC}\n{body}"))
 }
 
 /// The scripts, built once per process.
@@ -67,6 +78,10 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     history: script(include_str!("scripts/history.lua")),
     set_paused: script(include_str!("scripts/set_paused.lua")),
     registry: script(include_str!("scripts/registry.lua")),
+    periodic_upsert: periodic(include_str!("scripts/periodic_upsert.lua")),
+    periodic_tick: periodic(include_str!("scripts/periodic_tick.lua")),
+    periodic_trigger: periodic(include_str!("scripts/periodic_trigger.lua")),
+    periodic_list: periodic(include_str!("scripts/periodic_list.lua")),
 });
 
 #[cfg(test)]

@@ -1,0 +1,9 @@
+//! One module per group of commands, each a thin client of [`postpone::ops::Ops`].
+
+pub(crate) mod control;
+pub(crate) mod dead;
+pub(crate) mod doctor;
+pub(crate) mod jobs;
+pub(crate) mod overview;
+pub(crate) mod periodic;
+pub(crate) mod serve;

@@ -1,0 +1,149 @@
+//! A web dashboard for [postpone]: an axum [`Router`] that an application mounts under a
+//! path of its choice, behind its own auth.
+//!
+//! ```no_run
+//! use axum::Router;
+//! use postpone_dashboard::Dashboard;
+//!
+//! # async fn app(client: postpone::Client) -> std::io::Result<()> {
+//! let dashboard = Dashboard::new(client).read_only(false);
+//! let app: Router = Router::new().nest("/jobs", dashboard.router());
+//! // .layer(your_auth_layer)
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! axum::serve(listener, app).await
+//! # }
+//! ```
+//!
+//! Pages (server-rendered, every link relative, so any mount path works; figures live by server-sent
+//! events, through one small script the router serves itself):
+//! - overview (`./`): every topic with its counts, throughput per minute for the last hour, pause state,
+//!   live workers;
+//! - topic (`topic?name=…`): scheduled / running / dead jobs paged by cursor, search by id prefix, pause
+//!   and resume;
+//! - job (`job?topic=…&id=…`): payload, attempt k of n, the retry timeline, why it is not running, and
+//!   its actions;
+//! - dead letters by error (`dead?topic=…`): grouped by a fingerprint of the reason, with requeue and
+//!   purge per group;
+//! - workers (`workers`): live workers, and the store's health (the `doctor` checks).
+//!
+//! Actions are POSTs checked for a CSRF token and a same-origin `Origin`/`Referer`; a read-only
+//! dashboard refuses them (403) whatever the page showed. Everything shown is HTML-escaped.
+//!
+//! Standalone (what `postpone serve` runs): [`Dashboard::serve`], loopback unless a token is set with
+//! [`Dashboard::with_token`].
+
+mod actions;
+mod auth;
+mod csrf;
+mod fingerprint;
+mod links;
+mod live;
+mod pages;
+mod timeline;
+mod view;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::routing::{get, post};
+use axum::Router;
+use postpone::ops::Ops;
+
+pub use fingerprint::fingerprint;
+
+/// The dashboard of one namespace: build it with [`Dashboard::new`], then mount its
+/// [`router`](Dashboard::router).
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct Dashboard {
+    ops: Ops,
+    read_only: bool,
+    token: Option<String>,
+}
+
+/// What every handler shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) ops: Ops,
+    pub(crate) read_only: bool,
+    pub(crate) csrf: csrf::Csrf,
+    pub(crate) live: live::Live,
+}
+
+pub(crate) type State = Arc<Shared>;
+
+impl Dashboard {
+    /// A dashboard on `client`'s namespace (through its [operations API](postpone::ops)), with actions.
+    pub fn new(client: postpone::Client) -> Self {
+        Dashboard {
+            ops: client.ops(),
+            read_only: false,
+            token: None,
+        }
+    }
+
+    /// Read-only: no action buttons, and every POST is refused with 403 on the server.
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+
+    /// Requires a token on every request: HTTP basic auth whose password is `token` (any user name;
+    /// browsers ask for it), or `Authorization: Bearer <token>`. For [`serve`](Self::serve) on an
+    /// address other than loopback; an application mounting the router usually has its own auth.
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// The router, with its own state: mount it with `Router::nest("/any/path", ...)` (or serve it
+    /// as it is). Each call makes a new CSRF secret.
+    pub fn router(self) -> Router {
+        let shared = Arc::new(Shared {
+            ops: self.ops,
+            read_only: self.read_only,
+            csrf: csrf::Csrf::new(),
+            live: live::Live::new(),
+        });
+        let router = Router::new()
+            .route("/", get(pages::overview::page))
+            .route("/topic", get(pages::topic::page))
+            .route("/job", get(pages::job::page))
+            .route("/dead", get(pages::dead::page))
+            .route("/workers", get(pages::workers::page))
+            .route("/events", get(live::events))
+            .route("/assets/dashboard.js", get(view::script))
+            .route("/assets/dashboard.css", get(view::stylesheet))
+            .route("/action/{name}", post(actions::act))
+            .layer(axum::middleware::from_fn_with_state(
+                shared.clone(),
+                actions::guard,
+            ))
+            .with_state(shared);
+        match self.token {
+            Some(token) => router.layer(axum::middleware::from_fn_with_state(
+                Arc::new(auth::Token::new(token)),
+                auth::require,
+            )),
+            None => router,
+        }
+    }
+
+    /// Serves the dashboard alone at `addr` until the process ends (what `postpone serve` runs).
+    /// Refuses an address other than loopback unless [`with_token`](Self::with_token) was set: put
+    /// it behind your own auth instead, or set a token.
+    pub async fn serve(self, addr: SocketAddr) -> std::io::Result<()> {
+        if !addr.ip().is_loopback() && self.token.is_none() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "refusing to serve the dashboard on {addr} without a token: anyone who reaches \
+                     it could cancel jobs; set one with Dashboard::with_token (or serve on 127.0.0.1)"
+                ),
+            ));
+        }
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        tracing::info!(addr = %listener.local_addr()?, "postpone dashboard serving");
+        axum::serve(listener, self.router()).await
+    }
+}

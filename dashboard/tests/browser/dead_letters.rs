@@ -1,0 +1,116 @@
+//! Dead letters: opened, requeued by their buttons (one, a group, all), and run.
+
+use std::sync::atomic::Ordering;
+
+use crate::jobs::*;
+use crate::support::Harness;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_is_requeued_by_its_button_and_runs() {
+    let h = Harness::start(false).await;
+    let flags = Flags::default();
+    flags.fail.store(true, Ordering::SeqCst);
+    let shutdown = worker(&h, &flags);
+    // Ids with what URLs must escape; two errors that differ only in a number.
+    let ids = ["hook/1 ?#ü&x=1", "hook/2"];
+    for (id, seconds) in ids.iter().zip([31, 30]) {
+        h.client.enqueue(Hook { seconds }).id(*id).await.unwrap();
+    }
+    h.until("both to die", || async {
+        counts(&h, "flaky.hooks").await.dead == 2
+    })
+    .await;
+    flags.fail.store(false, Ordering::SeqCst);
+
+    h.goto("dead?topic=flaky.hooks").await;
+    assert_eq!(
+        h.count("section.group").await,
+        1,
+        "timeout after 31s and 30s are one group"
+    );
+    assert_eq!(
+        h.text("section.group .fingerprint").await,
+        "exhausted <n> attempts; last error: timeout after <n>s"
+    );
+    let link = h
+        .js(&format!(
+            "return [...document.querySelectorAll('section.group td.id a')].find(a => a.textContent === '{}').getAttribute('href')",
+            ids[0]
+        ))
+        .await;
+    let link = link.as_str().unwrap();
+    assert!(
+        link.starts_with("job?topic=flaky.hooks&id=hook%2F1%20%3F%23%C3%BC%26x%3D1&death="),
+        "{link}"
+    );
+    h.js(&format!(
+        "[...document.querySelectorAll('section.group td.id a')].find(a => a.textContent === '{}').click(); return null",
+        ids[0]
+    ))
+    .await;
+    h.wait_for(
+        "the dead letter's page",
+        "document.getElementById('requeue') !== null",
+    )
+    .await;
+    assert_eq!(h.text("h1.id").await, format!("{} dead", ids[0]));
+    assert_eq!(
+        h.text("#reason").await,
+        "exhausted 1 attempts; last error: timeout after 31s"
+    );
+    h.wait_for(
+        "times formatted",
+        "document.querySelector('ol.timeline time').textContent.includes('ago')",
+    )
+    .await;
+    h.screenshot("job-dead").await;
+
+    h.click("#requeue").await;
+    h.wait_for("the requeue's message", "document.querySelector('.flash') && document.querySelector('.flash').textContent.includes('requeued')")
+        .await;
+    let ran = &flags.ran_ok;
+    h.until("the requeued job to run", || async {
+        ran.load(Ordering::SeqCst) == 1
+    })
+    .await;
+
+    // The other one, by its group's button.
+    h.goto("dead?topic=flaky.hooks").await;
+    assert_eq!(h.text("button.requeue-group").await, "Requeue 1");
+    h.click("button.requeue-group").await;
+    h.wait_for(
+        "the group's requeue",
+        "document.querySelector('.flash').textContent.includes('requeued 1 dead letter')",
+    )
+    .await;
+    h.until("the group's job to run", || async {
+        ran.load(Ordering::SeqCst) == 2
+    })
+    .await;
+    assert_eq!(counts(&h, "flaky.hooks").await.dead, 0);
+
+    // Both again, then all of the topic's dead letters at once from its dead tab.
+    flags.fail.store(true, Ordering::SeqCst);
+    for (id, seconds) in ids.iter().zip([31, 30]) {
+        h.client.enqueue(Hook { seconds }).id(*id).await.unwrap();
+    }
+    h.until("both to die again", || async {
+        counts(&h, "flaky.hooks").await.dead == 2
+    })
+    .await;
+    flags.fail.store(false, Ordering::SeqCst);
+    h.goto("topic?name=flaky.hooks&state=dead").await;
+    assert_eq!(h.count("table.jobs tbody tr").await, 2);
+    h.click("#requeue-all").await;
+    assert!(h.alert_open().await, "requeue all did not ask");
+    h.browser().accept_alert().await.unwrap();
+    h.wait_for(
+        "the requeue's message",
+        "document.querySelector('.flash') && document.querySelector('.flash').textContent.includes('requeued 2')",
+    )
+    .await;
+    h.until("both to run", || async { ran.load(Ordering::SeqCst) == 4 })
+        .await;
+    shutdown.shutdown();
+    h.finish().await;
+}
