@@ -8,16 +8,16 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 mod dead;
+mod flow;
 mod ops;
 
 pub(super) use self::ops::History;
 
 use super::zset::ZSet;
-use crate::flow::Budget;
 use crate::store::{
     CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, DeadEntry, Death, Due, EnqueueOutcome,
-    Finish, FinishItem, FinishOutcome, FlowCounts, HeldBack, LeaseStatus, NewJob,
-    RescheduleOutcome, StoredJob, StoredState, TopicCounts, MAX_DUE_MS,
+    Finish, FinishItem, FinishOutcome, FlowCounts, LeaseStatus, NewJob, RescheduleOutcome,
+    StoredJob, StoredState, TopicCounts, MAX_DUE_MS,
 };
 use crate::time::add_ms;
 
@@ -117,19 +117,6 @@ impl Topic {
     /// Whether a job due at `due_at` is earlier than everything in `due` (or `due` is empty).
     fn is_earliest(&self, due_at: i64) -> bool {
         self.due.first_score().is_none_or(|first| due_at < first)
-    }
-
-    /// Files job `id`, due at `due_at`, among the jobs with a priority if it has one.
-    fn file_prio(&mut self, id: &str, due_at: i64, now: i64) {
-        self.prio_ready.remove(id);
-        self.prio_wait.remove(id);
-        if let Some(p) = self.priority.get(id) {
-            if due_at <= now {
-                self.prio_ready.insert(id, due_at - (i64::from(*p) << 48));
-            } else {
-                self.prio_wait.insert(id, due_at);
-            }
-        }
     }
 
     /// Removes every trace of a live job.
@@ -238,32 +225,13 @@ impl Topic {
         // Paused matters only when something is due now (as on Redis: an idle claim does not look).
         let due_now = request.max > 0 && self.due.first_score().is_some_and(|first| first <= now);
         let paused = self.paused && due_now;
-        let mut max = request.max;
-        // Flow control, as in claim.lua: a provider's hold, max running, the rate's budget.
-        let mut budget = None;
+        let (max, budget) = if due_now && !paused {
+            self.flow_before_claim(&request, now, &mut batch)
+        } else {
+            (request.max, None)
+        };
         if due_now {
             self.flow_seen = (request.rate, request.max_running);
-        }
-        if due_now && !paused {
-            if self.hold_until > now {
-                max = 0;
-                batch.held_back = Some(HeldBack::Provider);
-            } else {
-                let running = self.active.len();
-                if request.max_running > 0 {
-                    let room = (request.max_running as usize).saturating_sub(running);
-                    if room == 0 {
-                        self.full = true;
-                        batch.held_back = Some(HeldBack::MaxRunning);
-                    }
-                    max = max.min(room);
-                }
-                if let (Some(rate), true) = (request.rate, max > 0) {
-                    let b = Budget::at(rate, self.rate_tat, now);
-                    max = max.min(b.allowed);
-                    budget = Some((rate, b));
-                }
-            }
         }
         if let Some((_, ids)) = self.claims.get(&token) {
             for id in ids {
@@ -304,52 +272,10 @@ impl Topic {
 
         batch.paused = paused;
         batch.next_due_ms = self.due.first_score().filter(|_| !paused);
-        if let Some((rate, b)) = budget {
-            let tat = b.after(rate, batch.jobs.len());
-            if !batch.jobs.is_empty() {
-                self.rate_tat = tat;
-            }
-            let at = Budget::next_at(rate, tat);
-            if let Some(next) = batch.next_due_ms.filter(|next| at > now && at > *next) {
-                if next <= now {
-                    batch.held_back = Some(HeldBack::Rate);
-                }
-                batch.next_due_ms = Some(at);
-            }
-        }
-        match batch.held_back {
-            Some(HeldBack::MaxRunning) => batch.next_due_ms = None,
-            Some(HeldBack::Provider) => {
-                batch.next_due_ms = batch.next_due_ms.map(|next| next.max(self.hold_until));
-            }
-            _ => {}
-        }
+        self.flow_after_claim(budget, &mut batch, now);
         batch.next_lease_deadline_ms = self.active.first_score();
         batch.dead_pending = self.dead_pending.first_score().is_some_and(|at| at <= now);
         batch
-    }
-
-    /// Up to `max` due jobs, those with a priority first (highest first, then the earliest due), then
-    /// the others by due time.
-    fn due_first(&mut self, now: i64, max: usize) -> Vec<(i64, String)> {
-        for (due_at, id) in self.prio_wait.take_up_to(now, usize::MAX) {
-            self.file_prio(&id, due_at, now);
-        }
-        let mut out: Vec<(i64, String)> = self
-            .prio_ready
-            .take_up_to(i64::MAX, max)
-            .into_iter()
-            .filter_map(|(_, id)| Some((self.due.score(&id)?, id)))
-            .collect();
-        if out.len() < max {
-            let more = self.due.take_up_to(now, max);
-            let rest = more
-                .into_iter()
-                .filter(|(_, id)| !self.prio_ready.contains(id))
-                .take(max - out.len());
-            out.extend(rest.collect::<Vec<_>>());
-        }
-        out
     }
 
     /// Finishes one claimed job if its token matches its current lease; returns the outcome and, for a
