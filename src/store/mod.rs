@@ -141,6 +141,11 @@ pub trait WorkerStore: Send + Sync + std::fmt::Debug + 'static {
         lease_ms: u64,
     ) -> Result<Vec<LeaseStatus>>;
 
+    /// Claims of the topic take nothing for `delay_ms` from the store's now, whoever claims (a
+    /// provider's limit reported by a job of another partition of the topic: see
+    /// [`Finish::RateLimited`]). A hold in force is never shortened.
+    async fn hold(&self, topic: &str, delay_ms: u64) -> Result<()>;
+
     /// Wake-up hints for every topic of the namespace. A store whose hint channel may have dropped
     /// messages sends [`Hint::All`]; a receiver that lags (`RecvError::Lagged`) should act as on
     /// [`Hint::All`].

@@ -216,3 +216,54 @@ pub(crate) async fn weighted_topics_share_scarce_slots(b: Backend) {
     );
     worker.stop().await;
 }
+
+#[derive(Debug, Clone, Serialize, Deserialize, Job)]
+#[job(topic = "flow.parted", partitions = 3)]
+pub(crate) struct Parted {
+    pub n: u64,
+}
+
+pub(crate) async fn a_provider_limit_holds_every_partition(b: Backend) {
+    let (tx, mut rx) = events();
+    let client = b.client.clone();
+    let first = Arc::new(AtomicUsize::new(0));
+    let handler = move |job: Parted, ctx: JobContext| {
+        let (tx, client, first) = (tx.clone(), client.clone(), first.clone());
+        async move {
+            let _ = tx.send((job.n, ctx.attempt(), store_now(&client).await));
+            if job.n == 0 && first.fetch_add(1, Ordering::SeqCst) == 0 {
+                return Err(JobError::rate_limited(Duration::from_millis(400)));
+            }
+            Ok(())
+        }
+    };
+    let worker = spawn(Worker::builder(&b.client).handle(handler).build().unwrap());
+    b.client.enqueue(Parted { n: 0 }).await.unwrap();
+    let (_, _, at) = next(&mut rx).await;
+    // Every partition is held (the job's by its finish, the others by the worker after it).
+    let store = b.client.store();
+    eventually("every partition held", || async {
+        let mut held = 0;
+        for p in ["flow.parted", "flow.parted#1", "flow.parted#2"] {
+            if store.counts(p).await.unwrap().flow.held_until_ms.is_some() {
+                held += 1;
+            }
+        }
+        (held == 3).then_some(())
+    })
+    .await;
+    b.client
+        .enqueue_many((1..10).map(|n| Parted { n }))
+        .await
+        .unwrap();
+    for _ in 0..10 {
+        let (n, attempt, started) = next(&mut rx).await;
+        assert_eq!(attempt, 1);
+        assert!(
+            started >= at + 400,
+            "job {n} started {} ms after the hold began",
+            started - at
+        );
+    }
+    worker.stop().await;
+}

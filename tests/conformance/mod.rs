@@ -167,6 +167,7 @@ macro_rules! conformance_tests {
             flow::rate_limit_spaces_jobs_across_workers,
             flow::a_provider_limit_holds_the_topic_across_workers,
             flow::weighted_topics_share_scarce_slots,
+            flow::a_provider_limit_holds_every_partition,
             periodic::two_workers_enqueue_each_tick_once_and_run_now_adds_one,
         );
     };

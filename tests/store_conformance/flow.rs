@@ -217,3 +217,18 @@ pub(crate) async fn counts_show_the_flow_limits_the_budget_and_a_hold(store: Arc
     let until = flow.held_until_ms.expect("the hold shows");
     assert!(until > now(s).await + LONG as i64 / 2, "{flow:?}");
 }
+
+pub(crate) async fn a_hold_without_a_job_holds_claims_and_is_never_shortened(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("hold"));
+    create(s, t, "a", REC, Due::In(0)).await;
+    s.hold(t, LONG).await.unwrap();
+    s.hold(t, SHORT).await.unwrap();
+    let batch = claim(s, t, 10, LONG).await;
+    assert!(batch.jobs.is_empty(), "{batch:?}");
+    assert_eq!(batch.held_back, Some(HeldBack::Provider));
+    let until = batch.next_due_ms.expect("the hold's end is reported");
+    assert!(until > batch.now_ms() + LONG as i64 / 2, "{batch:?}");
+    assert_eq!(s.counts(t).await.unwrap().flow.held_until_ms, Some(until));
+}

@@ -152,6 +152,7 @@ macro_rules! store_conformance {
             rate_limit_never_lets_more_than_its_budget_go,
             a_rate_limited_finish_holds_the_topic_and_retries_the_job_without_counting,
             counts_show_the_flow_limits_the_budget_and_a_hold,
+            a_hold_without_a_job_holds_claims_and_is_never_shortened,
             // priorities
             higher_priority_due_jobs_are_claimed_first_then_by_due_time,
             a_scheduled_job_with_a_priority_goes_first_once_due,

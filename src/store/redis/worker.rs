@@ -188,6 +188,16 @@ impl WorkerStore for RedisStore {
         Ok(out)
     }
 
+    async fn hold(&self, topic: &str, delay_ms: u64) -> Result<()> {
+        const CONTEXT: &str = "holding a topic's claims";
+        let keys = self.keys(topic)?;
+        self.eval(CONTEXT, &SCRIPTS.hold, &keys, |inv| {
+            inv.arg(i64::try_from(delay_ms).unwrap_or(i64::MAX));
+        })
+        .await?;
+        Ok(())
+    }
+
     /// Hints for every topic of the namespace, from a pub/sub listener started on the first call (inside
     /// a Tokio runtime). After every (re)connect the listener sends [`Hint::All`]; a receiver that falls
     /// behind gets `RecvError::Lagged`, which it should treat as [`Hint::All`].

@@ -1,11 +1,16 @@
 //! Flow control on one topic, as `claim.lua` does it: a provider's hold, max running, the rate's
 //! budget (see [`crate::flow`]), and priorities.
 
-use super::Topic;
+use super::{resolve, Topic};
 use crate::flow::{Budget, RateLimit};
-use crate::store::{ClaimBatch, ClaimRequest, HeldBack};
+use crate::store::{ClaimBatch, ClaimRequest, Due, HeldBack};
 
 impl Topic {
+    /// Holds claims for `delay_ms` (never shortening a hold in force).
+    pub(in crate::store::memory) fn hold(&mut self, delay_ms: u64, now: i64) {
+        self.hold_until = self.hold_until.max(resolve(Due::In(delay_ms), now));
+    }
+
     /// With jobs due now and the topic not paused: how many the claim may take, and the rate's
     /// budget it takes them from. Marks `batch` when a limit holds jobs back.
     pub(super) fn flow_before_claim(

@@ -296,7 +296,7 @@ impl Topic {
         // A provider's limit holds the topic, and is a retry counted as nothing.
         let item = match item.finish {
             Finish::RateLimited { record, delay_ms } => {
-                self.hold_until = self.hold_until.max(resolve(Due::In(delay_ms), now));
+                self.hold(delay_ms, now);
                 let finish = Finish::Retry {
                     record,
                     delay_ms,
