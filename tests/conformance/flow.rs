@@ -267,3 +267,26 @@ pub(crate) async fn a_provider_limit_holds_every_partition(b: Backend) {
     }
     worker.stop().await;
 }
+
+pub(crate) async fn ops_say_why_a_due_job_is_held_back(b: Backend) {
+    b.client.enqueue(Rated { n: 1 }).id("held").await.unwrap();
+    b.client.store().hold(Rated::TOPIC, 60_000).await.unwrap();
+    let detail = b
+        .client
+        .ops()
+        .job(Rated::TOPIC, "held")
+        .await
+        .unwrap()
+        .expect("the job is there");
+    assert!(
+        detail.why.contains("provider's rate limit"),
+        "{}",
+        detail.why
+    );
+    let info = b.client.ops().topics().await.unwrap();
+    let rated = info
+        .iter()
+        .find(|t| t.name == Rated::TOPIC)
+        .expect("listed");
+    assert!(rated.counts.flow.held_until_ms.is_some(), "{rated:?}");
+}

@@ -168,6 +168,7 @@ macro_rules! conformance_tests {
             flow::a_provider_limit_holds_the_topic_across_workers,
             flow::weighted_topics_share_scarce_slots,
             flow::a_provider_limit_holds_every_partition,
+            flow::ops_say_why_a_due_job_is_held_back,
             periodic::two_workers_enqueue_each_tick_once_and_run_now_adds_one,
         );
     };
