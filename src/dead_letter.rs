@@ -35,39 +35,34 @@ pub struct DeadLetter {
     pub enqueued_at: DateTime<Utc>,
     /// When it died.
     pub died_at: DateTime<Utc>,
+    /// Its metadata (see [`Enqueue::meta`](crate::Enqueue::meta)): with the `opentelemetry` feature, the
+    /// trace context of the enqueue, to find the request that led here.
+    pub meta: std::collections::BTreeMap<String, String>,
 }
 
 impl DeadLetter {
     /// Never fails: a damaged record still reaches the sink, with its bytes as the payload and the damage
     /// named in the reason.
     pub(crate) fn from_entry(topic: &str, entry: DeadEntry) -> Self {
-        let (payload, attempts, errors, enqueued_at_ms, reason) =
-            match Record::decode(&entry.record) {
-                Ok(r) => (
-                    r.payload,
-                    r.attempt,
-                    r.errors,
-                    r.enqueued_at_ms,
-                    entry.reason,
-                ),
-                Err(e) => (
-                    entry.record,
-                    0,
-                    Vec::new(),
-                    entry.died_at_ms,
-                    format!("{} (record damaged: {e})", entry.reason),
-                ),
-            };
+        let (record, reason) = match Record::decode(&entry.record) {
+            Ok(r) => (r, entry.reason),
+            Err(e) => {
+                let mut r = Record::new(entry.died_at_ms, entry.record);
+                r.attempt = 0;
+                (r, format!("{} (record damaged: {e})", entry.reason))
+            }
+        };
         DeadLetter {
             topic: topic.to_owned(),
             id: entry.id,
             death: entry.seq,
-            payload: String::from_utf8_lossy(&payload).into_owned(),
-            attempts,
-            errors,
+            payload: String::from_utf8_lossy(&record.payload).into_owned(),
+            attempts: record.attempt,
+            errors: record.errors,
             reason,
-            enqueued_at: ms_to_time(enqueued_at_ms),
+            enqueued_at: ms_to_time(record.enqueued_at_ms),
             died_at: ms_to_time(entry.died_at_ms),
+            meta: record.meta,
         }
     }
 

@@ -48,6 +48,14 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A job's metadata entry breaks a limit (see [`MAX_META_ENTRIES`](crate::MAX_META_ENTRIES) and
+    /// the limits beside it).
+    InvalidMeta {
+        /// The entry's key (cut to 64 characters).
+        key: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// A configuration value is out of range.
     InvalidConfig {
         /// What is wrong with it.
@@ -176,6 +184,13 @@ impl Error {
         }
     }
 
+    pub(crate) fn invalid_meta(key: &str, reason: &'static str) -> Self {
+        Error::InvalidMeta {
+            key: cut(key),
+            reason,
+        }
+    }
+
     pub(crate) fn invalid_cursor(cursor: &str) -> Self {
         Error::InvalidCursor {
             cursor: cut(cursor),
@@ -230,6 +245,11 @@ impl fmt::Display for Error {
                  (store large data elsewhere and enqueue a reference, or raise the limit)"
             ),
             Error::InvalidSchedule { reason } => write!(f, "invalid retry schedule: {reason}"),
+            Error::InvalidMeta { key, reason } => write!(
+                f,
+                "invalid job metadata {key:?}: {reason} (keys: 1 to 64 of A-Z a-z 0-9 _ . - :, \
+                 values: at most 1024 bytes, at most 16 entries)"
+            ),
             Error::InvalidConfig { reason } => write!(f, "invalid configuration: {reason}"),
             Error::Encode { topic, .. } => write!(f, "could not encode job for topic {topic:?}"),
             Error::Decode { topic, id, .. } => {

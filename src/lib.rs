@@ -79,6 +79,8 @@ pub mod guide;
 mod handler;
 mod id;
 mod job;
+mod meta;
+mod observe;
 pub mod ops;
 mod partition;
 mod periodic;
@@ -100,6 +102,9 @@ pub use error::{BoxError, Error, Report, Result};
 pub use flow::RateLimit;
 pub use handler::{Handler, HandlerFuture, JobContext, JobError, JobHandler, Outcome, StopReason};
 pub use job::Job;
+pub use meta::{MAX_META_ENTRIES, MAX_META_KEY_LEN, MAX_META_VALUE_LEN};
+#[cfg(feature = "opentelemetry")]
+pub use observe::trace::TraceParent;
 pub use partition::{partition_of, MAX_PARTITIONS};
 pub use periodic::{Missed, Overlap, Periodic, PeriodicJob, MAX_CATCH_UP, SKIP_GRACE};
 pub use record::AttemptError;

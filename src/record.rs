@@ -7,19 +7,23 @@
 //! u8 version (2) << 4 | flags | attempt | enqueued_at_ms
 //! [flags & 1: schedule] slot count, slots in ms..., jitter permille
 //! [flags & 2: errors]   count, then per error: attempt, at_ms, len, utf-8 bytes
+//! [flags & 4: metadata] count, then per entry: key len, key bytes, value len, value bytes (utf-8)
 //! payload: the rest
 //! ```
 //!
 //! A new job's header is 8 bytes (a version byte, attempt 1, and 6 bytes of milliseconds). Version 1
-//! had the flags in a byte of their own (`u8 1 | u8 flags | ...`); it is still read.
+//! had the flags in a byte of their own (`u8 1 | u8 flags | ...`); it is still read. Metadata (flag 4)
+//! came later within version 2: a record without it is what it was, so older records read as before.
 
 use crate::error::BoxError;
+use crate::meta::Meta;
 
 const VERSION: u8 = 2;
 /// The first version, with a separate flags byte.
 const VERSION_1: u8 = 1;
 const HAS_SCHEDULE: u8 = 1;
 const HAS_ERRORS: u8 = 2;
+const HAS_META: u8 = 4;
 /// Errors kept per job (the newest).
 pub(crate) const MAX_ERRORS: usize = 20;
 /// Longest error message kept, in bytes.
@@ -65,6 +69,8 @@ pub(crate) struct Record {
     /// A per-enqueue schedule override: slots in ms and jitter in permille.
     pub(crate) schedule: Option<(Vec<u64>, u16)>,
     pub(crate) errors: Vec<AttemptError>,
+    /// Free-form metadata (validated at enqueue); empty for most jobs, and then not stored at all.
+    pub(crate) meta: Meta,
     pub(crate) payload: Vec<u8>,
 }
 
@@ -75,6 +81,7 @@ impl Record {
             enqueued_at_ms,
             schedule: None,
             errors: Vec::new(),
+            meta: Meta::new(),
             payload,
         }
     }
@@ -97,6 +104,9 @@ impl Record {
         if !self.errors.is_empty() {
             flags |= HAS_ERRORS;
         }
+        if !self.meta.is_empty() {
+            flags |= HAS_META;
+        }
         out.push(VERSION << 4 | flags);
         put(&mut out, u64::from(self.attempt));
         put(&mut out, self.enqueued_at_ms.max(0) as u64);
@@ -114,6 +124,15 @@ impl Record {
                 put(&mut out, e.at_ms.max(0) as u64);
                 put(&mut out, e.message.len() as u64);
                 out.extend_from_slice(e.message.as_bytes());
+            }
+        }
+        if !self.meta.is_empty() {
+            put(&mut out, self.meta.len() as u64);
+            for (key, value) in &self.meta {
+                put(&mut out, key.len() as u64);
+                out.extend_from_slice(key.as_bytes());
+                put(&mut out, value.len() as u64);
+                out.extend_from_slice(value.as_bytes());
             }
         }
         out.extend_from_slice(&self.payload);
@@ -135,7 +154,7 @@ impl Record {
             (_, VERSION) => first & 0x0f,
             _ => return Err(format!("unknown record version {}", first >> 4).into()),
         };
-        if flags & !(HAS_SCHEDULE | HAS_ERRORS) != 0 {
+        if flags & !(HAS_SCHEDULE | HAS_ERRORS | HAS_META) != 0 {
             return Err(format!("unknown record flags {flags:#x}").into());
         }
         let attempt = u32::try_from(r.varint()?)?;
@@ -153,8 +172,7 @@ impl Record {
             for _ in 0..r.len()? {
                 let attempt = u32::try_from(r.varint()?)?;
                 let at_ms = i64::try_from(r.varint()?)?;
-                let len = r.len()?;
-                let message = String::from_utf8(r.take(len)?.to_vec())?;
+                let message = r.string()?;
                 errors.push(AttemptError {
                     attempt,
                     at_ms,
@@ -162,11 +180,20 @@ impl Record {
                 });
             }
         }
+        let mut meta = Meta::new();
+        if flags & HAS_META != 0 {
+            for _ in 0..r.len()? {
+                let key = r.string()?;
+                let value = r.string()?;
+                meta.insert(key, value);
+            }
+        }
         let record = Record {
             attempt,
             enqueued_at_ms,
             schedule,
             errors,
+            meta,
             payload: Vec::new(),
         };
         Ok((record, &bytes[r.pos..]))
@@ -218,6 +245,12 @@ impl Reader<'_> {
         Ok(n)
     }
 
+    /// A length, then that many bytes of UTF-8.
+    fn string(&mut self) -> Result<String, BoxError> {
+        let len = self.len()?;
+        Ok(String::from_utf8(self.take(len)?.to_vec())?)
+    }
+
     fn take(&mut self, n: usize) -> Result<&[u8], BoxError> {
         let end = self
             .pos
@@ -246,6 +279,26 @@ mod tests {
     }
 
     #[test]
+    fn metadata_round_trips_and_costs_nothing_when_empty() {
+        let plain = Record::new(1_732_240_000_123, b"{}".to_vec());
+        let mut r = plain.clone();
+        r.meta
+            .insert("traceparent".into(), "00-0af7-b7ad-01".into());
+        r.meta.insert("tenant".into(), "ünï".into());
+        r.push_error(AttemptError::new(1, 5, "boom"));
+        let bytes = r.encode();
+        assert_eq!(bytes[0], 2 << 4 | HAS_ERRORS | HAS_META);
+        assert_eq!(Record::decode(&bytes).unwrap(), r);
+        // A record written before metadata existed (version 2, flags 0) reads with none.
+        let old = plain.encode();
+        assert_eq!(old[0], 2 << 4);
+        assert!(Record::decode(&old).unwrap().meta.is_empty());
+        for cut in 0..bytes.len() {
+            let _ = Record::decode(&bytes[..cut]);
+        }
+    }
+
+    #[test]
     fn header_is_small() {
         let r = Record::new(1_732_240_000_123, vec![b'x'; 100]);
         assert_eq!(r.encode().len(), 100 + 8);
@@ -260,7 +313,7 @@ mod tests {
         assert_eq!(r.errors, vec![AttemptError::new(1, 6, "e")]);
         assert_eq!(r.payload, b"{}");
         assert_eq!(Record::decode(&r.encode()).unwrap(), r);
-        assert!(Record::decode(&[0x34, 1, 1]).is_err(), "unknown flags");
+        assert!(Record::decode(&[0x38, 1, 1]).is_err(), "unknown flags");
         assert!(Record::decode(&[0x30, 1, 1]).is_err(), "unknown version");
     }
 

@@ -96,58 +96,17 @@ async fn tls_urls_are_understood() {
     let err = RedisStore::connect(&format!("rediss://:hunter2@127.0.0.1:{port}"), "shop")
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Connect { .. }), "{err:?}");
+    // With the `tls` feature (the workspace's build: tests/tls turns it on) the URL is understood
+    // and the connect fails; without it, the URL is refused naming the feature.
+    if cfg!(feature = "tls") {
+        assert!(matches!(err, Error::Connect { .. }), "{err:?}");
+    } else {
+        assert!(matches!(err, Error::InvalidUrl { .. }), "{err:?}");
+        assert!(err.to_string().contains("`tls` feature"), "{err}");
+    }
     assert!(!err.report().to_string().contains("hunter2"), "{err}");
     let err = RedisStore::connect(&format!("rediss://127.0.0.1:{port}/#nope"), "shop")
         .await
         .unwrap_err();
     assert!(matches!(err, Error::InvalidUrl { .. }), "{err:?}");
-}
-
-#[tokio::test]
-async fn worker_start_warns_loudly_about_an_evicting_redis() {
-    let log = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(log.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-    // Another test thread may have cached this callsite's interest before this subscriber existed.
-    tracing::callsite::rebuild_interest_cache();
-    let lru = RedisServer::builder()
-        .arg("--maxmemory-policy")
-        .arg("allkeys-lru")
-        .start();
-    store(&lru, "shop")
-        .await
-        .check_worker_start()
-        .await
-        .unwrap();
-    let text = log.text();
-    assert!(
-        text.contains("WARN") && text.contains("allkeys-lru") && text.contains("noeviction"),
-        "{text}"
-    );
-    let fine = RedisServer::start();
-    let before = log.text().len();
-    store(&fine, "shop")
-        .await
-        .check_worker_start()
-        .await
-        .unwrap();
-    assert!(!log.text()[before..].contains("WARN"), "{}", log.text());
-    // CONFIG disabled: the policy still comes from INFO memory.
-    let hidden = RedisServer::builder()
-        .arg("--rename-command")
-        .arg("CONFIG")
-        .arg("")
-        .arg("--maxmemory-policy")
-        .arg("volatile-lru")
-        .start();
-    store(&hidden, "shop")
-        .await
-        .check_worker_start()
-        .await
-        .unwrap();
-    assert!(log.text().contains("volatile-lru"), "{}", log.text());
 }

@@ -88,11 +88,13 @@ pub(crate) struct Args {
     pub(crate) flow: bool,
     /// `drain`, `drain-io`, `backlog`: half the drained jobs enqueued with a priority.
     pub(crate) priorities: bool,
+    /// The worker process records metrics and runs a `tracing` subscriber (the `observe` feature).
+    pub(crate) observe: bool,
 }
 
 pub(crate) const USAGE: &str = "\
 usage: postpone-bench <workload> [--jobs N] [--concurrency C] [--redis URL]
-                      [--backlog N] [--topics N] [--secs S]
+                      [--backlog N] [--topics N] [--secs S] [--observe]
 
 workloads (see BENCHMARKS.md):
   enqueue             one task enqueues jobs one at a time, each awaited
@@ -117,6 +119,8 @@ workloads (see BENCHMARKS.md):
   --flow           drain, drain-io, backlog: flow limits on that never bind (rate 100,000,000/s,
                    max running 1,000,000): what checking them in the claim costs
   --priorities     drain, drain-io, backlog: half the jobs enqueued with a priority (1 or 2)
+  --observe        the worker process records postpone's metrics (a Prometheus recorder) and logs
+                   through a `tracing` subscriber at INFO; needs `--features observe`
 
 Prints human-readable lines, then one line of JSON; exits 1 if a job was lost or failed.";
 
@@ -136,11 +140,16 @@ impl Args {
             secs: 10,
             flow: false,
             priorities: false,
+            observe: false,
         };
         while let Some(flag) = it.next() {
             if flag == "--flow" || flag == "--priorities" {
                 out.flow |= flag == "--flow";
                 out.priorities |= flag == "--priorities";
+                continue;
+            }
+            if flag == "--observe" {
+                out.observe = true;
                 continue;
             }
             let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -202,6 +211,7 @@ mod tests {
             (a.workload, a.jobs, a.concurrency),
             (Workload::DrainIo, 64_000, 10)
         );
+        assert!(parse("drain --observe --jobs 5").unwrap().observe);
         assert!(parse("nope").is_err());
         assert!(parse("drain --jobs").is_err());
         assert!(parse("idle --topics 11").is_err());

@@ -62,6 +62,7 @@ impl WorkerProcess {
             .args(["--redis", &args.redis])
             .args(["--topics", &args.topics.to_string()])
             .args(args.flow.then_some("--flow"))
+            .args(args.observe.then_some("--observe"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -165,6 +166,7 @@ async fn noop<J: Job>(_job: J, _ctx: JobContext, _state: State) -> Result<(), Jo
 /// `postpone-bench __worker <workload> ...`: runs a worker for `workload` and reports.
 pub(crate) async fn main(args: Args) -> BoxResult<()> {
     let start = *START.get_or_init(Instant::now);
+    let observed = crate::observe::install(args.observe)?;
     let mut probe = Probe::connect(&args.redis).await?;
     let redis_cpu = probe.cpu_s().await?;
     let client = Client::connect(&args.redis).await?;
@@ -240,6 +242,7 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
     };
     shutdown.shutdown();
     running.await??;
+    crate::observe::check(observed.as_ref(), handled)?;
     println!("{}", serde_json::to_string(&report)?);
     Ok(())
 }

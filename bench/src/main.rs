@@ -15,6 +15,7 @@
 mod args;
 mod child;
 mod jobs;
+mod observe;
 mod probe;
 mod report;
 mod workloads;

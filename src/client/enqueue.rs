@@ -7,10 +7,13 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
+use tracing::Instrument;
 
 use super::{Client, When};
 use crate::error::{Error, Result};
 use crate::job::Job;
+use crate::meta::{self, Meta};
+use crate::observe::{metrics, trace};
 use crate::partition::{partition_error, partition_of, store_topic};
 use crate::record::Record;
 use crate::schedule::RetrySchedule;
@@ -64,6 +67,7 @@ pub struct EnqueueItem<J> {
     replace: bool,
     schedule: Option<RetrySchedule>,
     priority: u8,
+    meta: Meta,
 }
 
 impl<J: Job> EnqueueItem<J> {
@@ -76,6 +80,7 @@ impl<J: Job> EnqueueItem<J> {
             replace: false,
             schedule: None,
             priority: 0,
+            meta: Meta::new(),
         }
     }
 
@@ -122,6 +127,25 @@ impl<J: Job> EnqueueItem<J> {
     /// through a dead letter's requeue).
     pub fn priority(mut self, priority: u8) -> Self {
         self.priority = priority;
+        self
+    }
+
+    /// Stores a metadata entry with the job (a request id, a tenant...), for its handler to read with
+    /// [`JobContext::meta`](crate::JobContext::meta). The same key again replaces the value. Keys are 1 to
+    /// 64 of `A-Z a-z 0-9 _ . - :`, values at most 1024 bytes, at most 16 entries: the enqueue fails
+    /// with [`Error::InvalidMeta`] otherwise. With the `opentelemetry` feature the trace context is
+    /// stored beside (`traceparent`, `tracestate`); an entry set here under one of those keys wins.
+    ///
+    /// ```
+    /// # use postpone::{EnqueueItem, Job};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Serialize, Deserialize, Job)]
+    /// # #[job(topic = "t")]
+    /// # struct Ping;
+    /// let item = EnqueueItem::new(Ping).meta("request_id", "req-7f3a");
+    /// ```
+    pub fn meta(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.meta.insert(key.into(), value.into());
         self
     }
 }
@@ -216,6 +240,31 @@ impl<'a, J: Job> Enqueue<'a, J> {
         self.item = self.item.priority(priority);
         self
     }
+
+    /// Stores a metadata entry with the job, for its handler to read with
+    /// [`JobContext::meta`](crate::JobContext::meta): see [`EnqueueItem::meta`] for the limits.
+    ///
+    /// ```
+    /// # use postpone::{Client, Job, JobContext, JobError};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Serialize, Deserialize, Job)]
+    /// # #[job(topic = "orders.close")]
+    /// # struct CloseOrder { order_id: u64 }
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> postpone::Result<()> {
+    /// let client = Client::memory();
+    /// client.enqueue(CloseOrder { order_id: 42 }).meta("tenant", "acme").await?;
+    /// // In the handler:
+    /// async fn close_order(job: CloseOrder, ctx: JobContext) -> Result<(), JobError> {
+    ///     assert_eq!(ctx.meta("tenant"), Some("acme"));
+    ///     Ok(())
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn meta(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.item = self.item.meta(key, value);
+        self
+    }
 }
 
 impl<'a, J: Job> IntoFuture for Enqueue<'a, J> {
@@ -248,6 +297,7 @@ impl Client {
         item: EnqueueItem<J>,
         now_ms: i64,
         default_first_delay: Option<Duration>,
+        carried: &Meta,
     ) -> Result<(NewJob, bool)> {
         if item.priority > crate::store::MAX_PRIORITY {
             return Err(Error::InvalidConfig {
@@ -272,6 +322,12 @@ impl Client {
             source: e.into(),
         })?;
         let mut record = Record::new(now_ms, payload);
+        if !item.meta.is_empty() || !carried.is_empty() {
+            let mut all = carried.clone();
+            all.extend(item.meta);
+            meta::validate(&all)?;
+            record.meta = all;
+        }
         let first_delay = match &item.schedule {
             Some(schedule) => {
                 record.schedule = Some((schedule.to_millis(), schedule.jitter_permille()));
@@ -300,14 +356,30 @@ impl Client {
         items: Vec<EnqueueItem<J>>,
     ) -> Result<Vec<Enqueued>> {
         self.check_topic::<J>()?;
+        let span = trace::enqueue_span(J::TOPIC, items.len());
+        let carried = trace::context_meta(&span);
         let now_ms = Utc::now().timestamp_millis();
         let default_first_delay = J::retry_schedule().delay_before(1);
         let (jobs, generated): (Vec<NewJob>, Vec<bool>) = items
             .into_iter()
-            .map(|item| self.prepare(item, now_ms, default_first_delay))
+            .map(|item| self.prepare(item, now_ms, default_first_delay, &carried))
             .collect::<Result<Vec<_>>>()?
             .into_iter()
             .unzip();
+        if let [job] = jobs.as_slice() {
+            trace::enqueued_id(&span, &job.id);
+        }
+        self.send_prepared::<J>(jobs, generated)
+            .instrument(span)
+            .await
+    }
+
+    /// Sends prepared jobs, in chunks, and reports each one's outcome.
+    async fn send_prepared<J: Job>(
+        &self,
+        jobs: Vec<NewJob>,
+        generated: Vec<bool>,
+    ) -> Result<Vec<Enqueued>> {
         let mut out = Vec::with_capacity(jobs.len());
         let mut generated = generated.into_iter();
         for chunk in jobs.chunks(CHUNK) {
@@ -323,6 +395,7 @@ impl Client {
                     }
                     (outcome, _) => to_enqueued(job.id.clone(), outcome),
                 };
+                metrics::enqueued(J::TOPIC, enqueued.status);
                 out.push(enqueued);
             }
         }

@@ -85,7 +85,9 @@ impl Client {
     /// A periodic tick's job, encoded as [`Client::enqueue`] encodes it, under `id`.
     pub(crate) fn encode_job<J: Job>(&self, job: J, id: String) -> Result<(String, Vec<u8>)> {
         let now_ms = Utc::now().timestamp_millis();
-        let (new, _) = self.prepare(EnqueueItem::new(job).id(id), now_ms, None)?;
+        // A tick is no request's work: it carries no trace context.
+        let none = crate::meta::Meta::new();
+        let (new, _) = self.prepare(EnqueueItem::new(job).id(id), now_ms, None, &none)?;
         Ok((new.id, new.record))
     }
 }

@@ -66,6 +66,8 @@ pub struct JobInfo {
     pub errors: Vec<AttemptError>,
     /// The payload as JSON.
     pub payload: String,
+    /// Its metadata (see [`Enqueue::meta`](crate::Enqueue::meta)).
+    pub meta: std::collections::BTreeMap<String, String>,
 }
 
 impl JobInfo {
@@ -288,6 +290,7 @@ impl Topic {
             enqueued_at: ms_to_time(record.enqueued_at_ms),
             errors: record.errors,
             payload: String::from_utf8_lossy(&record.payload).into_owned(),
+            meta: record.meta,
         }))
     }
 

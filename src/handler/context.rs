@@ -7,6 +7,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 
+use crate::meta::Meta;
 use crate::record::AttemptError;
 
 /// Why a running job was asked to stop.
@@ -36,6 +37,7 @@ struct Inner {
     enqueued_at: DateTime<Utc>,
     due_at: DateTime<Utc>,
     errors: Vec<AttemptError>,
+    meta: Meta,
     /// The stop signal: [`NOT_STOPPED`] or a [`StopReason`] code, set once.
     stop: AtomicU8,
     stopped: Notify,
@@ -73,6 +75,7 @@ impl StopSender {
 }
 
 impl JobContext {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         topic: &'static str,
         id: String,
@@ -81,6 +84,7 @@ impl JobContext {
         enqueued_at: DateTime<Utc>,
         due_at: DateTime<Utc>,
         errors: Vec<AttemptError>,
+        meta: Meta,
     ) -> (Self, StopSender) {
         let inner = Arc::new(Inner {
             topic,
@@ -90,6 +94,7 @@ impl JobContext {
             enqueued_at,
             due_at,
             errors,
+            meta,
             stop: AtomicU8::new(NOT_STOPPED),
             stopped: Notify::new(),
         });
@@ -136,8 +141,33 @@ impl JobContext {
             now,
             now,
             Vec::new(),
+            Meta::new(),
         )
         .0
+    }
+
+    /// This context with a metadata entry, for a test of a handler that reads one.
+    ///
+    /// ```
+    /// let ctx = postpone::JobContext::for_test("emails", "welcome:7").with_meta("tenant", "acme");
+    /// assert_eq!(ctx.meta("tenant"), Some("acme"));
+    /// ```
+    #[must_use]
+    pub fn with_meta(self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        let i = &self.inner;
+        let mut meta = i.meta.clone();
+        meta.insert(key.into(), value.into());
+        let (ctx, _stop) = Self::new(
+            i.topic,
+            i.id.clone(),
+            i.attempt,
+            i.attempts_allowed,
+            i.enqueued_at,
+            i.due_at,
+            i.errors.clone(),
+            meta,
+        );
+        ctx
     }
 
     /// The job's topic.
@@ -178,6 +208,17 @@ impl JobContext {
     /// The errors of earlier attempts, oldest first (at most the newest 20).
     pub fn previous_errors(&self) -> &[AttemptError] {
         &self.inner.errors
+    }
+
+    /// A metadata entry stored with the job at enqueue ([`Enqueue::meta`](crate::Enqueue::meta)).
+    pub fn meta(&self, key: &str) -> Option<&str> {
+        self.inner.meta.get(key).map(String::as_str)
+    }
+
+    /// All the metadata stored with the job, by key (with the `opentelemetry` feature, the trace
+    /// context of its enqueue among them).
+    pub fn metadata(&self) -> &std::collections::BTreeMap<String, String> {
+        &self.inner.meta
     }
 
     /// Why the job was asked to stop, if it was.
@@ -227,7 +268,7 @@ mod tests {
     #[tokio::test]
     async fn stop_is_seen_by_clones() {
         let now = Utc::now();
-        let (ctx, stop) = JobContext::new("t", "1".into(), 2, 8, now, now, vec![]);
+        let (ctx, stop) = JobContext::new("t", "1".into(), 2, 8, now, now, vec![], Meta::new());
         let clone = ctx.clone();
         let waiter = tokio::spawn(async move { clone.stopped().await });
         stop.stop(StopReason::Cancelled);

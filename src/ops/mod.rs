@@ -222,6 +222,24 @@ impl Ops {
         }
     }
 
+    /// Requeues one dead letter, named by its id and death number (see
+    /// [`JobSummary::death`]): only that death, even when its id died more than once.
+    pub async fn requeue_death(&self, topic: &str, id: &str, death: u64) -> Result<()> {
+        let topic = self.topic(topic).await?;
+        topic
+            .requeue_death(&crate::store::Death::new(id, death))
+            .await
+    }
+
+    /// Purges one dead letter, named by its id and death number (its hook, if still pending, still
+    /// runs).
+    pub async fn purge_death(&self, topic: &str, id: &str, death: u64) -> Result<()> {
+        let topic = self.topic(topic).await?;
+        topic
+            .purge_death(&crate::store::Death::new(id, death))
+            .await
+    }
+
     /// A topic's per-minute history: see [`Topic::history`].
     pub async fn history(&self, topic: &str, minutes: u32) -> Result<Vec<MinuteCounts>> {
         self.topic(topic).await?.history(minutes).await

@@ -4,9 +4,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
+use tracing::Instrument;
 
 use super::backoff::Backoff;
 use super::shared::{ServedTopic, Shared};
+use crate::observe::Tally;
 use crate::partition::store_topic;
 use crate::store::{Finish, FinishItem, FinishOutcome};
 
@@ -24,21 +26,27 @@ const LINGER_BELOW: usize = 64;
 pub(crate) async fn acker<S: Send + Sync + 'static>(
     shared: Arc<Shared<S>>,
     topic: Arc<ServedTopic<S>>,
-    mut rx: mpsc::UnboundedReceiver<FinishItem>,
+    mut rx: mpsc::UnboundedReceiver<(FinishItem, Tally)>,
     give_up: watch::Receiver<bool>,
 ) {
+    let mut received = Vec::with_capacity(BATCH);
     let mut batch = Vec::with_capacity(BATCH);
-    while rx.recv_many(&mut batch, BATCH).await > 0 {
-        if batch.len() < LINGER_BELOW && topic.in_flight.running() > 0 {
+    let mut tallies = Vec::with_capacity(BATCH);
+    while rx.recv_many(&mut received, BATCH).await > 0 {
+        if received.len() < LINGER_BELOW && topic.in_flight.running() > 0 {
             let until = tokio::time::Instant::now() + LINGER;
-            while batch.len() < LINGER_BELOW {
-                let room = BATCH - batch.len();
-                let more = rx.recv_many(&mut batch, room);
+            while received.len() < LINGER_BELOW {
+                let room = BATCH - received.len();
+                let more = rx.recv_many(&mut received, room);
                 match tokio::time::timeout_at(until, more).await {
                     Ok(n) if n > 0 => {}
                     _ => break,
                 }
             }
+        }
+        for (item, tally) in received.drain(..) {
+            batch.push(item);
+            tallies.push(tally);
         }
         let mut backoff = Backoff::new(Duration::from_millis(20));
         // After a failed try, a stale outcome may mean that the failed try was applied and only its
@@ -49,8 +57,16 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
             items: &batch,
         });
         loop {
-            match shared.store.finish(&topic.stored_as, batch.clone()).await {
+            let span = tracing::debug_span!(
+                "ack",
+                topic = topic.name,
+                partition = topic.partition,
+                jobs = batch.len()
+            );
+            let finish = shared.store.finish(&topic.stored_as, batch.clone());
+            match finish.instrument(span).await {
                 Ok(outcomes) => {
+                    topic.metrics.acked(batch.len());
                     failpoint!(Finished {
                         topic: topic.name,
                         items: &batch,
@@ -58,8 +74,9 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                     });
                     wake_for_dead(&topic, &batch, &outcomes);
                     hold_partitions(&shared, &topic, &batch);
-                    for (item, outcome) in batch.iter().zip(outcomes) {
+                    for ((item, outcome), tally) in batch.iter().zip(outcomes).zip(&tallies) {
                         topic.in_flight.remove(&item.id, item.token);
+                        topic.metrics.finished(*tally, outcome);
                         match outcome {
                             FinishOutcome::Applied => {}
                             FinishOutcome::Cancelled => {
@@ -71,11 +88,14 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                                 "result not recorded again: an earlier try was applied (its reply was \
                                  lost), or the lease expired meanwhile and the job was taken back"
                             ),
-                            FinishOutcome::Stale => tracing::warn!(
+                            FinishOutcome::Stale => {
+                                topic.metrics.lease_lost();
+                                tracing::warn!(
                                 topic = topic.name, partition = topic.partition,
                                 job_id = %item.id,
                                 "result ignored: the lease had expired and the job was taken back"
-                            ),
+                                )
+                            }
                         }
                     }
                     break;
@@ -99,6 +119,7 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
             }
         }
         batch.clear();
+        tallies.clear();
     }
 }
 

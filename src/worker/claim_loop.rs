@@ -8,10 +8,12 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::backoff::Backoff;
 use super::execute::run_job;
 use super::shared::{ServedTopic, Shared, Slot};
+use crate::observe::Tally;
 use crate::store::{ClaimRequest, ClaimedJob, Finish, FinishItem};
 use crate::time::{add_ms, millis};
 
@@ -42,7 +44,7 @@ fn hand_back<S>(topic: &ServedTopic<S>, job: ClaimedJob) {
         delay_ms: 0,
         counted: false,
     };
-    topic.send_finish(FinishItem::new(job.id, job.token, finish));
+    topic.send_finish(FinishItem::new(job.id, job.token, finish), Tally::Uncounted);
 }
 
 /// Starts a claimed job on `slot`, unless its lease was lost while it waited for the slot.
@@ -151,7 +153,15 @@ async fn claim_and_start<S: Send + Sync + 'static>(
             topic: topic.name,
             token: request.token,
         });
-        let mut batch = match shared.store.claim(&topic.stored_as, request).await {
+        let span = tracing::debug_span!(
+            "claim",
+            topic = topic.name,
+            partition = topic.partition,
+            max = wanted,
+            claimed = tracing::field::Empty
+        );
+        let claim = shared.store.claim(&topic.stored_as, request);
+        let mut batch = match claim.instrument(span.clone()).await {
             Ok(batch) => batch,
             Err(e) => {
                 drop(slots);
@@ -168,6 +178,10 @@ async fn claim_and_start<S: Send + Sync + 'static>(
         backoff.reset();
         // The backend's clock read `batch.now_*` at the latest now.
         let replied = Instant::now();
+        span.record("claimed", batch.jobs.len());
+        topic.metrics.store_time(batch.now_us);
+        topic.metrics.claimed(batch.jobs.len());
+        topic.metrics.swept(batch.swept, batch.swept_dead);
         if batch.dead_pending {
             topic.dead_wake.notify_one();
         }

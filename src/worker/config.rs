@@ -14,6 +14,11 @@ pub(crate) struct Config {
     pub(crate) dead_max_age: Duration,
     pub(crate) dead_keep: u64,
     pub(crate) sweep_limit: usize,
+    /// How often the queue depth is sampled (the `metrics` feature).
+    pub(crate) queue_depth_interval: Duration,
+    /// How a job's span relates to its enqueue's (the `opentelemetry` feature).
+    #[cfg(feature = "opentelemetry")]
+    pub(crate) trace_parent: crate::observe::trace::TraceParent,
 }
 
 impl Default for Config {
@@ -28,6 +33,9 @@ impl Default for Config {
             dead_max_age: Duration::from_secs(30 * 24 * 3600),
             dead_keep: 10_000,
             sweep_limit: 100,
+            queue_depth_interval: Duration::from_secs(10),
+            #[cfg(feature = "opentelemetry")]
+            trace_parent: Default::default(),
         }
     }
 }

@@ -75,6 +75,7 @@ pub(crate) async fn pump<S: Send + Sync + 'static>(
             let results = join_all(letters.iter().map(|(_, dead)| deliver(&shared, dead))).await;
             let mut delivered = Vec::with_capacity(letters.len());
             for ((death, _), result) in letters.into_iter().zip(results) {
+                topic.metrics.dead_letter(result.is_ok());
                 match result {
                     Ok(()) => {
                         failures.remove(&death);

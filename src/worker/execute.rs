@@ -11,6 +11,7 @@ use tracing::Instrument;
 
 use super::shared::{ServedTopic, Shared, Slot, TrackGuard};
 use crate::handler::{JobContext, JobError, Outcome};
+use crate::observe::{trace, Tally};
 use crate::record::{AttemptError, Record};
 use crate::schedule::RetrySchedule;
 use crate::store::{ClaimedJob, Finish, FinishItem};
@@ -43,7 +44,7 @@ pub(crate) async fn run_job<S: Send + Sync + 'static>(
         record: bytes,
         ..
     } = job;
-    let finish = match Record::decode_head(&bytes) {
+    let (finish, tally) = match Record::decode_head(&bytes) {
         Ok((record, payload)) => {
             let job = Attempt {
                 id: &id,
@@ -56,14 +57,15 @@ pub(crate) async fn run_job<S: Send + Sync + 'static>(
         }
         Err(e) => {
             tracing::error!(topic = topic.name, partition = topic.partition, job_id = %id, error = %e, "damaged job record: dead-lettered");
-            Finish::Dead {
+            let finish = Finish::Dead {
                 record: bytes,
                 reason: format!("damaged record: {e}"),
-            }
+            };
+            (finish, Tally::Failed)
         }
     };
     topic.ran_for(started.elapsed());
-    topic.send_finish(FinishItem::new(id, token, finish));
+    topic.send_finish(FinishItem::new(id, token, finish), tally);
 }
 
 /// One claimed job, borrowed from its claim.
@@ -82,7 +84,7 @@ async fn execute<S: Send + Sync + 'static>(
     topic: &ServedTopic<S>,
     job: Attempt<'_>,
     mut record: Record,
-) -> Finish {
+) -> (Finish, Tally) {
     let Attempt {
         id,
         token,
@@ -99,7 +101,9 @@ async fn execute<S: Send + Sync + 'static>(
         None => Cow::Borrowed(handler.schedule()),
     };
     let attempt = record.attempt;
-    let span = tracing::info_span!("job", topic = topic.name, partition = topic.partition, job_id = %id, attempt);
+    let span = trace::job_span(topic.name, topic.partition, id, attempt);
+    #[cfg(feature = "opentelemetry")]
+    trace::follow(&span, &record.meta, shared.config.trace_parent);
     let (ctx, stop) = JobContext::new(
         topic.name,
         id.to_owned(),
@@ -108,6 +112,7 @@ async fn execute<S: Send + Sync + 'static>(
         ms_to_time(record.enqueued_at_ms),
         ms_to_time(due_at_ms),
         record.errors.clone(),
+        record.meta.clone(),
     );
     let future = match handler.start(payload, ctx, &shared.state) {
         Ok(f) => f,
@@ -116,12 +121,14 @@ async fn execute<S: Send + Sync + 'static>(
             tracing::error!(topic = topic.name, partition = topic.partition, job_id = %id, error = %message, "dead-lettered: the payload cannot succeed on retry");
             record.payload = payload.to_vec();
             record.push_error(AttemptError::new(attempt, system_now_ms(), message.clone()));
-            return Finish::Dead {
+            let finish = Finish::Dead {
                 record: record.encode(),
                 reason: message,
             };
+            return (finish, Tally::Failed);
         }
     };
+    topic.metrics.started(due_at_ms);
     let timeout = handler.timeout();
     // The handler runs in this task (one task per job): `abortable` stands in for a task's abort
     // handle (the shutdown grace period), `catch_unwind` for its panic catching.
@@ -134,26 +141,31 @@ async fn execute<S: Send + Sync + 'static>(
         }
     });
     topic.in_flight.insert(id.to_owned(), token, stop, abort);
+    let ran = std::time::Instant::now();
     let returned = AssertUnwindSafe(future.instrument(span.clone()))
         .catch_unwind()
         .await;
+    if !matches!(returned, Ok(Err(Aborted))) {
+        topic.metrics.ran(ran.elapsed());
+    }
     // From here the job's outcome is on its way to the acker: its lease is no longer renewed.
     topic.in_flight.finishing(id, token);
     let error = match returned {
         Ok(Ok(Ok(()))) => {
-            span.in_scope(|| tracing::debug!("job done"));
-            return Finish::Done;
+            tracing::debug!(parent: &span, "job done");
+            return (Finish::Done, Tally::Done);
         }
         Ok(Ok(Err(e))) => e,
         Err(panic) => JobError::msg(format!("handler panicked: {}", panic_message(panic))),
         Ok(Err(Aborted)) => {
             // Aborted at the end of the shutdown grace period: hand the job back, no attempt used.
             span.in_scope(|| tracing::info!("shutdown: job handed back"));
-            return Finish::Retry {
+            let finish = Finish::Retry {
                 record: original.to_vec(),
                 delay_ms: 0,
                 counted: false,
             };
+            return (finish, Tally::Uncounted);
         }
     };
     let _enter = span.enter();
@@ -163,7 +175,15 @@ async fn execute<S: Send + Sync + 'static>(
         partition: topic.partition,
         id,
     };
-    failure(&job, record, &schedule, error, original)
+    let fail_now = error.outcome() == Outcome::Fail;
+    let finish = failure(&job, record, &schedule, error, original);
+    let tally = match &finish {
+        Finish::Retry { counted: true, .. } => Tally::Retried,
+        Finish::Dead { .. } if fail_now => Tally::Failed,
+        Finish::Dead { .. } => Tally::Dead,
+        _ => Tally::Uncounted,
+    };
+    (finish, tally)
 }
 
 /// Which job an event is about: every warning and error names it in its own fields, so that a log

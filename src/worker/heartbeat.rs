@@ -40,6 +40,8 @@ pub(crate) async fn heartbeat<S: Send + Sync + 'static>(
             {
                 Ok(statuses) => {
                     backoff.reset();
+                    let renewed = statuses.iter().filter(|s| **s != LeaseStatus::Lost).count();
+                    topic.metrics.leases_renewed(renewed);
                     for ((id, token), status) in leases.iter().zip(statuses) {
                         match status {
                             LeaseStatus::Held => {}
@@ -47,6 +49,7 @@ pub(crate) async fn heartbeat<S: Send + Sync + 'static>(
                                 topic.in_flight.stop(id, *token, StopReason::Cancelled)
                             }
                             LeaseStatus::Lost if topic.in_flight.lease_lost(id, *token) => {
+                                topic.metrics.lease_lost();
                                 tracing::warn!(topic = topic.name, partition = topic.partition, job_id = %id, "lease lost: the job may run elsewhere; this run's result will be ignored");
                             }
                             // The handler returned meanwhile, and its acknowledgement ended the lease.
@@ -71,6 +74,8 @@ pub(crate) async fn heartbeat<S: Send + Sync + 'static>(
             )
             .holder(shared.holder);
             if let Ok(batch) = shared.store.claim(&topic.stored_as, request).await {
+                topic.metrics.store_time(batch.now_us);
+                topic.metrics.swept(batch.swept, batch.swept_dead);
                 if batch.dead_pending {
                     topic.dead_wake.notify_one();
                 }

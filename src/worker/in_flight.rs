@@ -160,7 +160,8 @@ mod tests {
 
     fn run(in_flight: &InFlight, id: &str, token: u64) -> (JobContext, AbortRegistration) {
         let now = chrono::Utc::now();
-        let (ctx, stop) = JobContext::new("t", id.into(), 1, 8, now, now, vec![]);
+        let (ctx, stop) =
+            JobContext::new("t", id.into(), 1, 8, now, now, vec![], Default::default());
         let (abort, registration) = AbortHandle::new_pair();
         in_flight.insert(id.into(), token, stop, abort);
         (ctx, registration)

@@ -14,11 +14,13 @@ mod backoff;
 mod claim_loop;
 mod config;
 mod dead_letter_pump;
+mod depth_sampler;
 mod execute;
 #[cfg(feature = "test-hooks")]
 pub mod failpoint;
 mod heartbeat;
 mod in_flight;
+mod observe_options;
 mod periodic;
 mod presence;
 mod registry;

@@ -18,7 +18,7 @@ use super::presence::{self, Beat};
 use super::shared::{ServedTopic, Shared, Tracker};
 use super::shutdown::{shut_down, Tasks};
 use super::slots::SlotPool;
-use super::{acker, claim_loop, dead_letter_pump, heartbeat, WorkerBuilder};
+use super::{acker, claim_loop, dead_letter_pump, depth_sampler, heartbeat, WorkerBuilder};
 use crate::error::Result;
 use crate::ops::{worker_id, WorkerTopic};
 use crate::partition::store_topic;
@@ -120,6 +120,7 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
             tasks.background.push(tokio::spawn(heartbeat));
             let pump = dead_letter_pump::pump(sh.clone(), st.clone(), stop.clone());
             tasks.background.push(tokio::spawn(pump));
+            tasks.background.push(depth_sampler::spawn(sh, st, stop));
             claim_loops.push(claim_loop::claim_loop(sh.clone(), st.clone()));
             topics.insert(served.stored_as.clone(), served);
         }

@@ -14,6 +14,7 @@ use super::registry::ErasedHandler;
 use super::slots::{Permit, SlotPool};
 use crate::dead_letter::DeadLetterSink;
 use crate::flow::Flow;
+use crate::observe::{Tally, TopicMetrics};
 use crate::store::{FinishItem, Store};
 
 /// What every part of a worker shares.
@@ -50,6 +51,8 @@ pub(crate) struct ServedTopic<S> {
     pub(crate) in_flight: InFlight,
     /// True while the claim loop waits for a free slot (then the heartbeat sweeps).
     pub(crate) saturated: AtomicBool,
+    /// Its metrics (nothing without the `metrics` feature).
+    pub(crate) metrics: TopicMetrics,
     /// This topic's (partition's) share of the slots: what claiming ahead is sized by.
     share: usize,
     /// Its flow limits across every worker (this partition's part of the topic's).
@@ -59,7 +62,7 @@ pub(crate) struct ServedTopic<S> {
     /// How long a run takes here, a moving average, µs (`u64::MAX` until one ran).
     mean_run_us: AtomicU64,
     /// Outcomes on their way to the acker; taken away at shutdown once no handler runs.
-    finishes: Mutex<Option<mpsc::UnboundedSender<FinishItem>>>,
+    finishes: Mutex<Option<mpsc::UnboundedSender<(FinishItem, Tally)>>>,
 }
 
 impl<S> ServedTopic<S> {
@@ -71,7 +74,7 @@ impl<S> ServedTopic<S> {
         handler: Arc<dyn ErasedHandler<S>>,
         lease_ms: u64,
         limit: Option<Arc<Semaphore>>,
-        finishes: mpsc::UnboundedSender<FinishItem>,
+        finishes: mpsc::UnboundedSender<(FinishItem, Tally)>,
     ) -> Self {
         ServedTopic {
             name,
@@ -84,6 +87,7 @@ impl<S> ServedTopic<S> {
             dead_wake: Notify::new(),
             in_flight: InFlight::default(),
             saturated: AtomicBool::new(false),
+            metrics: TopicMetrics::new(name, partition),
             share: 1,
             flow: Flow::default(),
             lane: 0,
@@ -137,10 +141,10 @@ impl<S> ServedTopic<S> {
         pace.min(self.share / 2)
     }
 
-    /// Hands a job's outcome to the acker.
-    pub(crate) fn send_finish(&self, item: FinishItem) {
+    /// Hands a job's outcome to the acker, with how it counts in the metrics.
+    pub(crate) fn send_finish(&self, item: FinishItem, tally: Tally) {
         let unsent = match &*self.finishes.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some(tx) => tx.send(item).err().map(|e| e.0),
+            Some(tx) => tx.send((item, tally)).err().map(|e| e.0 .0),
             None => Some(item),
         };
         if let Some(item) = unsent {

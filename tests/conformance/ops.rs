@@ -441,11 +441,19 @@ pub(crate) async fn ops_dead_letters_requeue_and_purge_by_reason(b: Backend) {
         .unwrap();
     assert_eq!(one.done, 1);
     assert_eq!(next(&mut rx).await, (0, 1));
-    ops.purge_dead("ops.mail", Some("m:2"), &DeadFilter::all(), |_| {})
+    let m2 = ops
+        .jobs("ops.mail", &JobQuery::new(PageState::Dead).id_prefix("m:2"))
         .await
         .unwrap();
+    let death = m2.jobs[0].death.expect("a dead letter's death number");
+    ops.purge_death("ops.mail", "m:2", death).await.unwrap();
     let err = ops
         .purge_dead("ops.mail", Some("m:2"), &DeadFilter::all(), |_| {})
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::JobNotFound { .. }), "{err}");
+    let err = ops
+        .requeue_death("ops.mail", "m:2", death)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::JobNotFound { .. }), "{err}");

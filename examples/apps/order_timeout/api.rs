@@ -10,9 +10,10 @@ use crate::app::{App, NewOrder, Order, Status, COLUMNS};
 use crate::timer::{timer_id, CloseUnpaidOrder};
 
 /// The HTTP API: `POST /orders`, `GET /orders/{id}`, `POST /orders/{id}/pay`,
-/// `POST /orders/{id}/extend`.
+/// `POST /orders/{id}/extend`, and `GET /metrics` (Prometheus).
 pub(crate) fn router(app: App) -> Router {
     Router::new()
+        .route("/metrics", get(crate::observe::scrape))
         .route("/orders", post(place_order))
         .route("/orders/{id}", get(get_order))
         .route("/orders/{id}/pay", post(pay_order))
@@ -20,7 +21,9 @@ pub(crate) fn router(app: App) -> Router {
         .with_state(app)
 }
 
-/// Places an order and sets its timer: closed at the end of the payment window unless paid.
+/// Places an order and sets its timer: closed at the end of the payment window unless paid. Its span is
+/// the trace that the timer's job carries (see `observe.rs`).
+#[tracing::instrument(name = "POST /orders", skip_all)]
 async fn place_order(
     State(app): State<App>,
     Json(new): Json<NewOrder>,

@@ -25,6 +25,14 @@
 //! curl -s localhost:3000/orders/$b                  # still pending, closed at pay_by unless paid
 //! ```
 //!
+//! Metrics and traces (`observe.rs`): `GET /metrics` serves postpone's metrics in the Prometheus text
+//! format, and `--trace stdout` prints the spans, to follow an order's trace from its request to the
+//! handler that closes it:
+//!
+//! ```text
+//! curl -s localhost:3000/metrics | grep postpone_
+//! ```
+//!
 //! Ctrl-C or SIGTERM stops it gracefully: the HTTP server finishes its requests, then the worker lets
 //! running jobs finish (10 s at most) and hands the rest back. `examples/apps/tests/order_timeout.rs`
 //! drives this service over HTTP with a payment window of seconds and checks the database, and runs the
@@ -39,6 +47,7 @@ mod shutdown;
 
 mod api;
 mod app;
+mod observe;
 mod timer;
 
 use std::net::SocketAddr;
@@ -48,31 +57,39 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 const USAGE: &str = "\
-usage: order_timeout [--listen ADDR] [--payment-window DURATION] [--schema NAME]
+usage: order_timeout [--listen ADDR] [--payment-window DURATION] [--schema NAME] [--trace stdout]
 
   --listen ADDR               where to serve HTTP (default 127.0.0.1:3000)
   --payment-window DURATION   time to pay, and what an extension adds: 500ms, 20s, 30m... (default 30m)
   --schema NAME               PostgreSQL schema of the orders table (default postpone_orders)
+  --trace stdout              print the spans (OpenTelemetry) on stdout (default off)
 
 environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test), REDIS_URL (default: jobs in
 memory), POSTPONE_NAMESPACE, RUST_LOG (default info)";
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    // Colours only on a terminal: logs sent to a file stay plain text.
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
-        .init();
-    let flags = flags::Flags::from_env(USAGE, &["listen", "payment-window", "schema"]);
+    let flags = flags::Flags::from_env(USAGE, &["listen", "payment-window", "schema", "trace"]);
+    let trace_stdout = match flags.get("trace", "off".to_owned()).as_str() {
+        "stdout" => true,
+        "off" => false,
+        other => {
+            eprintln!("--trace {other:?}: use stdout or off\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let tracer = observe::init_tracing(trace_stdout);
+    observe::install_metrics();
     let listen: SocketAddr = flags.get("listen", SocketAddr::from(([127, 0, 0, 1], 3000)));
     let settings = app::Settings {
         payment_window: flags.duration("payment-window", Duration::from_secs(30 * 60)),
         schema: flags.get("schema", "postpone_orders".to_owned()),
     };
-    match run(listen, settings).await {
+    let result = run(listen, settings).await;
+    if let Some(tracer) = tracer {
+        let _ = tracer.shutdown();
+    }
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("order_timeout: {e}");

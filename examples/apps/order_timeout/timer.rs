@@ -39,6 +39,9 @@ pub(crate) async fn close_unpaid(
         tracing::info!(
             order_id = job.order_id,
             attempt = ctx.attempt(),
+            // The trace of the request that placed the order (with the `opentelemetry` feature and a
+            // propagator set: see `observe.rs`).
+            placed_in = ctx.meta("traceparent"),
             "closed unpaid order"
         );
         return Ok(());

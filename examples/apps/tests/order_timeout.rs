@@ -10,6 +10,9 @@ mod app;
 #[path = "../support/postgres.rs"]
 #[allow(dead_code)]
 mod example_postgres;
+#[path = "../order_timeout/observe.rs"]
+#[allow(dead_code)]
+mod observe;
 mod support;
 #[path = "../order_timeout/timer.rs"]
 mod timer;
@@ -153,6 +156,8 @@ async fn paid_orders_stay_paid_abandoned_ones_close_and_extensions_move_the_dead
     let jobs = redis_client(&server).await;
     let timers = jobs.topic::<CloseUnpaidOrder>();
     let window = Duration::from_secs(3);
+    // Before the worker starts, as the example does: `/metrics` then serves postpone's metrics.
+    observe::install_metrics();
     let service = Service::start(&jobs, &schema, window).await;
 
     let paid = service.place("paid").await;
@@ -252,6 +257,34 @@ async fn paid_orders_stay_paid_abandoned_ones_close_and_extensions_move_the_dead
         .await
         .unwrap();
     assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+
+    // `/metrics` shows the timers in the Prometheus text format (the recorder is the process's: the
+    // other tests of this binary may add to its counts).
+    let scrape = service
+        .http
+        .get(format!("{}/metrics", service.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(scrape.status(), StatusCode::OK);
+    let text = scrape.text().await.unwrap();
+    let value = |series: &str| -> f64 {
+        let line = text.lines().find(|l| l.starts_with(series));
+        let value = line.and_then(|l| l.rsplit(' ').next()?.parse().ok());
+        value.unwrap_or_else(|| panic!("no {series} in the scrape:\n{text}"))
+    };
+    let topic = r#"topic="orders.close_unpaid""#;
+    assert!(
+        value(&format!(
+            r#"postpone_jobs_enqueued_total{{{topic},status="created"}}"#
+        )) >= 3.0
+    );
+    assert!(
+        value(&format!(
+            r#"postpone_jobs_finished_total{{{topic},outcome="done"}}"#
+        )) >= 2.0
+    );
+    assert!(value(&format!("postpone_job_start_lag_seconds_count{{{topic}}}")) >= 2.0);
 
     service.stop().await;
 }

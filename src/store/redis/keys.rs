@@ -4,8 +4,9 @@
 //! postpone:{<ns>:<topic>}:due           zset  id -> due time (ms)
 //! postpone:{<ns>:<topic>}:active        zset  id -> lease deadline (ms)
 //! postpone:{<ns>:<topic>}:jobs          hash  id -> record (due and active jobs)
-//! postpone:{<ns>:<topic>}:history       hash  minute % 1500 -> "<minute> <enqueued> <processed>
-//!                                             <retried> <failed> <dead>" (25 h of per-minute counts)
+//! postpone:{<ns>:<topic>}:history       hash  "<minute % 1500><e|p|r|f|d>" -> minute * 10^8 + count
+//!                                             (25 h of per-minute counts: enqueued, processed,
+//!                                             retried, failed, dead)
 //! postpone:{<ns>:<topic>}:leases        hash  id -> lease "<token>:<due time>:<holder>" (active jobs)
 //! postpone:{<ns>:<topic>}:stalls        hash  id -> expired leases so far
 //! postpone:{<ns>:<topic>}:cancels       set   ids cancelled while active

@@ -2,9 +2,9 @@
 -- ARGV: channel, topic, then per job six fields: id, record, 'in'|'at', due value (ms), '1'|'0' (replace),
 -- priority (0: none; 1 to 31, higher first: see keys.rs).
 -- Returns two integers per job: outcome (1 created, 2 replaced, 3 exists, 4 running) and due time (ms).
--- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (earliest), HSET, ZADD, HGET and HSET (history), and
--- PUBLISH when earlier. Jobs with a priority add HSET and ZADD; replacing a job when any has one adds
--- EXISTS, HDEL and two ZREM.
+-- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (earliest), HSET, ZADD, HINCRBY (history), and
+-- PUBLISH when earlier. Jobs with a priority add HSET x2 and ZADD; replacing a job when any has one
+-- adds EXISTS, HDEL and two ZREM.
 local channel, topic = ARGV[1], ARGV[2]
 local n = (#ARGV - 2) / 6
 local now = now_ms()

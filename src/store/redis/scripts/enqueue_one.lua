@@ -3,7 +3,7 @@
 -- KEYS: due, active, jobs, history (the first four of keys.rs; the others are not touched).
 -- ARGV: channel, topic, id, record, 'in'|'at', due value (ms), '1'|'0' (replace).
 -- Returns outcome (1 created, 2 replaced, 3 exists, 4 running) and due time (ms; 0 when running).
--- redis.call for a new job: TIME, ZRANGE (earliest), HSETNX, ZADD, HGET and HSET (history) = 6, and
+-- redis.call for a new job: TIME, ZRANGE (earliest), HSETNX, ZADD, HINCRBY (history) = 5, and
 -- PUBLISH when it is now the topic's earliest. (A live job, due or active, always has its record in `jobs`: HSETNX both checks
 -- and stores.)
 local channel, topic, id, rec = ARGV[1], ARGV[2], ARGV[3], ARGV[4]

@@ -10,7 +10,7 @@
 -- Returns: status (0 no plan, 1 advanced, 2 moved, 3 early, 4 behind, 5 superseded, 6 gone), now,
 -- jobs created, the stored schedule after the call ('' when gone).
 -- redis.call: TIME, HGET, ZRANGE (earliest), then per job HSETNX and ZADD (and HEXISTS for an overlap
--- check), HSET when something changed, HGET and HSET (history) when it created jobs, and PUBLISH when
+-- check), HSET when something changed, HINCRBY (history) when it created jobs, and PUBLISH when
 -- a job is the topic's earliest.
 local channel, topic, name, def = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local now = now_ms()

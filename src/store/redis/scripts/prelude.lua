@@ -147,29 +147,38 @@ end
 
 -- How many minutes of history a topic keeps (HISTORY_MINUTES in store/ops.rs).
 local HISTORY_MINUTES = 1500
+-- A history field holds minute * HISTORY_SCALE + count: one HINCRBY counts, and tells whether the field
+-- still held an older minute (then it is set afresh). Exact in a double until the year 2141, for counts
+-- below 10^8 a minute.
+local HISTORY_SCALE = 100000000
+-- The five kinds, in the order of the counts: enqueued, processed, retried, failed, dead.
+local HISTORY_KINDS = { 'e', 'p', 'r', 'f', 'd' }
 
--- The five counts of history slot value `v` when it holds `minute`, else nil.
-local function history_slot(v, minute)
-  if not v then
-    return nil
+-- The count in history field value `v` when it holds `minute`, else 0.
+local function history_count(v, minute)
+  v = tonumber(v)
+  if not v or math.floor(v / HISTORY_SCALE) ~= minute then
+    return 0
   end
-  local f = {}
-  for x in string.gmatch(v, '%d+') do
-    f[#f + 1] = tonumber(x)
-  end
-  if f[1] ~= minute then
-    return nil
-  end
-  return { f[2] or 0, f[3] or 0, f[4] or 0, f[5] or 0, f[6] or 0 }
+  return v % HISTORY_SCALE
 end
 
--- Adds to this minute's history (see keys.rs): enqueued, processed, retried, failed, dead.
-local function tally(now, enqueued, processed, retried, failed, dead)
+-- Adds to this minute's history (see keys.rs): enqueued, processed, retried, failed, dead. One HINCRBY
+-- per kind counted (and an HSET when its field held the same minute of an earlier day).
+local function tally(now, ...)
   local minute = math.floor(now / 60000)
   local slot = minute % HISTORY_MINUTES
-  local c = history_slot(redis.call('HGET', K_HISTORY, slot), minute) or { 0, 0, 0, 0, 0 }
-  redis.call('HSET', K_HISTORY, slot, string.format('%d %d %d %d %d %d', minute,
-    c[1] + enqueued, c[2] + processed, c[3] + retried, c[4] + failed, c[5] + dead))
+  local counts = { ... }
+  for k = 1, 5 do
+    local n = counts[k]
+    if n > 0 then
+      local field = slot .. HISTORY_KINDS[k]
+      local v = redis.call('HINCRBY', K_HISTORY, field, n)
+      if math.floor(v / HISTORY_SCALE) ~= minute then
+        redis.call('HSET', K_HISTORY, field, string.format('%d', minute * HISTORY_SCALE + n))
+      end
+    end
+  end
 end
 
 -- A death: "<id>\n<sequence, 15 digits>". Every death of a job is a dead letter of its own; the members
