@@ -15,9 +15,12 @@
 //! | `FAULT_TIMEOUT_MS` | Redis response timeout | 1000 |
 //! | `FAULT_CRASH` | `after-claim:N` or `before-ack:N`: abort at the Nth claim / acknowledgement batch | none |
 //! | `FAULT_FAIL` | `1`: every handler fails (a retry) after its work | off |
+//! | `FAULT_RATE` | `<jobs>/<ms>`: the topic's rate limit across workers | none |
 //!
 //! Jobs are [`Work`] on topic `fault.work`: sleep `sleep_ms` (heartbeats keep the lease), abort the
-//! process when `abort` is set (a poison job), then succeed. Every event is one line, written with a
+//! process when `abort` is set (a poison job), return a provider's rate limit of `hold_ms` the first
+//! time any process runs a job with `hold_ms` set (a file `held` in the log directory says it did), then
+//! succeed. Every event is one line, written with a
 //! single `write` to `<FAULT_LOG>/<pid>.log`. One file per process: a process killed in the middle of a
 //! write can leave a torn line (Linux stops a write at a page boundary when a fatal signal is pending),
 //! and that line is then the last of its own file instead of being glued to another process's line.
@@ -62,9 +65,13 @@ struct Work {
     /// Filler (hostile-input tests send big strings).
     #[serde(default)]
     text: String,
+    /// The first run (of any such job, in any process) returns a provider's rate limit of this long.
+    #[serde(default)]
+    hold_ms: u64,
 }
 
 static LOG: OnceLock<File> = OnceLock::new();
+static HELD: OnceLock<String> = OnceLock::new();
 static CRASH: OnceLock<(String, u64)> = OnceLock::new();
 static CLAIMS: AtomicU64 = AtomicU64::new(0);
 static ACKS: AtomicU64 = AtomicU64::new(0);
@@ -202,6 +209,17 @@ async fn work(job: Work, ctx: JobContext, state: Arc<State>) -> Result<(), JobEr
         log(format!("crash poison {} {}", pid(), local_ms()));
         std::process::abort();
     }
+    if job.hold_ms > 0 {
+        let first = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(HELD.get().expect("set in main"))
+            .is_ok();
+        if first {
+            log(format!("fail {id} {attempt} {}", pid()));
+            return Err(JobError::rate_limited(Duration::from_millis(job.hold_ms)));
+        }
+    }
     if state.fail {
         log(format!("fail {id} {attempt} {}", pid()));
         return Err(JobError::msg("FAULT_FAIL is set"));
@@ -241,6 +259,8 @@ async fn main() {
         .open(&log_path)
         .unwrap_or_else(|e| panic!("opening {log_path}: {e}"));
     LOG.set(file).expect("log set once");
+    HELD.set(format!("{}/held", need("FAULT_LOG")))
+        .expect("set once");
     if let Some(spec) = env("FAULT_CRASH") {
         let (point, n) = spec
             .split_once(':')
@@ -278,8 +298,18 @@ async fn main() {
         ));
         Ok(())
     });
-    let worker = Worker::with_state(&client, state)
-        .handle(work)
+    let worker = Worker::with_state(&client, state).handle(work);
+    let worker = match env("FAULT_RATE") {
+        Some(rate) => {
+            let (jobs, per) = rate
+                .split_once('/')
+                .and_then(|(j, p)| Some((j.parse().ok()?, p.parse().ok()?)))
+                .unwrap_or_else(|| panic!("FAULT_RATE must be <jobs>/<ms>, not {rate:?}"));
+            worker.rate_limit::<Work>(jobs, Duration::from_millis(per))
+        }
+        None => worker,
+    };
+    let worker = worker
         .concurrency(env_u64("FAULT_CONCURRENCY", 8) as usize)
         .lease(Duration::from_millis(env_u64("FAULT_LEASE_MS", 500)))
         .poll_interval(Duration::from_millis(env_u64("FAULT_POLL_MS", 250)))

@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::flow::RateLimit;
 use crate::schedule::RetrySchedule;
 
 /// A typed job: a serde type bound to one topic.
@@ -72,5 +73,35 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// history); shrinking strands the jobs of the removed partitions: drain them first.
     fn partitions() -> u16 {
         1
+    }
+
+    /// The topic's rate limit, across every worker (default none; a worker may override it with
+    /// [`WorkerBuilder::rate_limit`](crate::WorkerBuilder::rate_limit)). Declared as
+    /// `rate = "100/s"` (jobs per `s`, `m`, `h`, `d`, or a duration such as `"10/500ms"`).
+    ///
+    /// ```
+    /// # use postpone::{Job, RateLimit};
+    /// # use serde::{Deserialize, Serialize};
+    /// #[derive(Serialize, Deserialize, Job)]
+    /// #[job(topic = "sms", rate = "100/s", max_running = 5)]
+    /// struct Sms { to: String }
+    ///
+    /// assert_eq!(Sms::rate_limit(), Some(RateLimit::per_second(100)));
+    /// assert_eq!(Sms::max_running(), Some(5));
+    /// ```
+    ///
+    /// On a partitioned topic each of its `P` partitions gets `jobs` per `P × per`: together they keep
+    /// the limit when the jobs spread evenly over the partitions.
+    fn rate_limit() -> Option<RateLimit> {
+        None
+    }
+
+    /// Most jobs of the topic running at once across every worker (default none; a worker may
+    /// override it with [`WorkerBuilder::max_running`](crate::WorkerBuilder::max_running)). A job
+    /// counts from its claim to its outcome; a crashed worker's jobs count until their leases expire.
+    ///
+    /// On a partitioned topic each partition gets `n / P` (rounded down, at least 1).
+    fn max_running() -> Option<u32> {
+        None
     }
 }

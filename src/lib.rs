@@ -74,6 +74,7 @@
 mod client;
 mod dead_letter;
 mod error;
+pub mod flow;
 pub mod guide;
 mod handler;
 mod id;
@@ -98,6 +99,7 @@ pub use client::{
 };
 pub use dead_letter::{sink_fn, DeadLetter, DeadLetterSink, FnSink, LogSink};
 pub use error::{BoxError, Error, Report, Result};
+pub use flow::RateLimit;
 pub use handler::{Handler, HandlerFuture, JobContext, JobError, JobHandler, Outcome, StopReason};
 pub use job::Job;
 pub use meta::{MAX_META_ENTRIES, MAX_META_KEY_LEN, MAX_META_VALUE_LEN};
@@ -109,7 +111,7 @@ pub use record::AttemptError;
 pub use schedule::{RetrySchedule, MAX_DELAY, MAX_SLOTS};
 pub use store::TopicCounts;
 pub use validate::{validate_id, validate_namespace, validate_topic, MAX_ID_LEN};
-pub use worker::{ShutdownHandle, Worker, WorkerBuilder};
+pub use worker::{ShutdownHandle, SlotSharing, Worker, WorkerBuilder};
 
 #[cfg(feature = "macros")]
 pub use postpone_macros::Job;
@@ -122,6 +124,7 @@ pub use async_trait::async_trait;
 
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::flow::RateLimit;
     pub use crate::handler::{ViaTrait, WithState, WithoutState};
     pub use crate::schedule::RetrySchedule;
     #[cfg(feature = "test-hooks")]

@@ -83,6 +83,11 @@ pub(crate) struct Args {
     /// `idle`: registered topics, and seconds measured.
     pub(crate) topics: usize,
     pub(crate) secs: u64,
+    /// `drain`, `drain-io`, `backlog`: claim under flow limits that never bind (a rate limit of
+    /// 100,000,000/s and max running 1,000,000), to measure what checking them costs.
+    pub(crate) flow: bool,
+    /// `drain`, `drain-io`, `backlog`: half the drained jobs enqueued with a priority.
+    pub(crate) priorities: bool,
     /// The worker process records metrics and runs a `tracing` subscriber (the `observe` feature).
     pub(crate) observe: bool,
 }
@@ -111,6 +116,9 @@ workloads (see BENCHMARKS.md):
   --backlog N      backlog: jobs due in an hour beside the drained ones (default 1,000,000)
   --topics N       idle: registered topics (default 10, at most 10)
   --secs S         idle: seconds measured (default 10)
+  --flow           drain, drain-io, backlog: flow limits on that never bind (rate 100,000,000/s,
+                   max running 1,000,000): what checking them in the claim costs
+  --priorities     drain, drain-io, backlog: half the jobs enqueued with a priority (1 or 2)
   --observe        the worker process records postpone's metrics (a Prometheus recorder) and logs
                    through a `tracing` subscriber at INFO; needs `--features observe`
 
@@ -130,9 +138,16 @@ impl Args {
             backlog: 1_000_000,
             topics: 10,
             secs: 10,
+            flow: false,
+            priorities: false,
             observe: false,
         };
         while let Some(flag) = it.next() {
+            if flag == "--flow" || flag == "--priorities" {
+                out.flow |= flag == "--flow";
+                out.priorities |= flag == "--priorities";
+                continue;
+            }
             if flag == "--observe" {
                 out.observe = true;
                 continue;

@@ -61,6 +61,7 @@ impl WorkerProcess {
             .args(["--concurrency", &args.concurrency.to_string()])
             .args(["--redis", &args.redis])
             .args(["--topics", &args.topics.to_string()])
+            .args(args.flow.then_some("--flow"))
             .args(args.observe.then_some("--observe"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -191,6 +192,11 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
         Workload::Idle => idle_handlers(builder, args.topics),
         other => return Err(format!("no worker process for {other}").into()),
     };
+    if args.flow {
+        builder = builder
+            .rate_limit::<Order>(100_000_000, Duration::from_secs(1))
+            .max_running::<Order>(1_000_000);
+    }
     let worker = builder.build()?;
     let shutdown = worker.shutdown_handle();
     let running = tokio::spawn(worker.run());

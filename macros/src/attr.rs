@@ -29,6 +29,10 @@ pub(crate) struct JobAttr {
     pub(crate) timeout: Option<u64>,
     /// The partition count: 1 to 1024.
     pub(crate) partitions: Option<u16>,
+    /// The rate limit: (jobs, per ms), both at least 1.
+    pub(crate) rate: Option<(u32, u64)>,
+    /// Most jobs running at once across every worker: at least 1.
+    pub(crate) max_running: Option<u32>,
 }
 
 /// A key `#[job(...)]` knows.
@@ -40,6 +44,8 @@ pub(crate) enum Key {
     Lease,
     Timeout,
     Partitions,
+    Rate,
+    MaxRunning,
 }
 
 impl Key {
@@ -51,6 +57,8 @@ impl Key {
             "lease" => Key::Lease,
             "timeout" => Key::Timeout,
             "partitions" => Key::Partitions,
+            "rate" => Key::Rate,
+            "max_running" => Key::MaxRunning,
             _ => return None,
         })
     }
@@ -63,6 +71,8 @@ impl Key {
             Key::Lease => "lease",
             Key::Timeout => "timeout",
             Key::Partitions => "partitions",
+            Key::Rate => "rate",
+            Key::MaxRunning => "max_running",
         }
     }
 
@@ -75,11 +85,14 @@ impl Key {
             Key::Lease => r#"`lease = "30s"`"#,
             Key::Timeout => r#"`timeout = "5m"`"#,
             Key::Partitions => "`partitions = 4`",
+            Key::Rate => r#"`rate = "100/s"`"#,
+            Key::MaxRunning => "`max_running = 5`",
         }
     }
 }
 
-const KNOWN_KEYS: &str = "`topic`, `retry`, `retry_delays`, `lease`, `timeout` or `partitions`";
+const KNOWN_KEYS: &str =
+    "`topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate` or `max_running`";
 
 /// One `key = value` inside `#[job(...)]`.
 struct Setting {
@@ -153,6 +166,7 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
     let mut seen = Vec::new();
     let (mut topic, mut retry, mut lease, mut timeout, mut partitions) =
         (None, None, None, None, None);
+    let (mut rate, mut max_running) = (None, None);
     let mut schedule_key: Option<&Ident> = None;
     for Setting { ident, key, value } in &settings {
         if seen.contains(key) {
@@ -184,6 +198,8 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
             Key::Lease => lease = errors.keep(lease_value(value)),
             Key::Timeout => timeout = errors.keep(timeout_value(value)),
             Key::Partitions => partitions = errors.keep(partitions_value(value)),
+            Key::Rate => rate = errors.keep(flow::rate_value(value)),
+            Key::MaxRunning => max_running = errors.keep(flow::max_running_value(value)),
         }
     }
     if !seen.contains(&Key::Topic) {
@@ -197,6 +213,8 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
         lease,
         timeout,
         partitions,
+        rate,
+        max_running,
     })
 }
 
@@ -348,6 +366,7 @@ fn int_millis(lit: &LitInt, key: Key) -> syn::Result<u64> {
     ))
 }
 
+mod flow;
 mod retry;
 
 #[cfg(test)]

@@ -63,6 +63,28 @@ fn impl_job(input: &DeriveInput, attr: &JobAttr) -> TokenStream2 {
             }
         }
     });
+    let rate = attr.rate.map(|(jobs, per_ms)| {
+        let (jobs, per_ms) = (
+            Literal::u32_unsuffixed(jobs),
+            Literal::u64_unsuffixed(per_ms),
+        );
+        quote! {
+            fn rate_limit() -> ::postpone::__private::Option<::postpone::__private::RateLimit> {
+                ::postpone::__private::Option::Some(::postpone::__private::RateLimit::new(
+                    #jobs,
+                    ::postpone::__private::Duration::from_millis(#per_ms),
+                ))
+            }
+        }
+    });
+    let max_running = attr.max_running.map(|n| {
+        let n = Literal::u32_unsuffixed(n);
+        quote! {
+            fn max_running() -> ::postpone::__private::Option<::core::primitive::u32> {
+                ::postpone::__private::Option::Some(#n)
+            }
+        }
+    });
     quote! {
         #[automatically_derived]
         impl #impl_generics ::postpone::Job for #ident #ty_generics #where_clause {
@@ -71,6 +93,8 @@ fn impl_job(input: &DeriveInput, attr: &JobAttr) -> TokenStream2 {
             #lease
             #timeout
             #partitions
+            #rate
+            #max_running
         }
     }
 }
@@ -153,6 +177,30 @@ mod tests {
                 const TOPIC: &'static str = "hot";
                 fn partitions() -> ::core::primitive::u16 {
                     3
+                }
+            }
+        };
+        assert_eq!(got, want.to_string());
+    }
+
+    #[test]
+    fn flow_limits() {
+        let got = expand_ok(parse_quote! {
+            #[job(topic = "sms", rate = "100/s", max_running = 5)]
+            struct Sms;
+        });
+        let want = quote! {
+            #[automatically_derived]
+            impl ::postpone::Job for Sms {
+                const TOPIC: &'static str = "sms";
+                fn rate_limit() -> ::postpone::__private::Option<::postpone::__private::RateLimit> {
+                    ::postpone::__private::Option::Some(::postpone::__private::RateLimit::new(
+                        100,
+                        ::postpone::__private::Duration::from_millis(1000),
+                    ))
+                }
+                fn max_running() -> ::postpone::__private::Option<::core::primitive::u32> {
+                    ::postpone::__private::Option::Some(5)
                 }
             }
         };

@@ -66,6 +66,7 @@ pub struct EnqueueItem<J> {
     when: When,
     replace: bool,
     schedule: Option<RetrySchedule>,
+    priority: u8,
     meta: Meta,
 }
 
@@ -78,6 +79,7 @@ impl<J: Job> EnqueueItem<J> {
             when: When::Now,
             replace: false,
             schedule: None,
+            priority: 0,
             meta: Meta::new(),
         }
     }
@@ -116,6 +118,15 @@ impl<J: Job> EnqueueItem<J> {
     /// Uses this retry schedule instead of the job type's.
     pub fn retry(mut self, schedule: RetrySchedule) -> Self {
         self.schedule = Some(schedule);
+        self
+    }
+
+    /// Claims this job before the topic's other due jobs of a lower priority (0, the default, to
+    /// [`MAX_PRIORITY`](crate::store::MAX_PRIORITY); higher first, then the earlier due time). Until
+    /// it is due it waits like any job. It keeps its priority through retries and expired leases (not
+    /// through a dead letter's requeue).
+    pub fn priority(mut self, priority: u8) -> Self {
+        self.priority = priority;
         self
     }
 
@@ -213,6 +224,23 @@ impl<'a, J: Job> Enqueue<'a, J> {
         self
     }
 
+    /// Claims this job before due jobs of a lower priority: see [`EnqueueItem::priority`].
+    ///
+    /// ```
+    /// # use postpone::{Client, Job};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Serialize, Deserialize, Job)]
+    /// # #[job(topic = "emails")]
+    /// # struct Email { to: String }
+    /// # async fn demo(client: Client) -> postpone::Result<()> {
+    /// client.enqueue(Email { to: "ceo@example.com".into() }).priority(10).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn priority(mut self, priority: u8) -> Self {
+        self.item = self.item.priority(priority);
+        self
+    }
+
     /// Stores a metadata entry with the job, for its handler to read with
     /// [`JobContext::meta`](crate::JobContext::meta): see [`EnqueueItem::meta`] for the limits.
     ///
@@ -271,6 +299,16 @@ impl Client {
         default_first_delay: Option<Duration>,
         carried: &Meta,
     ) -> Result<(NewJob, bool)> {
+        if item.priority > crate::store::MAX_PRIORITY {
+            return Err(Error::InvalidConfig {
+                reason: format!(
+                    "priority {} of a job of topic {:?} is above the highest, {}",
+                    item.priority,
+                    J::TOPIC,
+                    crate::store::MAX_PRIORITY
+                ),
+            });
+        }
         let generated = item.id.is_none();
         let id = match item.id {
             Some(id) => {
@@ -306,7 +344,8 @@ impl Client {
             });
         }
         let due = item.when.to_due(first_delay.unwrap_or_default());
-        Ok((NewJob::new(id, bytes, due, item.replace), generated))
+        let job = NewJob::new(id, bytes, due, item.replace).priority(item.priority);
+        Ok((job, generated))
     }
 
     /// Enqueues `items` in order. Every item is validated and encoded before any is sent, so a bad item

@@ -17,6 +17,9 @@ pub enum Outcome {
     Fail,
     /// Run again after this delay without using an attempt.
     Snooze(Duration),
+    /// A provider's rate limit: claim no job of this topic, on any worker, for this long; this job
+    /// runs again after it without using an attempt.
+    RateLimited(Duration),
 }
 
 /// The error a handler returns: what went wrong, and how the job continues.
@@ -78,6 +81,26 @@ impl JobError {
         }
     }
 
+    /// A provider said "too many requests" (an HTTP 429, say, with its `Retry-After`): no worker claims
+    /// a job of this topic for `retry_in`, and this job runs again after it without using an attempt.
+    ///
+    /// Jobs of the topic already claimed (running, or waiting in a worker for a slot) are not
+    /// stopped.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use postpone::{JobError, Outcome};
+    ///
+    /// let e = JobError::rate_limited(Duration::from_secs(30));
+    /// assert_eq!(e.outcome(), Outcome::RateLimited(Duration::from_secs(30)));
+    /// ```
+    pub fn rate_limited(retry_in: Duration) -> Self {
+        JobError {
+            outcome: Outcome::RateLimited(retry_in),
+            error: None,
+        }
+    }
+
     /// How the job continues.
     pub fn outcome(&self) -> Outcome {
         self.outcome
@@ -109,6 +132,7 @@ impl fmt::Display for JobError {
             }
             None => match self.outcome {
                 Outcome::Snooze(d) => write!(f, "snoozed for {d:?}"),
+                Outcome::RateLimited(d) => write!(f, "rate limited for {d:?}"),
                 _ => f.write_str("job failed"),
             },
         }

@@ -12,7 +12,7 @@ use crate::client::{JobState, Topic};
 use crate::error::Result;
 use crate::partition::partition_of;
 use crate::record::{AttemptError, Record};
-use crate::store::{StoredJob, StoredState};
+use crate::store::{StoredJob, StoredState, TopicCounts};
 use crate::time::ms_to_time;
 
 /// A job in full.
@@ -90,12 +90,45 @@ struct Facts<'a> {
     id: &'a str,
     stored: &'a StoredJob,
     now_ms: i64,
-    paused: bool,
+    /// The counts of the job's topic (partition): paused, flow control.
+    counts: TopicCounts,
     workers: &'a [WorkerInfo],
     node: Option<&'a str>,
 }
 
 impl Facts<'_> {
+    /// Why a due job waits, when flow control holds its topic back.
+    fn held_back(&self, due: i64) -> Option<String> {
+        let (now, flow, name) = (self.now_ms, &self.counts.flow, self.topic.name());
+        let ago = span(due, now);
+        if let Some(until) = flow.held_until_ms {
+            return Some(format!(
+                "due {ago} ago, but a handler reported a provider's rate limit: no worker claims topic \
+                 {name} until {} UTC (in {})",
+                ms_to_time(until).format("%H:%M:%S"),
+                span(now, until)
+            ));
+        }
+        if let Some(max) = flow
+            .max_running
+            .filter(|m| self.counts.active >= u64::from(*m))
+        {
+            return Some(format!(
+                "due {ago} ago, waiting for a slot: topic {name} runs its most at once ({max}, \
+                 max_running, across every worker)"
+            ));
+        }
+        match (flow.rate, flow.rate_budget) {
+            (Some(rate), Some(0)) => Some(format!(
+                "due {ago} ago, waiting for topic {name}'s rate limit ({} per {:?}): the budget is \
+                 spent for now",
+                rate.jobs(),
+                rate.per()
+            )),
+            _ => None,
+        }
+    }
+
     fn stall_limit(&self) -> Option<u32> {
         self.serving().map(|w| w.stall_limit).min()
     }
@@ -134,7 +167,7 @@ impl Facts<'_> {
             StoredState::Due { due_at_ms } => {
                 let due = *due_at_ms;
                 let when = format!("{} UTC", ms_to_time(due).format("%Y-%m-%d %H:%M:%S"));
-                if self.paused {
+                if self.counts.paused {
                     format!(
                         "topic {} is paused: no worker claims it until it is resumed (due {})",
                         self.topic.name(),
@@ -150,6 +183,8 @@ impl Facts<'_> {
                         _ => "the store's clock",
                     };
                     format!("due in {} ({when}, by {clock})", span(now, due))
+                } else if let Some(held) = self.held_back(due) {
+                    held
                 } else {
                     let n = self.serving().count();
                     match n {
@@ -209,17 +244,18 @@ impl JobDetail {
         id: &str,
         stored: StoredJob,
         now_ms: i64,
-        paused: bool,
+        counts: TopicCounts,
         workers: &[WorkerInfo],
         node: Option<String>,
     ) -> Result<JobDetail> {
+        let paused = counts.paused;
         let record = topic.decode(id, &stored.record)?;
         let why = Facts {
             topic,
             id,
             stored: &stored,
             now_ms,
-            paused,
+            counts,
             workers,
             node: node.as_deref(),
         }

@@ -156,9 +156,8 @@ impl Ops {
         };
         let (now_ms, counts, workers) =
             tokio::join!(store.now_ms(), store.counts(&stored_as), self.workers());
-        let paused = counts?.paused;
         let node = store.node_of(&stored_as);
-        JobDetail::new(&topic, id, stored, now_ms?, paused, &workers?, node).map(Some)
+        JobDetail::new(&topic, id, stored, now_ms?, counts?, &workers?, node).map(Some)
     }
 
     /// Pauses a topic: see [`Topic::pause`].

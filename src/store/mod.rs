@@ -19,7 +19,8 @@
 //! partitioned topic: a store treats each partition as a topic of its own). A job is identified by its
 //! id within its topic and is, at any moment, in exactly one state:
 //! - **due**: waiting for its due time; it may be claimed once the store's clock reaches it. Due jobs are
-//!   claimed in due-time order (ties in id order, bytewise);
+//!   claimed in due-time order (ties in id order, bytewise), except that due jobs enqueued with a
+//!   priority ([`NewJob::priority`]) go first, highest first, then by due time;
 //! - **active**: claimed, and leased to one worker until a deadline under a *lease token*. Every later
 //!   finish or lease renewal must carry that token: one that does not match the current lease changes
 //!   nothing (a stale worker's late result is ignored). A lease has expired when its deadline is at or
@@ -52,7 +53,7 @@ use tokio::sync::broadcast;
 
 use crate::error::Result;
 
-pub use counts::TopicCounts;
+pub use counts::{FlowCounts, TopicCounts};
 pub use death::{DeadEntry, DeadSelection, Death, RequeueOutcome, TrimPolicy};
 pub use ops::{
     MinuteCounts, OpsStore, PageEntry, PagePosition, PageQuery, PageState, PrefixPage, WorkerBeat,
@@ -64,8 +65,8 @@ pub use periodic::{
 };
 pub use types::{
     CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, Due, EnqueueOutcome, Finish, FinishItem,
-    FinishOutcome, Hint, Lease, LeaseStatus, NewJob, RescheduleOutcome, StoredJob, StoredState,
-    MAX_DUE_MS,
+    FinishOutcome, HeldBack, Hint, Lease, LeaseStatus, NewJob, RescheduleOutcome, StoredJob,
+    StoredState, MAX_DUE_MS, MAX_PRIORITY,
 };
 
 /// Jobs by id: what the [`Client`](crate::Client) does.
@@ -112,6 +113,15 @@ pub trait WorkerStore: Send + Sync + std::fmt::Debug + 'static {
     /// attempt used (counted `stalled`). Then up to `max` due jobs (due time at or before now, earliest
     /// first) become active with deadline now + `lease_ms`, all under the request's token.
     ///
+    /// Flow control, asked for in the request, holds due jobs back (they stay due; the batch says why
+    /// in [`held_back`](ClaimBatch::held_back)): nothing is claimed while the topic is held by a
+    /// provider's limit ([`Finish::RateLimited`]; `next_due_ms` is then no earlier than the hold's end);
+    /// at most [`max_running`](ClaimRequest::max_running) jobs of the topic are active after the claim
+    /// (when it is full, `next_due_ms` is `None`, and the next finish of the topic sends a
+    /// [`Hint::Topic`]); and at most what the topic's [`rate`](ClaimRequest::rate) budget allows by the
+    /// store's clock (see [`crate::flow`]; `next_due_ms` is then no earlier than when the next job may
+    /// go).
+    ///
     /// A claim that took jobs is remembered (until its lease would end, or until the caller's next claim
     /// says it was [`received`](ClaimRequest::received)): the same request sent
     /// [`again`](ClaimRequest::again) after a lost reply gets back the jobs still leased under its token
@@ -130,6 +140,11 @@ pub trait WorkerStore: Send + Sync + std::fmt::Debug + 'static {
         leases: &[Lease],
         lease_ms: u64,
     ) -> Result<Vec<LeaseStatus>>;
+
+    /// Claims of the topic take nothing for `delay_ms` from the store's now, whoever claims (a
+    /// provider's limit reported by a job of another partition of the topic: see
+    /// [`Finish::RateLimited`]). A hold in force is never shortened.
+    async fn hold(&self, topic: &str, delay_ms: u64) -> Result<()>;
 
     /// Wake-up hints for every topic of the namespace. A store whose hint channel may have dropped
     /// messages sends [`Hint::All`]; a receiver that lags (`RecvError::Lagged`) should act as on

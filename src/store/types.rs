@@ -1,5 +1,7 @@
 //! The data that crosses the store seam: jobs to enqueue, claims, finishes, and what each operation did.
 
+use crate::flow::RateLimit;
+
 /// The latest due time a backend stores: 9999-12-31T23:59:59.999Z, in ms since the Unix epoch. Later due
 /// times (from `Due` or a retry delay) are capped to it, so that every due time is exact in a Redis score
 /// (a double) and fits a `chrono::DateTime`.
@@ -28,7 +30,14 @@ pub struct NewJob {
     /// Replace an existing due job of the same id (payload and due time). An active job is never
     /// replaced: the outcome is [`EnqueueOutcome::Running`].
     pub replace: bool,
+    /// Its priority: 0 (none) to [`MAX_PRIORITY`]. Among due jobs, a higher priority is claimed first
+    /// (then the earlier due time); a job keeps it through retries and expired leases, and a replace
+    /// sets the new job's. See [`NewJob::priority`].
+    pub priority: u8,
 }
+
+/// The highest priority a job may have.
+pub const MAX_PRIORITY: u8 = 31;
 
 impl NewJob {
     /// A job to enqueue.
@@ -38,6 +47,15 @@ impl NewJob {
             record,
             due,
             replace,
+            priority: 0,
+        }
+    }
+
+    /// The same job with priority `priority` (capped at [`MAX_PRIORITY`]; the client checks it).
+    pub fn priority(self, priority: u8) -> Self {
+        NewJob {
+            priority: priority.min(MAX_PRIORITY),
+            ..self
         }
     }
 }
@@ -89,6 +107,11 @@ pub struct ClaimRequest {
     /// Who claims: a number naming the worker, kept with each lease so that operators see which
     /// worker holds a job (0: not said). See [`ClaimRequest::holder`].
     pub holder: u64,
+    /// Most jobs of the topic active at once, across every claimer (0: no limit). See
+    /// [`ClaimRequest::max_running`].
+    pub max_running: u32,
+    /// The topic's rate limit, across every claimer. See [`ClaimRequest::rate_limit`].
+    pub rate: Option<RateLimit>,
 }
 
 impl ClaimRequest {
@@ -103,6 +126,26 @@ impl ClaimRequest {
             again: false,
             received: None,
             holder: 0,
+            max_running: 0,
+            rate: None,
+        }
+    }
+
+    /// Claims only while fewer than `n` jobs of the topic are active (leased, by any claimer; an
+    /// expired lease counts until a claim sweeps it, and the sweep comes first). 0: no limit.
+    pub fn max_running(self, n: u32) -> Self {
+        ClaimRequest {
+            max_running: n,
+            ..self
+        }
+    }
+
+    /// Claims only within the topic's rate limit (a budget the store keeps for the topic, by its
+    /// clock, whoever claims). Every claimer of a topic should give the same limit.
+    pub fn rate_limit(self, rate: RateLimit) -> Self {
+        ClaimRequest {
+            rate: Some(rate),
+            ..self
         }
     }
 
@@ -154,7 +197,8 @@ pub struct ClaimBatch {
     /// only milliseconds reports whole milliseconds), so that a worker can sleep exactly until the next
     /// job is due.
     pub now_us: i64,
-    /// The claimed jobs, earliest due first.
+    /// The claimed jobs: those with a priority first (highest first, then earliest due), then the
+    /// others, earliest due first.
     pub jobs: Vec<ClaimedJob>,
     /// The earliest due time still in `due` after the claim, if any (may be <= now when more are due).
     pub next_due_ms: Option<i64>,
@@ -169,6 +213,22 @@ pub struct ClaimBatch {
     /// The topic is paused and jobs were due: nothing new was claimed, and `next_due_ms` is `None` (a
     /// resume sends a hint).
     pub paused: bool,
+    /// Jobs were due but a flow limit held them back (see [`HeldBack`]).
+    pub held_back: Option<HeldBack>,
+}
+
+/// Why a claim took no due job, or fewer than it could have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HeldBack {
+    /// [`ClaimRequest::max_running`] jobs are active: `next_due_ms` is `None`, and the finish that
+    /// frees a slot sends a hint.
+    MaxRunning,
+    /// The rate limit's budget is spent: `next_due_ms` is when the next job may go.
+    Rate,
+    /// A handler reported a provider's limit ([`Finish::RateLimited`]): nothing is claimed until
+    /// `next_due_ms`.
+    Provider,
 }
 
 impl ClaimBatch {
@@ -194,6 +254,16 @@ pub enum Finish {
         delay_ms: u64,
         /// Whether to count it in `retried`.
         counted: bool,
+    },
+    /// A provider's rate limit was hit: run again after `delay_ms` with this record, counted as neither
+    /// retry nor failure, and claim no job of the topic until then, whoever claims (see
+    /// [`HeldBack::Provider`]). If the job was cancelled while active it ends as cancelled instead
+    /// (the topic is held all the same).
+    RateLimited {
+        /// The record (unchanged: no attempt used).
+        record: Vec<u8>,
+        /// Delay from the backend's now.
+        delay_ms: u64,
     },
     /// Move to the dead letters with this record and reason (count `failed` and `dead_total`; a dead
     /// job of the same id is replaced). Adds the id to `dead_pending` with time now. A job cancelled

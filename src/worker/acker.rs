@@ -9,6 +9,7 @@ use tracing::Instrument;
 use super::backoff::Backoff;
 use super::shared::{ServedTopic, Shared};
 use crate::observe::Tally;
+use crate::partition::store_topic;
 use crate::store::{Finish, FinishItem, FinishOutcome};
 
 /// Most outcomes recorded in one store call.
@@ -72,6 +73,7 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                         outcomes: &outcomes,
                     });
                     wake_for_dead(&topic, &batch, &outcomes);
+                    hold_partitions(&shared, &topic, &batch);
                     for ((item, outcome), tally) in batch.iter().zip(outcomes).zip(&tallies) {
                         topic.in_flight.remove(&item.id, item.token);
                         topic.metrics.finished(*tally, outcome);
@@ -136,5 +138,37 @@ fn wake_for_dead<S: Send + Sync + 'static>(
     });
     if dead {
         topic.dead_wake.notify_one();
+    }
+}
+
+/// A provider's limit holds the whole topic: the finish held the job's partition, and the other
+/// partitions of a partitioned topic (each in its own slot) are held here, for the longest hold of the
+/// batch. Best effort: a partition that cannot be held now runs on (its jobs meet the provider's limit
+/// and hold it themselves).
+fn hold_partitions<S: Send + Sync + 'static>(
+    shared: &Arc<Shared<S>>,
+    topic: &Arc<ServedTopic<S>>,
+    batch: &[FinishItem],
+) {
+    let partitions = topic.handler.partitions();
+    let longest = batch
+        .iter()
+        .filter_map(|item| match item.finish {
+            Finish::RateLimited { delay_ms, .. } => Some(delay_ms),
+            _ => None,
+        })
+        .max();
+    let (Some(delay_ms), true) = (longest, partitions > 1) else {
+        return;
+    };
+    let own = topic.partition.unwrap_or(0);
+    for p in (0..partitions).filter(|p| *p != own) {
+        let (store, name) = (shared.store.clone(), topic.name);
+        tokio::spawn(async move {
+            let stored = store_topic(name, p);
+            if let Err(e) = store.hold(&stored, delay_ms).await {
+                tracing::warn!(topic = name, partition = p, error = %e.report(), "could not hold this partition for a provider's rate limit");
+            }
+        });
     }
 }

@@ -137,7 +137,12 @@ async fn claim_and_start<S: Send + Sync + 'static>(
                     config.sweep_limit,
                     config.stall_limit,
                 )
-                .holder(shared.holder);
+                .holder(shared.holder)
+                .max_running(topic.flow.max_running);
+                let request = match topic.flow.rate {
+                    Some(rate) => request.rate_limit(rate),
+                    None => request,
+                };
                 match received.take() {
                     Some(token) => request.received(token),
                     None => request,

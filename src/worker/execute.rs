@@ -213,6 +213,13 @@ fn failure(
                 counted: false,
             };
         }
+        Outcome::RateLimited(d) => {
+            tracing::info!(topic = job.topic, partition = job.partition, job_id = %job.id, hold = ?d, "provider rate limit: the topic is held");
+            return Finish::RateLimited {
+                record: original.to_vec(),
+                delay_ms: millis(d),
+            };
+        }
         Outcome::Fail => None,
         Outcome::Retry => schedule.retry_delay(attempt),
         Outcome::RetryAfter(d) => schedule.retry_delay(attempt).map(|_| d),

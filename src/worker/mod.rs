@@ -27,6 +27,7 @@ mod registry;
 mod run;
 mod shared;
 mod shutdown;
+mod slots;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -38,12 +39,14 @@ use tokio::sync::watch;
 
 use crate::dead_letter::{DeadLetterSink, LogSink};
 use crate::error::{Error, Result};
+use crate::flow::{Flow, RateLimit};
 use crate::handler::{Handler, JobHandler, ViaTrait};
 use crate::job::Job;
 use crate::periodic::{PeriodicJob, Scheduled};
 use crate::Client;
 use config::Config;
 use registry::{ErasedHandler, Registered};
+pub use slots::SlotSharing;
 
 /// Builds a [`Worker`]: register handlers, set limits, then [`build`](Self::build).
 ///
@@ -78,6 +81,12 @@ pub struct WorkerBuilder<S = ()> {
     handlers: Vec<Arc<dyn ErasedHandler<S>>>,
     periodic: Vec<Arc<dyn Scheduled>>,
     topic_limits: HashMap<String, usize>,
+    /// Flow limits set here, by topic (over the job type's).
+    rates: HashMap<String, RateLimit>,
+    max_running: HashMap<String, u32>,
+    /// How topics share the slots, and their weights.
+    sharing: SlotSharing,
+    weights: HashMap<String, u32>,
     sink: Arc<dyn DeadLetterSink>,
     config: Config,
     errors: Vec<Error>,
@@ -135,6 +144,10 @@ impl<S: Send + Sync + 'static> Worker<S> {
             handlers: Vec::new(),
             periodic: Vec::new(),
             topic_limits: HashMap::new(),
+            rates: HashMap::new(),
+            max_running: HashMap::new(),
+            sharing: SlotSharing::FirstCome,
+            weights: HashMap::new(),
             sink: Arc::new(LogSink),
             config: Config::default(),
             errors: Vec::new(),
@@ -261,6 +274,95 @@ impl<S: Send + Sync + 'static> WorkerBuilder<S> {
         self
     }
 
+    /// The rate limit of `J`'s topic, across every worker: at most `jobs` per `per` (over the job
+    /// type's `rate`). Every worker of the topic should set the same. See [`Job::rate_limit`].
+    ///
+    /// ```
+    /// # use postpone::{Client, Job, JobContext, JobError, Worker};
+    /// # use serde::{Deserialize, Serialize};
+    /// # use std::time::Duration;
+    /// #[derive(Serialize, Deserialize, Job)]
+    /// #[job(topic = "emails")]
+    /// struct Email { to: String }
+    ///
+    /// async fn send(job: Email, _ctx: JobContext) -> Result<(), JobError> { Ok(()) }
+    ///
+    /// # fn main() -> postpone::Result<()> {
+    /// let worker = Worker::builder(&Client::memory())
+    ///     .handle(send)
+    ///     .rate_limit::<Email>(600, Duration::from_secs(60))
+    ///     .max_running::<Email>(10)
+    ///     .build()?;
+    /// # drop(worker);
+    /// # Ok(()) }
+    /// ```
+    pub fn rate_limit<J: Job>(mut self, jobs: u32, per: Duration) -> Self {
+        self.rates
+            .insert(J::TOPIC.to_owned(), RateLimit::new(jobs, per));
+        self
+    }
+
+    /// Most jobs of `J`'s topic running at once across every worker (over the job type's
+    /// `max_running`; unlike [`topic_concurrency`](Self::topic_concurrency), which limits this
+    /// worker only). See [`Job::max_running`].
+    pub fn max_running<J: Job>(mut self, n: u32) -> Self {
+        self.max_running.insert(J::TOPIC.to_owned(), n);
+        self
+    }
+
+    /// The flow limits of `handler`'s topic: the job type's, overridden by this builder's.
+    pub(crate) fn flow_of(&self, handler: &dyn ErasedHandler<S>) -> Flow {
+        let declared = handler.flow();
+        Flow {
+            rate: self.rates.get(handler.topic()).copied().or(declared.rate),
+            max_running: self
+                .max_running
+                .get(handler.topic())
+                .copied()
+                .unwrap_or(declared.max_running),
+        }
+    }
+
+    /// How this worker's topics share its slots ([`concurrency`](Self::concurrency)) when they are
+    /// scarce: first come, first served (the default), by weight, or in strict order of weight. See
+    /// [`SlotSharing`].
+    ///
+    /// ```
+    /// # use postpone::{Client, Job, JobContext, JobError, SlotSharing, Worker};
+    /// # use serde::{Deserialize, Serialize};
+    /// #[derive(Serialize, Deserialize, Job)]
+    /// #[job(topic = "payments")]
+    /// struct Payment { id: u64 }
+    ///
+    /// #[derive(Serialize, Deserialize, Job)]
+    /// #[job(topic = "reports")]
+    /// struct Report { id: u64 }
+    ///
+    /// # async fn pay(_: Payment, _: JobContext) -> Result<(), JobError> { Ok(()) }
+    /// # async fn report(_: Report, _: JobContext) -> Result<(), JobError> { Ok(()) }
+    /// # fn main() -> postpone::Result<()> {
+    /// // Busy on both: 4 slots of 5 to payments, 1 to reports (none starves).
+    /// let worker = Worker::builder(&Client::memory())
+    ///     .handle(pay)
+    ///     .handle(report)
+    ///     .slot_sharing(SlotSharing::Weighted)
+    ///     .topic_weight::<Payment>(4)
+    ///     .build()?;
+    /// # drop(worker);
+    /// # Ok(()) }
+    /// ```
+    pub fn slot_sharing(mut self, sharing: SlotSharing) -> Self {
+        self.sharing = sharing;
+        self
+    }
+
+    /// The weight of `J`'s topic in this worker's [`slot_sharing`](Self::slot_sharing) (default 1;
+    /// at least 1).
+    pub fn topic_weight<J: Job>(mut self, weight: u32) -> Self {
+        self.weights.insert(J::TOPIC.to_owned(), weight);
+        self
+    }
+
     /// Most jobs taken in one claim (default 100).
     ///
     /// A claim takes a job for each free slot, and, once the handlers' run time is known, a few more
@@ -349,6 +451,35 @@ impl<S: Send + Sync + 'static> WorkerBuilder<S> {
             if *n == 0 {
                 return bad(format!(
                     "topic_concurrency for {topic:?} must be at least 1"
+                ));
+            }
+        }
+        for (topic, weight) in &self.weights {
+            if *weight == 0 {
+                return bad(format!("topic_weight for {topic:?} must be at least 1"));
+            }
+        }
+        for topic in self
+            .rates
+            .keys()
+            .chain(self.max_running.keys())
+            .chain(self.weights.keys())
+        {
+            if !self.handlers.iter().any(|h| h.topic() == topic) {
+                return Err(Error::UnknownTopic {
+                    topic: topic.clone(),
+                });
+            }
+        }
+        for h in &self.handlers {
+            let flow = self.flow_of(h.as_ref());
+            if let Some(rate) = flow.rate {
+                rate.validate(h.topic())?;
+            }
+            if self.max_running.get(h.topic()) == Some(&0) {
+                return bad(format!(
+                    "max_running for {:?} must be at least 1",
+                    h.topic()
                 ));
             }
         }

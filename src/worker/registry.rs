@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::flow::Flow;
 use crate::handler::{Handler, HandlerFuture, JobContext};
 use crate::job::Job;
 use crate::schedule::RetrySchedule;
@@ -18,6 +19,8 @@ pub(crate) trait ErasedHandler<S>: Send + Sync + 'static {
     fn lease(&self) -> Option<Duration>;
     fn timeout(&self) -> Option<Duration>;
     fn partitions(&self) -> u16;
+    /// The flow limits the job type declares (the whole topic's).
+    fn flow(&self) -> Flow;
     /// Decodes the payload and starts the handler; a payload that does not decode is an error.
     fn start(
         &self,
@@ -74,6 +77,13 @@ where
 
     fn partitions(&self) -> u16 {
         H::Job::partitions()
+    }
+
+    fn flow(&self) -> Flow {
+        Flow {
+            rate: H::Job::rate_limit(),
+            max_running: H::Job::max_running().unwrap_or(0),
+        }
     }
 
     fn start(

@@ -2,10 +2,11 @@
 //! partition of a partitioned topic), routes wake-up hints to them, and hands over to the shutdown
 //! sequence when asked to stop.
 //!
-//! A partitioned topic runs all four per partition. Its partitions share the topic's handler and its
-//! concurrency limit: each claim loop waits for a slot in the same (first-come, first-served)
-//! semaphores, so partitions with work take turns and none starves, and an idle partition costs one
-//! claim per poll interval.
+//! A partitioned topic runs all four per partition. Its partitions share the topic's handler, its
+//! concurrency limit and its lane in the worker's slot pool (`slots.rs`): each claim loop waits for a
+//! slot in the same first-come, first-served lines, so partitions with work take turns and none
+//! starves, and an idle partition costs one claim per poll interval. Between topics, the pool shares
+//! scarce slots as the worker's `SlotSharing` says.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use super::periodic::TickLoop;
 use super::presence::{self, Beat};
 use super::shared::{ServedTopic, Shared, Tracker};
 use super::shutdown::{shut_down, Tasks};
+use super::slots::SlotPool;
 use super::{acker, claim_loop, dead_letter_pump, depth_sampler, heartbeat, WorkerBuilder};
 use crate::error::Result;
 use crate::ops::{worker_id, WorkerTopic};
@@ -50,12 +52,22 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
 ) -> Result<()> {
     let store = builder.client.inner.store.clone();
     store.check_worker_start().await?;
+    let flows: Vec<_> = builder
+        .handlers
+        .iter()
+        .map(|h| builder.flow_of(h.as_ref()))
+        .collect();
+    let weights = builder
+        .handlers
+        .iter()
+        .map(|h| builder.weights.get(h.topic()).copied().unwrap_or(1))
+        .collect();
     let config = builder.config;
     let (stop_tx, stop_rx) = watch::channel(false);
     let shared = Arc::new(Shared {
         store: store.clone(),
         state: Arc::new(builder.state),
-        global: Arc::new(Semaphore::new(config.concurrency)),
+        global: SlotPool::new(config.concurrency, builder.sharing, weights),
         config,
         sink: builder.sink,
         shutdown: shutdown.subscribe(),
@@ -69,7 +81,7 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     // Started once the worker is in the registry of workers, so that every lease it takes names a
     // worker operators can see.
     let mut claim_loops = Vec::new();
-    for handler in builder.handlers {
+    for (lane, (handler, flow)) in builder.handlers.into_iter().zip(flows).enumerate() {
         let name = handler.topic();
         let partitions = handler.partitions();
         let lease_ms = millis(handler.lease().unwrap_or(shared.config.lease));
@@ -97,7 +109,9 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
                     limit.clone(),
                     tx,
                 )
-                .with_share(share),
+                .with_share(share)
+                .with_flow(flow.per_partition(partitions))
+                .with_lane(lane),
             );
             let (sh, st, stop) = (&shared, &served, &stop_rx);
             let acker = acker::acker(sh.clone(), st.clone(), rx, stop.clone());

@@ -11,7 +11,9 @@ use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
 use super::config::Config;
 use super::in_flight::InFlight;
 use super::registry::ErasedHandler;
+use super::slots::{Permit, SlotPool};
 use crate::dead_letter::DeadLetterSink;
+use crate::flow::Flow;
 use crate::observe::{Tally, TopicMetrics};
 use crate::store::{FinishItem, Store};
 
@@ -20,8 +22,8 @@ pub(crate) struct Shared<S> {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) state: Arc<S>,
     pub(crate) config: Config,
-    /// The worker-wide concurrency limit.
-    pub(crate) global: Arc<Semaphore>,
+    /// The worker-wide concurrency limit, shared by the topics as the worker's sharing says.
+    pub(crate) global: Arc<SlotPool>,
     pub(crate) sink: Arc<dyn DeadLetterSink>,
     /// Raised when the worker should stop claiming.
     pub(crate) shutdown: watch::Receiver<bool>,
@@ -53,6 +55,10 @@ pub(crate) struct ServedTopic<S> {
     pub(crate) metrics: TopicMetrics,
     /// This topic's (partition's) share of the slots: what claiming ahead is sized by.
     share: usize,
+    /// Its flow limits across every worker (this partition's part of the topic's).
+    pub(crate) flow: Flow,
+    /// Its lane in the worker's slot pool (one per topic, shared by its partitions).
+    lane: usize,
     /// How long a run takes here, a moving average, µs (`u64::MAX` until one ran).
     mean_run_us: AtomicU64,
     /// Outcomes on their way to the acker; taken away at shutdown once no handler runs.
@@ -83,6 +89,8 @@ impl<S> ServedTopic<S> {
             saturated: AtomicBool::new(false),
             metrics: TopicMetrics::new(name, partition),
             share: 1,
+            flow: Flow::default(),
+            lane: 0,
             mean_run_us: AtomicU64::new(u64::MAX),
             finishes: Mutex::new(Some(finishes)),
         }
@@ -91,6 +99,18 @@ impl<S> ServedTopic<S> {
     /// Sets how many slots this topic (partition) may count on (default 1).
     pub(crate) fn with_share(mut self, share: usize) -> Self {
         self.share = share.max(1);
+        self
+    }
+
+    /// Sets the topic's lane in the worker's slot pool.
+    pub(crate) fn with_lane(mut self, lane: usize) -> Self {
+        self.lane = lane;
+        self
+    }
+
+    /// Sets the flow limits this topic (partition) is claimed under.
+    pub(crate) fn with_flow(mut self, flow: Flow) -> Self {
+        self.flow = flow;
         self
     }
 
@@ -142,7 +162,7 @@ impl<S> ServedTopic<S> {
     }
 
     /// Waits for a free slot (topic limit first, so a full topic does not hold global slots).
-    pub(crate) async fn slot(&self, global: &Arc<Semaphore>) -> Slot {
+    pub(crate) async fn slot(&self, global: &Arc<SlotPool>) -> Slot {
         let topic = match &self.limit {
             Some(s) => Some(
                 s.clone()
@@ -152,11 +172,7 @@ impl<S> ServedTopic<S> {
             ),
             None => None,
         };
-        let global = global
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("semaphore never closed");
+        let global = global.acquire(self.lane).await;
         Slot {
             _global: global,
             _topic: topic,
@@ -164,12 +180,12 @@ impl<S> ServedTopic<S> {
     }
 
     /// A free slot, if there is one now.
-    pub(crate) fn try_slot(&self, global: &Arc<Semaphore>) -> Option<Slot> {
+    pub(crate) fn try_slot(&self, global: &Arc<SlotPool>) -> Option<Slot> {
         let topic = match &self.limit {
             Some(s) => Some(s.clone().try_acquire_owned().ok()?),
             None => None,
         };
-        let global = global.clone().try_acquire_owned().ok()?;
+        let global = global.try_acquire()?;
         Some(Slot {
             _global: global,
             _topic: topic,
@@ -183,7 +199,7 @@ pub(crate) const AHEAD_WAIT: Duration = Duration::from_millis(2);
 /// A running job's claim on the global limit and its topic's limit.
 #[derive(Debug)]
 pub(crate) struct Slot {
-    _global: OwnedSemaphorePermit,
+    _global: Permit,
     _topic: Option<OwnedSemaphorePermit>,
 }
 

@@ -11,6 +11,7 @@
 #![deny(dead_code)]
 
 pub(crate) mod deaths;
+pub(crate) mod flow;
 pub(crate) mod growth;
 pub(crate) mod jobs;
 pub(crate) mod lifecycle;
@@ -162,6 +163,12 @@ macro_rules! conformance_tests {
             ops::ops_pause_holds_across_workers_until_resumed,
             ops::ops_dead_letters_requeue_and_purge_by_reason,
             ops::ops_history_counts_each_minute,
+            flow::max_running_holds_across_workers,
+            flow::rate_limit_spaces_jobs_across_workers,
+            flow::a_provider_limit_holds_the_topic_across_workers,
+            flow::weighted_topics_share_scarce_slots,
+            flow::a_provider_limit_holds_every_partition,
+            flow::ops_say_why_a_due_job_is_held_back,
             periodic::two_workers_enqueue_each_tick_once_and_run_now_adds_one,
         );
     };

@@ -41,6 +41,8 @@ pub struct Work {
     pub abort: bool,
     /// Filler.
     pub text: String,
+    /// The first run of such a job (in any process) returns a provider's rate limit of this long.
+    pub hold_ms: u64,
 }
 
 impl Work {

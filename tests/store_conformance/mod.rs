@@ -27,11 +27,13 @@ mod claim;
 mod dead;
 mod deaths;
 mod enqueue;
+mod flow;
 mod hints;
 mod inspect;
 mod lease;
 mod ops;
 mod periodic;
+mod priority;
 mod sweep;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,11 +51,13 @@ pub(crate) use self::claim::*;
 pub(crate) use self::dead::*;
 pub(crate) use self::deaths::*;
 pub(crate) use self::enqueue::*;
+pub(crate) use self::flow::*;
 pub(crate) use self::hints::*;
 pub(crate) use self::inspect::*;
 pub(crate) use self::lease::*;
 pub(crate) use self::ops::*;
 pub(crate) use self::periodic::*;
+pub(crate) use self::priority::*;
 pub(crate) use self::sweep::*;
 pub(crate) use crate::support::wait::eventually_within;
 
@@ -141,6 +145,20 @@ macro_rules! store_conformance {
             a_paused_topic_claims_nothing_but_still_hands_back_a_lost_reply,
             registries_keep_topics_and_expire_workers,
             history_counts_what_happened_this_minute,
+            // flow control
+            max_running_caps_active_jobs_across_claimers_and_a_finish_frees_a_slot,
+            max_running_frees_the_slot_of_an_expired_lease_once_swept,
+            rate_limit_lets_its_budget_go_and_reports_when_the_next_job_may,
+            rate_limit_never_lets_more_than_its_budget_go,
+            a_rate_limited_finish_holds_the_topic_and_retries_the_job_without_counting,
+            counts_show_the_flow_limits_the_budget_and_a_hold,
+            a_hold_without_a_job_holds_claims_and_is_never_shortened,
+            // priorities
+            higher_priority_due_jobs_are_claimed_first_then_by_due_time,
+            a_scheduled_job_with_a_priority_goes_first_once_due,
+            a_priority_survives_a_retry_and_a_reschedule,
+            a_swept_job_keeps_its_priority,
+            cancel_and_replace_take_a_priority_away,
             // periodic schedules
             periodic_upsert_is_idempotent_and_a_changed_definition_replaces,
             periodic_tick_enqueues_due_ticks_once_and_advances,

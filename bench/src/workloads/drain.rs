@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use super::{client, counts_ok, enqueue_bulk, rate};
+use super::{client, counts_ok, enqueue_bulk, enqueue_bulk_with, rate};
 use crate::args::{Args, Workload};
 use crate::child::{WorkerProcess, IO_HANDLER};
 use crate::jobs::Order;
@@ -86,7 +86,14 @@ async fn drain(
             probe.used_memory().await? >> 20
         );
     }
-    ok &= enqueue_bulk(&client, 0, args.jobs, |_| 0).await?;
+    // With `--priorities`, every other job has a priority (1 or 2): both claim paths run.
+    let on = args.priorities;
+    let priority = move |k: u64| match (on, k % 4) {
+        (true, 2) => 1,
+        (true, 3) => 2,
+        _ => 0,
+    };
+    ok &= enqueue_bulk_with(&client, 0, args.jobs, |_| 0, priority).await?;
     let stats = probe.command_stats().await?;
     let worker = WorkerProcess::start(workload, args).await?;
     let r = worker.finish().await?;

@@ -89,6 +89,17 @@ async fn enqueue_bulk(
     n: u64,
     delay_ms: impl Fn(u64) -> u64,
 ) -> BoxResult<bool> {
+    enqueue_bulk_with(client, first, n, delay_ms, |_| 0).await
+}
+
+/// [`enqueue_bulk`], job `k` with priority `priority(k)`.
+async fn enqueue_bulk_with(
+    client: &Client,
+    first: u64,
+    n: u64,
+    delay_ms: impl Fn(u64) -> u64,
+    priority: impl Fn(u64) -> u8,
+) -> BoxResult<bool> {
     let mut ok = true;
     let mut i = first;
     while i < first + n {
@@ -96,6 +107,7 @@ async fn enqueue_bulk(
         let items = (i..end).map(|k| {
             postpone::EnqueueItem::new(Order::new(k))
                 .after(std::time::Duration::from_millis(delay_ms(k)))
+                .priority(priority(k))
         });
         ok &= all_created(&client.enqueue_many(items).await?);
         i = end;

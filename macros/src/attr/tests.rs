@@ -110,7 +110,7 @@ fn structural_errors() {
                 #[job(topic = "a", retries = ["0", "0"])]
                 struct A;
             ),
-            "unknown key `retries` in #[job]: expected `topic`, `retry`, `retry_delays`, `lease`, `timeout` or `partitions`",
+            "unknown key `retries` in #[job]: expected `topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate` or `max_running`",
         ),
         (
             parse_quote!(
@@ -124,7 +124,7 @@ fn structural_errors() {
                 #[job("a")]
                 struct A;
             ),
-            "expected a key: `topic`, `retry`, `retry_delays`, `lease`, `timeout` or `partitions`",
+            "expected a key: `topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate` or `max_running`",
         ),
         (
             parse_quote!(
@@ -353,6 +353,89 @@ fn retry_delays_are_the_delays_between_failures() {
                 struct A;
             ),
             "duration 5 in retry_delays has no unit",
+        ),
+    ];
+    for (input, want) in cases {
+        let got = first_error(input);
+        assert!(got.starts_with(want), "{got:?} should start with {want:?}");
+    }
+}
+
+#[test]
+fn flow_limits() {
+    let attr = parse(parse_quote! {
+        #[job(topic = "t", rate = "600/m", max_running = 5)]
+        struct A;
+    })
+    .unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(attr.rate, Some((600, 60_000)));
+    assert_eq!(attr.max_running, Some(5));
+    for (text, want) in [
+        ("100/s", (100, 1000)),
+        ("1/d", (1, DAY_MS)),
+        ("10/500ms", (10, 500)),
+        ("3/10s", (3, 10_000)),
+        ("7/ms", (7, 1)),
+    ] {
+        let value: syn::Expr = syn::parse_str(&format!("{text:?}")).unwrap();
+        assert_eq!(flow::rate_value(&value).unwrap(), want, "{text}");
+    }
+    let cases: Vec<(DeriveInput, &str)> = vec![
+        (
+            parse_quote!(
+                #[job(topic = "a", rate = "100")]
+                struct A;
+            ),
+            "rate \"100\" has no `/`",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", rate = "0/s")]
+                struct A;
+            ),
+            "rate \"0/s\" lets no job go",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", rate = "x/s")]
+                struct A;
+            ),
+            "rate \"x/s\": \"x\" is not a number of jobs",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", rate = "5/sec")]
+                struct A;
+            ),
+            "rate \"5/sec\": the period \"sec\" is not",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", rate = "5/0s")]
+                struct A;
+            ),
+            "rate \"5/0s\": the period \"0s\" is not",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", rate = 100)]
+                struct A;
+            ),
+            "rate must be a string literal",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", max_running = 0)]
+                struct A;
+            ),
+            "max_running must be at least 1",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", max_running = "5")]
+                struct A;
+            ),
+            "max_running must be an integer literal",
         ),
     ];
     for (input, want) in cases {

@@ -213,6 +213,11 @@ impl WorkerStore for MemoryStore {
         }))
     }
 
+    async fn hold(&self, topic: &str, delay_ms: u64) -> Result<()> {
+        self.with_topic(topic, |state, now| state.hold(delay_ms, now));
+        Ok(())
+    }
+
     fn hints(&self) -> broadcast::Receiver<Hint> {
         self.hints.subscribe()
     }

@@ -10,8 +10,8 @@ use super::scripts::SCRIPTS;
 use super::{due_args, RedisStore};
 use crate::error::{Error, Result};
 use crate::store::{
-    CancelOutcome, Death, Due, EnqueueOutcome, JobStore, NewJob, RescheduleOutcome, StoredJob,
-    StoredState, TopicCounts,
+    CancelOutcome, Death, Due, EnqueueOutcome, FlowCounts, JobStore, NewJob, RescheduleOutcome,
+    StoredJob, StoredState, TopicCounts,
 };
 
 /// Jobs per enqueue script call (each job is atomic on its own; chunks keep scripts short).
@@ -137,12 +137,22 @@ impl JobStore for RedisStore {
         let keys = self.keys(topic)?;
         let reply = self.eval(CONTEXT, &SCRIPTS.counts, &keys, |_| {}).await?;
         let n = ints(reply, CONTEXT)?;
-        if n.len() != 13 {
+        if n.len() != 19 {
             return Err(Error::backend(
                 CONTEXT,
                 "the script's reply has the wrong length",
             ));
         }
+        let flow = FlowCounts::from_stored(
+            Some((
+                u32::try_from(n[13]).unwrap_or(0),
+                u64::try_from(n[14]).unwrap_or(0),
+            )),
+            u32::try_from(n[15]).unwrap_or(0),
+            n[16],
+            n[17] as f64,
+            n[18],
+        );
         let n: Vec<u64> = n.into_iter().map(|v| v.max(0) as u64).collect();
         Ok(TopicCounts {
             scheduled: n[0],
@@ -158,6 +168,7 @@ impl JobStore for RedisStore {
             stalled: n[10],
             trimmed: n[11],
             paused: n[12] == 1,
+            flow,
         })
     }
 }
@@ -187,7 +198,10 @@ impl Batched for Enqueues {
         jobs: &[NewJob],
     ) -> Result<Vec<EnqueueOutcome>> {
         match jobs {
-            [job] => enqueue_one(store, topic, keys, job).await.map(|o| vec![o]),
+            // A replace, or a priority, may touch the priority keys: the batch script.
+            [job] if !job.replace && job.priority == 0 => {
+                enqueue_one(store, topic, keys, job).await.map(|o| vec![o])
+            }
             _ => enqueue_many(store, topic, keys, jobs).await,
         }
     }
@@ -210,7 +224,8 @@ async fn enqueue_many(
                     .arg(&job.record[..])
                     .arg(kind)
                     .arg(value)
-                    .arg(u8::from(job.replace));
+                    .arg(u8::from(job.replace))
+                    .arg(job.priority);
             }
         })
         .await?;

@@ -14,8 +14,13 @@
 //! postpone:{<ns>:<topic>}:dead_jobs     hash  death -> final record
 //! postpone:{<ns>:<topic>}:dead_info     hash  death -> "<died at ms> <why it died>"
 //! postpone:{<ns>:<topic>}:dead_pending  zset  death -> when its hook may next run (ms)
-//! postpone:{<ns>:<topic>}:stats         hash  counters (`dead` numbers the deaths), `paused`
+//! postpone:{<ns>:<topic>}:stats         hash  counters (`dead` numbers the deaths), `paused`, and
+//!                                             flow control: `flow` (the limits claimed under),
+//!                                             `rate_tat`, `hold_until`, `full`, `prio` (see claim.lua)
 //! postpone:{<ns>:<topic>}:dead_ids      zset  death, score 0 (a listed death's id, ranged by lex)
+//! postpone:{<ns>:<topic>}:priority      hash  id -> priority (1-31; live jobs enqueued with one)
+//! postpone:{<ns>:<topic>}:prio_ready    zset  id -> due time - priority x 2^48 (due jobs with one)
+//! postpone:{<ns>:<topic>}:prio_wait     zset  id -> due time (scheduled jobs with one)
 //! postpone:{<ns>:<topic>}:claim:<token> string  the ids a claim took, until its lease would end
 //! postpone:{<ns>:<topic>}:schedules     hash  periodic schedule name -> "<next ms> <last ms|-> <run now
 //!                                             ms|-> <definition>" (see periodic.rs; the scripts' last key)
@@ -24,6 +29,11 @@
 //! postpone:{<ns>}:workers               zset  worker id -> when its entry expires (ms)
 //! postpone:{<ns>}:worker_info           hash  worker id -> "<beat ms> <json>"
 //! ```
+//!
+//! A job with a priority is also in `due` at its due time (so every lookup, listing and count is the
+//! same as for any job), and in one of `prio_wait` (until due) or `prio_ready` (once due: ordered by
+//! priority, then due time); the claim moves due ones from `prio_wait` to `prio_ready` and claims from
+//! `prio_ready` first. Entries there that no longer match the job's due time are stale and skipped.
 //!
 //! A death is `<id>\n<sequence, 15 digits>`: each death of a job is a dead letter of its own. Its record
 //! and reason stay while it is listed or its hook pending. A lease (in `leases`) is
@@ -43,7 +53,7 @@ use crate::partition::validate_store_topic;
 
 /// The suffixes of a topic's keys, in the order every script receives them as `KEYS` (see
 /// `scripts/prelude.lua`). `enqueue_one.lua` gets only the first four.
-const SUFFIXES: [&str; 13] = [
+const SUFFIXES: [&str; 16] = [
     "due",
     "active",
     "jobs",
@@ -57,6 +67,9 @@ const SUFFIXES: [&str; 13] = [
     "dead_pending",
     "stats",
     "dead_ids",
+    "priority",
+    "prio_ready",
+    "prio_wait",
 ];
 
 /// Index of `dead_pending` in [`SUFFIXES`].
@@ -65,7 +78,7 @@ const DEAD_PENDING: usize = 10;
 
 /// The keys of one topic, in script order.
 #[derive(Debug, Clone)]
-pub(super) struct TopicKeys(pub(super) [String; 13]);
+pub(super) struct TopicKeys(pub(super) [String; 16]);
 
 impl TopicKeys {
     /// The keys of `topic` (a topic or one partition of it) in namespace `ns` (already validated);

@@ -9,8 +9,9 @@ use super::reply::{ints, Reply};
 use super::scripts::SCRIPTS;
 use super::{cluster, RedisStore};
 use crate::error::{Error, Result};
+use crate::flow::RateLimit;
 use crate::store::{
-    ClaimBatch, ClaimRequest, ClaimedJob, Finish, FinishItem, FinishOutcome, Hint, Lease,
+    ClaimBatch, ClaimRequest, ClaimedJob, Finish, FinishItem, FinishOutcome, HeldBack, Hint, Lease,
     LeaseStatus, WorkerStore,
 };
 
@@ -51,7 +52,15 @@ impl WorkerStore for RedisStore {
                     .arg(request.stall_limit)
                     .arg(request.token)
                     .arg(if request.again { "1" } else { "0" })
-                    .arg(request.holder);
+                    .arg(request.holder)
+                    .arg(request.max_running);
+                match request.rate {
+                    Some(rate) => inv
+                        .arg(format!("{:.6}", rate.interval_ms()))
+                        .arg(rate.burst()),
+                    None => inv.arg("0").arg(1),
+                };
+                inv.arg(RateLimit::label(request.rate, request.max_running));
             })
             .await?;
         let mut r = Reply::new(reply, CONTEXT)?;
@@ -67,6 +76,12 @@ impl WorkerStore for RedisStore {
         let token = u64::try_from(r.int()?).map_err(|e| Error::backend(CONTEXT, e))?;
         batch.now_us = now_ms.saturating_mul(1000) + r.int()?.clamp(0, 999);
         batch.paused = r.int()? == 1;
+        batch.held_back = match r.int()? {
+            1 => Some(HeldBack::MaxRunning),
+            2 => Some(HeldBack::Rate),
+            3 => Some(HeldBack::Provider),
+            _ => None,
+        };
         batch.jobs.reserve(r.remaining() / 3);
         while r.remaining() > 0 {
             let (id, due_at_ms, record) = (r.bytes()?, r.int()?, r.bytes()?);
@@ -111,6 +126,11 @@ impl WorkerStore for RedisStore {
                                 .arg(&record[..])
                                 .arg(i64::try_from(*delay_ms).unwrap_or(i64::MAX))
                                 .arg(u8::from(*counted)),
+                            Finish::RateLimited { record, delay_ms } => inv
+                                .arg("hold")
+                                .arg(&record[..])
+                                .arg(i64::try_from(*delay_ms).unwrap_or(i64::MAX))
+                                .arg(""),
                             Finish::Dead { record, reason } => {
                                 inv.arg("dead").arg(&record[..]).arg(reason).arg("")
                             }
@@ -166,6 +186,16 @@ impl WorkerStore for RedisStore {
             }));
         }
         Ok(out)
+    }
+
+    async fn hold(&self, topic: &str, delay_ms: u64) -> Result<()> {
+        const CONTEXT: &str = "holding a topic's claims";
+        let keys = self.keys(topic)?;
+        self.eval(CONTEXT, &SCRIPTS.hold, &keys, |inv| {
+            inv.arg(i64::try_from(delay_ms).unwrap_or(i64::MAX));
+        })
+        .await?;
+        Ok(())
     }
 
     /// Hints for every topic of the namespace, from a pub/sub listener started on the first call (inside

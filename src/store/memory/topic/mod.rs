@@ -8,6 +8,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 mod dead;
+mod flow;
 mod ops;
 
 pub(super) use self::ops::History;
@@ -15,8 +16,8 @@ pub(super) use self::ops::History;
 use super::zset::ZSet;
 use crate::store::{
     CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, DeadEntry, Death, Due, EnqueueOutcome,
-    Finish, FinishItem, FinishOutcome, LeaseStatus, NewJob, RescheduleOutcome, StoredJob,
-    StoredState, TopicCounts, MAX_DUE_MS,
+    Finish, FinishItem, FinishOutcome, FlowCounts, LeaseStatus, NewJob, RescheduleOutcome,
+    StoredJob, StoredState, TopicCounts, MAX_DUE_MS,
 };
 use crate::time::add_ms;
 
@@ -79,6 +80,20 @@ pub(super) struct Topic {
     counters: TopicCounts,
     /// Claims take nothing while paused.
     paused: bool,
+    /// The rate limit's theoretical arrival time (ms; see [`crate::flow`]).
+    rate_tat: f64,
+    /// Claims take nothing before this time (a provider's limit, [`Finish::RateLimited`]).
+    hold_until: i64,
+    /// A claim found the topic at its max running: the finish that frees a slot hints.
+    full: bool,
+    /// The limits the last claim that found jobs due ran under (for operators).
+    flow_seen: (Option<crate::flow::RateLimit>, u32),
+    /// Priorities of live jobs enqueued with one.
+    priority: HashMap<String, u8>,
+    /// Due jobs with a priority, by priority (highest first) then due time: `due - priority << 48`.
+    prio_ready: ZSet,
+    /// Scheduled jobs with a priority, by due time.
+    prio_wait: ZSet,
     /// Per-minute counts.
     history: History,
 }
@@ -106,6 +121,9 @@ impl Topic {
 
     /// Removes every trace of a live job.
     fn forget(&mut self, id: &str) -> Option<Vec<u8>> {
+        self.priority.remove(id);
+        self.prio_ready.remove(id);
+        self.prio_wait.remove(id);
         self.due.remove(id);
         self.active.remove(id);
         self.leases.remove(id);
@@ -146,6 +164,11 @@ impl Topic {
         let due_at_ms = resolve(job.due, now);
         let hint = self.is_earliest(due_at_ms).then_some(due_at_ms);
         self.due.insert(&job.id, due_at_ms);
+        match job.priority {
+            0 => self.priority.remove(&job.id),
+            p => self.priority.insert(job.id.clone(), p),
+        };
+        self.file_prio(&job.id, due_at_ms, now);
         self.jobs.insert(job.id, job.record);
         let outcome = match existing {
             Some(_) => EnqueueOutcome::Replaced { due_at_ms },
@@ -188,7 +211,9 @@ impl Topic {
                 batch.swept_dead += 1;
             } else {
                 // Due again at the due time it was claimed at: it keeps its place in line.
-                self.due.insert(&id, lease.map_or(now, |l| l.due_at_ms));
+                let due_at = lease.map_or(now, |l| l.due_at_ms);
+                self.due.insert(&id, due_at);
+                self.file_prio(&id, due_at, now);
                 self.counters.stalled += 1;
                 batch.swept += 1;
             }
@@ -198,9 +223,16 @@ impl Topic {
         // A token names one claim: when it is recorded, this is that claim again (sent again after a
         // lost reply), and it hands back the jobs still leased under it instead of claiming more.
         // Paused matters only when something is due now (as on Redis: an idle claim does not look).
-        let paused = self.paused
-            && request.max > 0
-            && self.due.first_score().is_some_and(|first| first <= now);
+        let due_now = request.max > 0 && self.due.first_score().is_some_and(|first| first <= now);
+        let paused = self.paused && due_now;
+        let (max, budget) = if due_now && !paused {
+            self.flow_before_claim(&request, now, &mut batch)
+        } else {
+            (request.max, None)
+        };
+        if due_now {
+            self.flow_seen = (request.rate, request.max_running);
+        }
         if let Some((_, ids)) = self.claims.get(&token) {
             for id in ids {
                 if let Some(lease) = self.leases.get(id).filter(|l| l.token == token) {
@@ -214,8 +246,9 @@ impl Topic {
             }
         } else if !paused {
             let deadline = add_ms(now, request.lease_ms);
-            for (due_at_ms, id) in self.due.take_up_to(now, request.max) {
+            for (due_at_ms, id) in self.due_first(now, max) {
                 self.due.remove(&id);
+                self.prio_ready.remove(&id);
                 self.active.insert(&id, deadline);
                 let lease = Lease {
                     token,
@@ -239,6 +272,7 @@ impl Topic {
 
         batch.paused = paused;
         batch.next_due_ms = self.due.first_score().filter(|_| !paused);
+        self.flow_after_claim(budget, &mut batch, now);
         batch.next_lease_deadline_ms = self.active.first_score();
         batch.dead_pending = self.dead_pending.first_score().is_some_and(|at| at <= now);
         batch
@@ -251,6 +285,28 @@ impl Topic {
         if !self.held(id, item.token) {
             return (FinishOutcome::Stale, None);
         }
+        // A slot is free: the claims that found the topic full are woken.
+        let freed = std::mem::take(&mut self.full).then_some(now);
+        let (outcome, hint) = self.finish_held(item, now);
+        (outcome, hint.or(freed))
+    }
+
+    /// Finishes one job whose lease `item` holds.
+    fn finish_held(&mut self, item: FinishItem, now: i64) -> (FinishOutcome, Option<i64>) {
+        // A provider's limit holds the topic, and is a retry counted as nothing.
+        let item = match item.finish {
+            Finish::RateLimited { record, delay_ms } => {
+                self.hold(delay_ms, now);
+                let finish = Finish::Retry {
+                    record,
+                    delay_ms,
+                    counted: false,
+                };
+                FinishItem::new(item.id, item.token, finish)
+            }
+            _ => item,
+        };
+        let id = item.id.as_str();
         match item.finish {
             Finish::Done => {
                 self.forget(id);
@@ -273,6 +329,7 @@ impl Topic {
                 self.active.remove(id);
                 self.leases.remove(id);
                 self.due.insert(id, due_at_ms);
+                self.file_prio(id, due_at_ms, now);
                 self.jobs.insert(item.id, record);
                 if counted {
                     self.counters.retried += 1;
@@ -286,6 +343,7 @@ impl Topic {
                 self.history.tally(now, |m| m.failed += 1);
                 (FinishOutcome::Applied, None)
             }
+            Finish::RateLimited { .. } => unreachable!("made a retry above"),
         }
     }
 
@@ -326,6 +384,7 @@ impl Topic {
             let due_at_ms = resolve(due, now);
             let hint = self.is_earliest(due_at_ms).then_some(due_at_ms);
             self.due.insert(id, due_at_ms);
+            self.file_prio(id, due_at_ms, now);
             (RescheduleOutcome::Rescheduled { due_at_ms }, hint)
         } else if self.active.contains(id) {
             (RescheduleOutcome::Running, None)
@@ -371,6 +430,15 @@ impl Topic {
             dead: self.dead.len() as u64,
             dead_pending: self.dead_pending.len() as u64,
             paused: self.paused,
+            flow: FlowCounts::from_stored(
+                self.flow_seen
+                    .0
+                    .map(|r| (r.jobs(), crate::time::millis(r.per()))),
+                self.flow_seen.1,
+                self.hold_until,
+                self.rate_tat,
+                now,
+            ),
             ..self.counters
         }
     }
@@ -385,6 +453,9 @@ impl Topic {
             && self.leases.is_empty()
             && self.stalls.is_empty()
             && self.cancels.is_empty()
+            && self.priority.is_empty()
+            && self.prio_ready.len() == 0
+            && self.prio_wait.len() == 0
             && self.graves.is_empty()
             && self.dead_ids.is_empty()
             && self.dead.len() == 0

@@ -5,6 +5,10 @@ for i, id in ipairs(ARGV) do
   if redis.call('ZREM', K_DUE, id) == 1 then
     redis.call('HDEL', K_JOBS, id)
     redis.call('HDEL', K_STALLS, id)
+    if redis.call('HDEL', K_PRIO, id) == 1 then
+      redis.call('ZREM', K_PRIO_READY, id)
+      redis.call('ZREM', K_PRIO_WAIT, id)
+    end
     removed = removed + 1
     out[i] = 1
   elseif redis.call('ZSCORE', K_ACTIVE, id) then

@@ -1,11 +1,21 @@
 -- Sweeps expired leases, then claims due jobs under the caller's lease token (see WorkerStore::claim).
--- KEYS: the topic's thirteen, then this claim's record ("<prefix>claim:<token>") and the record of the
+-- KEYS: the topic's sixteen, then this claim's record ("<prefix>claim:<token>") and the record of the
 -- previous claim whose reply the caller received ("<prefix>claim:0" when none): see below.
 -- ARGV: max, lease ms, sweep limit, stall limit, token, again ('1' when this claim was sent before and
--- its reply was lost), holder (the claiming worker's number, kept in each lease for operators).
+-- its reply was lost), holder (the claiming worker's number, kept in each lease for operators), max
+-- running (0: no limit), the rate limit's emission interval in ms ('0': no limit) and its burst, and
+-- the limits as "<jobs>/<per ms>/<max running>" (kept as `flow` in stats for operators, written when it
+-- changes).
 -- Returns: now, swept, swept_dead, next due|nil, next lease deadline|nil, dead pending (0|1), token,
--- the microseconds of now past its millisecond (0-999), paused (0|1), then three fields per claimed
--- job: id, due time, record.
+-- the microseconds of now past its millisecond (0-999), paused (0|1), held back (0 no, 1 max running,
+-- 2 rate, 3 provider), then three fields per claimed job: id, due time, record.
+--
+-- Flow control (read with `paused`, only when something is due): at most `max running` jobs active
+-- (the marker of prelude.lua not counted); a GCRA rate limit whose TAT is `rate_tat` in stats (see
+-- flow.rs: a job may go while the TAT is less than `burst` intervals ahead of now); a provider's
+-- limit, `hold_until` in stats (finish.lua), before which nothing is claimed. A claim held back by the
+-- rate or a hold reports the time the next job may go as its next due time; one held back by max
+-- running reports none and sets `full` in stats, so that the finish that frees a slot sends a hint.
 --
 -- A paused topic (`paused` in stats) is swept, and a claim sent again still gets back what it took,
 -- but nothing new is claimed, and when jobs are due no next due time is reported (its workers wait for
@@ -15,16 +25,18 @@
 -- topic's slot), and the caller's next claim deletes it. A claim sent again after its reply was lost
 -- finds that record and hands back the jobs still leased under its token instead of claiming more: a
 -- lost reply leaves nothing leased to nobody and costs no stall.
--- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (earliest due), HGET (paused), ZRANGE
+-- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (earliest due), HMGET (paused, flow), ZRANGE
 -- (due <= now), ZREMRANGEBYRANK, ZADD and HSETNX (the marker of prelude.lua), ZADD (active), HSET
 -- (leases), HMGET (records), GET and SET (the claim's record), ZRANGE (next due), ZRANGE (dead pending)
 -- = 15 whatever the batch size, and DEL (the previous claim's record) when the caller names one; a
 -- call that finds nothing due makes 4. A sweep that finds expired leases adds 5 calls, plus 1 to 4 per expired lease (rare: a
--- worker died or stalled).
+-- worker died or stalled). Flow control adds ZCARD and ZSCORE (max running), HSET (the rate's TAT).
 local max, lease = tonumber(ARGV[1]), tonumber(ARGV[2])
 local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
 local token_s, again, holder = ARGV[5], ARGV[6] == '1', ARGV[7]
-local K_CLAIM, K_RECEIVED = KEYS[14], KEYS[15]
+local max_running, interval, burst = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+local flow_label = ARGV[11]
+local K_CLAIM, K_RECEIVED = KEYS[17], KEYS[18]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local now_us_part = tonumber(time[2]) % 1000
@@ -72,6 +84,26 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
     call_many('ZADD', K_DUE, back, 2)
     redis.call('HINCRBY', K_STATS, 'stalled', swept)
   end
+  -- A job with a priority keeps it (due again, at its place in line); one that ended forgets it.
+  if redis.call('EXISTS', K_PRIO) == 1 then
+    local b_ids, b_dues, ended = {}, {}, {}
+    for i = 1, #back, 2 do
+      b_dues[#b_dues + 1] = back[i]
+      b_ids[#b_ids + 1] = back[i + 1]
+    end
+    for i, id in ipairs(expired) do
+      if cancelled[i] == 1 then
+        ended[#ended + 1] = id
+      end
+    end
+    for _, id in ipairs(dead_ids) do
+      ended[#ended + 1] = id
+    end
+    if #b_ids > 0 then
+      file_prio(b_ids, b_dues, fetch_many('HMGET', K_PRIO, b_ids), now)
+    end
+    forget_prio(ended)
+  end
   if n_cancelled > 0 then
     redis.call('HINCRBY', K_STATS, 'cancelled', n_cancelled)
   end
@@ -92,10 +124,44 @@ local next_due = earliest(K_DUE)
 -- Whether the topic is paused matters only when something is due now (a paused topic's later jobs are
 -- reported as usual, and the claim at their time finds it paused): an idle claim does not read it.
 local paused = false
+-- Why due jobs were held back (0: they were not), the TAT a rate-limited claim starts from, and the
+-- time a held-back job may go.
+local held, tat, go_at = 0, nil, nil
+-- Whether any job may have a priority (`prio` in stats: set by an enqueue with one, cleared here once
+-- none is left).
+local has_prio = false
 if max > 0 and next_due and next_due <= now then
-  paused = redis.call('HGET', K_STATS, 'paused') == '1'
+  local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat', 'flow', 'prio')
+  has_prio = st[5] ~= false
+  paused = st[1] == '1'
+  if st[4] ~= flow_label and (st[4] or flow_label ~= '0/0/0') then
+    redis.call('HSET', K_STATS, 'flow', flow_label)
+  end
+  local hold = tonumber(st[2])
   if paused then
     max = 0
+  elseif hold and hold > now then
+    max, held, go_at = 0, 3, hold
+  else
+    if max_running > 0 then
+      local running = redis.call('ZCARD', K_ACTIVE)
+      if running > 0 and redis.call('ZSCORE', K_ACTIVE, HASHED) then
+        running = running - 1
+      end
+      if running >= max_running then
+        max, held = 0, 1
+        redis.call('HSET', K_STATS, 'full', '1')
+      elseif max_running - running < max then
+        max = max_running - running
+      end
+    end
+    if max > 0 and interval > 0 then
+      tat = math.max(tonumber(st[3]) or 0, now)
+      local allowed = math.floor((now - tat) / interval + burst + 1e-9)
+      if allowed < max then
+        max = math.max(allowed, 0)
+      end
+    end
   end
 end
 -- A token names one claim: when its record exists, this is that claim again (sent again after a lost
@@ -122,13 +188,60 @@ if recorded then
     end
   end
 elseif max > 0 and next_due and next_due <= now then
-  local got = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, max, 'WITHSCORES')
+  -- Jobs with a priority first (keys.rs): due ones move from `prio_wait` to `prio_ready` (as many as
+  -- this claim could take, and more, so that `prio_ready` keeps up), then the highest go, each only if
+  -- it is still due at the time its entry says (else the entry is stale: cancelled, rescheduled,
+  -- replaced, claimed in due order).
+  local got = {}
+  if has_prio and redis.call('EXISTS', K_PRIO) == 0 then
+    redis.call('HDEL', K_STATS, 'prio')
+  elseif has_prio then
+    local wait = redis.call('ZRANGE', K_PRIO_WAIT, '-inf', now, 'BYSCORE', 'LIMIT', 0, math.max(4 * max, 256), 'WITHSCORES')
+    if #wait > 0 then
+      local w_ids, w_dues = {}, {}
+      for i = 1, #wait, 2 do
+        w_ids[#w_ids + 1] = wait[i]
+        w_dues[#w_dues + 1] = tonumber(wait[i + 1])
+      end
+      redis.call('ZREMRANGEBYRANK', K_PRIO_WAIT, 0, #w_ids - 1)
+      file_prio(w_ids, w_dues, fetch_many('HMGET', K_PRIO, w_ids), now)
+    end
+    local ready = redis.call('ZRANGE', K_PRIO_READY, 0, max - 1, 'WITHSCORES')
+    if #ready > 0 then
+      redis.call('ZREMRANGEBYRANK', K_PRIO_READY, 0, #ready / 2 - 1)
+      local r_ids = {}
+      for i = 1, #ready, 2 do
+        r_ids[#r_ids + 1] = ready[i]
+      end
+      local dues = fetch_many('ZMSCORE', K_DUE, r_ids)
+      local taken = {}
+      for i, id in ipairs(r_ids) do
+        local at = prio_due(ready[2 * i])
+        if dues[i] and tonumber(dues[i]) == at then
+          got[#got + 1] = id
+          got[#got + 1] = string.format('%d', at)
+          taken[#taken + 1] = id
+        end
+      end
+      if #taken > 0 then
+        call_many('ZREM', K_DUE, taken, 1)
+      end
+    end
+  end
+  if #got / 2 < max then
+    local more = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, max - #got / 2, 'WITHSCORES')
+    if #more > 0 then
+      -- The claimed ids are exactly the lowest ranks. Removing them comes first: when Redis is full
+      -- (maxmemory, noeviction) it refuses a script whose first write may grow memory, and a claim,
+      -- which only moves jobs, must still run then, or a full Redis could never be drained.
+      redis.call('ZREMRANGEBYRANK', K_DUE, 0, #more / 2 - 1)
+      for i = 1, #more do
+        got[#got + 1] = more[i]
+      end
+    end
+  end
   local k = #got / 2
   if k > 0 then
-    -- The claimed ids are exactly the k lowest ranks. Removing them comes first: when Redis is full
-    -- (maxmemory, noeviction) it refuses a script whose first write may grow memory, and a claim, which
-    -- only moves jobs, must still run then, or a full Redis could never be drained.
-    redis.call('ZREMRANGEBYRANK', K_DUE, 0, k - 1)
     token = token_s
     local deadline = now + lease
     -- Numbers go to redis.call as strings made once: Redis would format each with %.17g.
@@ -175,14 +288,33 @@ elseif max > 0 and next_due and next_due <= now then
     end
     next_due = earliest(K_DUE)
   end
+  if tat and k > 0 then
+    tat = tat + k * interval
+    redis.call('HSET', K_STATS, 'rate_tat', string.format('%.3f', tat))
+  end
+end
+if tat and next_due then
+  -- The rate limit: the next job goes when the budget allows it (flow.rs, Budget::next_at).
+  local at = math.ceil(tat - (burst - 1) * interval - 1e-6)
+  if at > now and at > next_due then
+    if next_due <= now then
+      held = 2
+    end
+    next_due = at
+  end
+elseif go_at and next_due and go_at > next_due then
+  next_due = go_at
+end
+if held == 1 then
+  next_due = nil
 end
 
 local pending = redis.call('ZRANGE', K_DEAD_PENDING, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1)
 if paused then
   next_due = nil
 end
-local reply = { now, swept, swept_dead, next_due or false, next_lease or false, #pending, token, now_us_part, paused and 1 or 0 }
+local reply = { now, swept, swept_dead, next_due or false, next_lease or false, #pending, token, now_us_part, paused and 1 or 0, held }
 for i = 1, #out do
-  reply[9 + i] = out[i]
+  reply[10 + i] = out[i]
 end
 return reply

@@ -1,14 +1,16 @@
 -- Enqueues a batch of jobs into one topic, each atomically, in order.
--- ARGV: channel, topic, then per job five fields: id, record, 'in'|'at', due value (ms), '1'|'0' (replace).
+-- ARGV: channel, topic, then per job six fields: id, record, 'in'|'at', due value (ms), '1'|'0' (replace),
+-- priority (0: none; 1 to 31, higher first: see keys.rs).
 -- Returns two integers per job: outcome (1 created, 2 replaced, 3 exists, 4 running) and due time (ms).
 -- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (earliest), HSET, ZADD, HINCRBY (history), and
--- PUBLISH when earlier.
+-- PUBLISH when earlier. Jobs with a priority add HSET x2 and ZADD; replacing a job when any has one
+-- adds EXISTS, HDEL and two ZREM.
 local channel, topic = ARGV[1], ARGV[2]
-local n = (#ARGV - 2) / 5
+local n = (#ARGV - 2) / 6
 local now = now_ms()
 local ids = {}
 for i = 1, n do
-  ids[i] = ARGV[2 + (i - 1) * 5 + 1]
+  ids[i] = ARGV[2 + (i - 1) * 6 + 1]
 end
 local active = fetch_many('ZMSCORE', K_ACTIVE, ids)
 local due = fetch_many('ZMSCORE', K_DUE, ids)
@@ -17,8 +19,10 @@ local earliest_now = first
 local hint = nil
 local seen = {}
 local jobs, zadd, out = {}, {}, {}
+-- Jobs written with a priority (ids, due times, priorities), and jobs replaced.
+local p_ids, p_dues, p_prios, replaced = {}, {}, {}, {}
 for i = 1, n do
-  local b = 2 + (i - 1) * 5
+  local b = 2 + (i - 1) * 6
   local id, rec, kind, value, replace = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], tonumber(ARGV[b + 4]), ARGV[b + 5]
   local current = seen[id]
   if current == nil and due[i] then
@@ -37,6 +41,15 @@ for i = 1, n do
     zadd[#zadd + 1] = at
     zadd[#zadd + 1] = id
     seen[id] = at
+    if current then
+      replaced[#replaced + 1] = id
+    end
+    local prio = ARGV[b + 6]
+    if prio ~= '0' then
+      p_ids[#p_ids + 1] = id
+      p_dues[#p_dues + 1] = at
+      p_prios[#p_prios + 1] = prio
+    end
     out[2 * i - 1] = current and 2 or 1
     out[2 * i] = at
     if earliest_now == nil or at < earliest_now then
@@ -57,6 +70,22 @@ if #jobs > 0 then
   if created > 0 then
     tally(now, created, 0, 0, 0, 0)
   end
+end
+-- A replaced job's priority is the new one's (or none).
+if #replaced > 0 and redis.call('EXISTS', K_PRIO) == 1 then
+  call_many('HDEL', K_PRIO, replaced, 1)
+  call_many('ZREM', K_PRIO_READY, replaced, 1)
+  call_many('ZREM', K_PRIO_WAIT, replaced, 1)
+end
+if #p_ids > 0 then
+  local fields = {}
+  for i, id in ipairs(p_ids) do
+    fields[2 * i - 1] = id
+    fields[2 * i] = p_prios[i]
+  end
+  call_many('HSET', K_PRIO, fields, 2)
+  redis.call('HSET', K_STATS, 'prio', '1')
+  file_prio(p_ids, p_dues, p_prios, now)
 end
 hint_if_earlier(channel, topic, first, hint)
 return out

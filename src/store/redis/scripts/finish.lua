@@ -3,10 +3,14 @@
 --   'done':  id, token, 'done'
 --   'retry': id, token, 'retry', record, delay ms, '1'|'0' (count it in `retried`)
 --   'dead':  id, token, 'dead', record, reason, ''
+--   'hold':  id, token, 'hold', record, delay ms, '' (a provider's rate limit: a retry counted as
+--            nothing, and no job of the topic is claimed before it is due: `hold_until` in stats)
+-- A finish that ends a lease while `full` is set in stats (a claim found the topic at its max running)
+-- clears it and sends a hint: a slot is free.
 -- Returns one integer per item: 1 applied, 2 cancelled, 3 stale.
 -- redis.call per batch of done jobs: TIME, HMGET (leases), SCARD (cancels), ZREM (active), HDEL (leases),
 -- ZCARD (active: the marker of prelude.lua goes with the last lease), EXISTS (stalls), HDEL (jobs),
--- HINCRBY (processed), HINCRBY (history) = 10, and HDEL (stalls) when a job of the topic ever stalled. Retries add ZRANGE, HSET, ZADD and HINCRBY; dead jobs add HSET x2, ZADD x2 and HINCRBY x2.
+-- HINCRBY (processed), HINCRBY (history), HMGET (`full` and `prio` in stats) = 11, and HDEL (stalls) when a job of the topic ever stalled. Retries add ZRANGE, HSET, ZADD and HINCRBY; dead jobs add HSET x2, ZADD x2 and HINCRBY x2.
 local channel, topic = ARGV[1], ARGV[2]
 local now = now_ms()
 -- Where each item starts in ARGV.
@@ -30,6 +34,9 @@ local retry_jobs, retry_due = {}, {}
 local dead_ids, dead_recs, dead_reasons = {}, {}, {}
 local processed, retried, n_cancelled = 0, 0, 0
 local first_retry = nil
+local hold_until = nil
+-- `full` and `prio` in stats (read once the batch's leases are gone).
+local flags = { false, false }
 for i = 1, n do
   local b = at_arg[i]
   local id, token, kind = ids[i], ARGV[b + 2], ARGV[b + 3]
@@ -42,7 +49,13 @@ for i = 1, n do
     if kind == 'done' then
       ended[#ended + 1] = id
       processed = processed + 1
-    elseif kind == 'retry' then
+    elseif kind == 'retry' or kind == 'hold' then
+      if kind == 'hold' then
+        local until_ms = resolve_due(now, 'in', tonumber(ARGV[b + 5]))
+        if hold_until == nil or until_ms > hold_until then
+          hold_until = until_ms
+        end
+      end
       if cancelled[i] == 1 then
         ended[#ended + 1] = id
         n_cancelled = n_cancelled + 1
@@ -73,6 +86,17 @@ if #gone > 0 then
   call_many('ZREM', K_ACTIVE, gone, 1)
   call_many('HDEL', K_LEASES, gone, 1)
   drop_marker_if_last()
+  flags = redis.call('HMGET', K_STATS, 'full', 'prio')
+  if flags[1] then
+    redis.call('HDEL', K_STATS, 'full')
+    publish_hint(channel, topic, now)
+  end
+end
+if hold_until then
+  local held = tonumber(redis.call('HGET', K_STATS, 'hold_until'))
+  if held == nil or hold_until > held then
+    redis.call('HSET', K_STATS, 'hold_until', string.format('%d', hold_until))
+  end
 end
 if #ended > 0 then
   call_many('HDEL', K_JOBS, ended, 1)
@@ -88,6 +112,20 @@ if #retry_jobs > 0 then
   call_many('HSET', K_JOBS, retry_jobs, 2)
   call_many('ZADD', K_DUE, retry_due, 2)
   hint_if_earlier(channel, topic, first, first_retry)
+end
+-- Jobs with a priority keep it through a retry; jobs that end forget it.
+if (#retry_due > 0 or #ended > 0) and flags[2] then
+  if #retry_due > 0 then
+    local r_ids, r_dues = {}, {}
+    for i = 1, #retry_due, 2 do
+      r_dues[#r_dues + 1] = retry_due[i]
+      r_ids[#r_ids + 1] = retry_due[i + 1]
+    end
+    file_prio(r_ids, r_dues, fetch_many('HMGET', K_PRIO, r_ids), now)
+  end
+  if #ended > 0 then
+    call_many('HDEL', K_PRIO, ended, 1)
+  end
 end
 if #dead_ids > 0 then
   kill_many(dead_ids, dead_recs, dead_reasons, now)

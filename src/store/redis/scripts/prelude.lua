@@ -1,12 +1,14 @@
 -- postpone: shared prelude, prepended to every script by scripts.rs.
 --
--- KEYS are the thirteen keys of one topic, in the order of keys.rs (one hash tag, one slot), and for the
+-- KEYS are the sixteen keys of one topic, in the order of keys.rs (one hash tag, one slot), and for the
 -- claim script two more of the same topic: see claim.lua. Scripts never parse a record: records, ids
 -- and reasons are opaque strings here.
 local K_DUE, K_ACTIVE, K_JOBS, K_HISTORY = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_LEASES, K_STALLS, K_CANCELS, K_DEAD = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local K_DEAD_JOBS, K_DEAD_INFO, K_DEAD_PENDING = KEYS[9], KEYS[10], KEYS[11]
 local K_STATS, K_DEAD_IDS = KEYS[12], KEYS[13]
+local K_PRIO, K_PRIO_READY, K_PRIO_WAIT = KEYS[14], KEYS[15], KEYS[16]
+
 
 -- Latest time a job may be due (9999-12-31, ms): keeps every score an exact integer in a double.
 local MAX_MS = 253402300799999
@@ -281,4 +283,47 @@ local function dead_entries(out, deaths, died)
     out[b + 4], out[b + 5], out[b + 6] = 0, '0', info[i] or ''
   end
   return out
+end
+
+-- A due job's score in `prio_ready` (keys.rs): priority first (1 to 31, highest first), then due time.
+-- Exact in a double: due times are below 2^48.
+local PRIO_UNIT = 281474976710656
+local function prio_score(priority, due)
+  return string.format('%d', due - priority * PRIO_UNIT)
+end
+
+-- The due time in a `prio_ready` score.
+local function prio_due(score)
+  local s = tonumber(score)
+  return s + math.ceil(-s / PRIO_UNIT) * PRIO_UNIT
+end
+
+-- Files jobs with a priority (ids, due times, priorities) in `prio_ready` or `prio_wait` by `now`.
+local function file_prio(ids, dues, prios, now)
+  local ready, wait = {}, {}
+  for i, id in ipairs(ids) do
+    local p = tonumber(prios[i])
+    if p and p > 0 then
+      if dues[i] <= now then
+        ready[#ready + 1] = prio_score(p, dues[i])
+        ready[#ready + 1] = id
+      else
+        wait[#wait + 1] = string.format('%d', dues[i])
+        wait[#wait + 1] = id
+      end
+    end
+  end
+  if #ready > 0 then
+    call_many('ZADD', K_PRIO_READY, ready, 2)
+  end
+  if #wait > 0 then
+    call_many('ZADD', K_PRIO_WAIT, wait, 2)
+  end
+end
+
+-- Forgets the priorities of jobs that end (done, dead, cancelled), when any job has one.
+local function forget_prio(ids)
+  if #ids > 0 and redis.call('EXISTS', K_PRIO) == 1 then
+    call_many('HDEL', K_PRIO, ids, 1)
+  end
 end

@@ -16,6 +16,13 @@ for i = 1, n do
     end
     local at = resolve_due(now, ARGV[b + 2], tonumber(ARGV[b + 3]))
     redis.call('ZADD', K_DUE, string.format('%d', at), id)
+    -- A job with a priority keeps it, filed by its new due time.
+    local prio = redis.call('HGET', K_PRIO, id)
+    if prio then
+      redis.call('ZREM', K_PRIO_READY, id)
+      redis.call('ZREM', K_PRIO_WAIT, id)
+      file_prio({ id }, { at }, { prio }, now)
+    end
     if hint == nil or at < hint then
       hint = at
     end
