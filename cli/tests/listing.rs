@@ -29,13 +29,18 @@ async fn topics_stats_and_workers() {
         .expect("a row");
     assert_eq!(
         orders.split_whitespace().collect::<Vec<_>>(),
-        ["cli.orders", "1", "3", "0", "0", "0", "0", "0", "no"]
+        ["cli.orders", "1", "3", "0", "0", "0", "0", "0", "no", "-"],
+        "no flow control on this topic"
     );
     let json = postpone(&url, ns, &["topics", "--json"]).expect(0).json();
     let orders = find(&json["topics"], "name", "cli.orders");
     assert_eq!(orders["partitions"], 1);
     assert_eq!(orders["counts"]["scheduled"], 3);
     assert_eq!(orders["counts"]["paused"], false);
+    assert_eq!(
+        orders["counts"]["flow"]["max_running"],
+        serde_json::Value::Null
+    );
     assert_eq!(orders["unreadable"], serde_json::json!([]));
     assert_eq!(
         find(&json["topics"], "name", "cli.mail")["counts"]["dead"],

@@ -257,6 +257,7 @@ pub(crate) async fn topics(ops: &Ops, out: &Out) -> Result<(), Failure> {
         "PROCESSED",
         "FAILED",
         "PAUSED",
+        "FLOW CONTROL",
     ]);
     for t in &topics {
         let c = &t.counts;
@@ -274,6 +275,7 @@ pub(crate) async fn topics(ops: &Ops, out: &Out) -> Result<(), Failure> {
             } else {
                 "no".to_owned()
             },
+            flow_text(out, &c.flow),
         ]);
     }
     Out::numeric(&mut table, &[1, 2, 3, 4, 5, 6, 7]);
@@ -322,4 +324,28 @@ pub(crate) async fn workers(ops: &Ops, out: &Out) -> Result<(), Failure> {
     Out::numeric(&mut table, &[2]);
     out.print_table(&table);
     Ok(())
+}
+
+/// A topic's limits as one cell: `100/s (5 may go now), at most 4 running, held 2s more`, or `-`.
+fn flow_text(out: &Out, flow: &postpone::store::FlowCounts) -> String {
+    let mut parts = Vec::new();
+    if let Some(rate) = flow.rate {
+        let budget = flow.rate_budget.unwrap_or(0);
+        parts.push(format!("{rate} ({budget} may go now)"));
+    }
+    if let Some(n) = flow.max_running {
+        parts.push(format!("at most {n} running"));
+    }
+    if let Some(until) = flow.held_until_ms {
+        let left = until.saturating_sub(out.now_ms);
+        let left = std::time::Duration::from_millis(u64::try_from(left).unwrap_or(0));
+        parts.push(out.warn(&format!(
+            "held by the provider {} more",
+            postpone::ops::human_duration(left)
+        )));
+    }
+    match parts.is_empty() {
+        true => "-".to_owned(),
+        false => parts.join(", "),
+    }
 }
