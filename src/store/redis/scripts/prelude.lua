@@ -1,73 +1,5 @@
--- postpone: shared prelude, prepended to every script by scripts.rs.
---
--- KEYS are the sixteen keys of one topic, in the order of keys.rs (one hash tag, one slot), and for the
--- claim script two more of the same topic: see claim.lua. Scripts never parse a record: records, ids
--- and reasons are opaque strings here.
-local K_DUE, K_ACTIVE, K_JOBS, K_HISTORY = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local K_LEASES, K_STALLS, K_CANCELS, K_DEAD = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local K_DEAD_JOBS, K_DEAD_INFO, K_DEAD_PENDING = KEYS[9], KEYS[10], KEYS[11]
-local K_STATS, K_DEAD_IDS = KEYS[12], KEYS[13]
-local K_PRIO, K_PRIO_READY, K_PRIO_WAIT = KEYS[14], KEYS[15], KEYS[16]
-
-
--- Latest time a job may be due (9999-12-31, ms): keeps every score an exact integer in a double.
-local MAX_MS = 253402300799999
-
--- A member of `active` and a field of `leases` while any job is active: no id can be it (ids hold no
--- control characters), and it is longer than Redis's largest listpack entry (64 bytes by default), so
--- while it is there both keys keep their hashed encodings (skiplist, hash table). In a listpack every
--- ZADD, ZREM, HSET, HMGET and HDEL scans the whole key: at 50 to 100 active jobs that cost 2.4 to
--- 3.2 us per claimed and finished job in `active` and 1.8 to 2.3 us in `leases`, against 0.9 and 0.8
--- us hashed. It sorts last in `active` (score +inf); it is added with a topic's first lease and
--- removed with its last, so a topic with no active job has neither key.
-local HASHED = '\1postpone: not a job id; keeps this key in its hashed encoding (see prelude.lua)'
-
--- Why a job whose record was deleted outside postpone is dead-lettered (with an empty record).
-local DAMAGED = 'damaged: its record was missing from Redis (deleted outside postpone)'
-
--- Lua's unpack() takes at most ~8000 values: calls with a list argument go in slices of SLICE.
-local SLICE = 4000
-
--- redis.call(cmd, key, [opt,] list...) in slices, each a multiple of `stride` values.
-local function call_many(cmd, key, list, stride, opt)
-  local step = SLICE - SLICE % stride
-  for i = 1, #list, step do
-    local j = math.min(i + step - 1, #list)
-    if opt then
-      redis.call(cmd, key, opt, unpack(list, i, j))
-    else
-      redis.call(cmd, key, unpack(list, i, j))
-    end
-  end
-end
-
--- redis.call(cmd, key, list...) in slices, the replies joined (HMGET, ZMSCORE, SMISMEMBER).
-local function fetch_many(cmd, key, list)
-  local out = {}
-  for i = 1, #list, SLICE do
-    local j = math.min(i + SLICE - 1, #list)
-    local r = redis.call(cmd, key, unpack(list, i, j))
-    for k = i, j do
-      out[k] = r[k - i + 1]
-    end
-  end
-  return out
-end
-
--- The server's time in ms since the epoch.
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
--- The lowest score of a sorted set, or nil when it is empty (or holds only the marker below).
-local function earliest(key)
-  local r = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if r[2] and r[1] ~= HASHED then
-    return tonumber(r[2])
-  end
-  return nil
-end
+-- postpone: the rest of the shared prelude (leases, deaths, listings, priorities), prepended after
+-- prelude_core.lua to every script but enqueue_one.lua (see scripts.rs).
 
 -- Before leases are added: puts the marker in `active` and `leases`.
 local function hashed_leases()
@@ -79,35 +11,6 @@ end
 local function drop_marker_if_last()
   if redis.call('ZCARD', K_ACTIVE) == 1 and redis.call('ZSCORE', K_ACTIVE, HASHED) then
     redis.call('DEL', K_ACTIVE, K_LEASES)
-  end
-end
-
--- A due time from ('in', delay ms) or ('at', absolute ms; the past means now).
-local function resolve_due(now, kind, value)
-  local at
-  if kind == 'in' then
-    at = now + value
-  else
-    at = value
-    if at < now then
-      at = now
-    end
-  end
-  if at > MAX_MS then
-    at = MAX_MS
-  end
-  return at
-end
-
--- Wakes sleeping workers of the namespace: "<due ms> <topic>".
-local function publish_hint(channel, topic, at)
-  redis.call('PUBLISH', channel, string.format('%d', at) .. ' ' .. topic)
-end
-
--- Sends a hint when `at` is earlier than `first`, the topic's earliest due time before the change.
-local function hint_if_earlier(channel, topic, first, at)
-  if at and (first == nil or at < first) then
-    publish_hint(channel, topic, at)
   end
 end
 
@@ -143,42 +46,6 @@ local function lease_holder(v)
   end
   local h = string.match(v, '^[^:]*:[^:]*:(%d+)$')
   return h or '0'
-end
-
--- How many minutes of history a topic keeps (HISTORY_MINUTES in store/ops.rs).
-local HISTORY_MINUTES = 1500
--- A history field holds minute * HISTORY_SCALE + count: one HINCRBY counts, and tells whether the field
--- still held an older minute (then it is set afresh). Exact in a double until the year 2141, for counts
--- below 10^8 a minute.
-local HISTORY_SCALE = 100000000
--- The five kinds, in the order of the counts: enqueued, processed, retried, failed, dead.
-local HISTORY_KINDS = { 'e', 'p', 'r', 'f', 'd' }
-
--- The count in history field value `v` when it holds `minute`, else 0.
-local function history_count(v, minute)
-  v = tonumber(v)
-  if not v or math.floor(v / HISTORY_SCALE) ~= minute then
-    return 0
-  end
-  return v % HISTORY_SCALE
-end
-
--- Adds to this minute's history (see keys.rs): enqueued, processed, retried, failed, dead. One HINCRBY
--- per kind counted (and an HSET when its field held the same minute of an earlier day).
-local function tally(now, ...)
-  local minute = math.floor(now / 60000)
-  local slot = minute % HISTORY_MINUTES
-  local counts = { ... }
-  for k = 1, 5 do
-    local n = counts[k]
-    if n > 0 then
-      local field = slot .. HISTORY_KINDS[k]
-      local v = redis.call('HINCRBY', K_HISTORY, field, n)
-      if math.floor(v / HISTORY_SCALE) ~= minute then
-        redis.call('HSET', K_HISTORY, field, string.format('%d', minute * HISTORY_SCALE + n))
-      end
-    end
-  end
 end
 
 -- A death: "<id>\n<sequence, 15 digits>". Every death of a job is a dead letter of its own; the members
