@@ -226,19 +226,42 @@ pub(crate) fn unwrap_group(mut expr: &Expr) -> &Expr {
     expr
 }
 
-fn topic_value(value: &Expr) -> syn::Result<LitStr> {
-    let Expr::Lit(syn::ExprLit {
-        lit: Lit::Str(lit), ..
-    }) = unwrap_group(value)
-    else {
-        return Err(syn::Error::new_spanned(
+/// The string literal `value` must be for `key`, or an error showing how to write it.
+pub(crate) fn str_literal(value: &Expr, key: Key) -> syn::Result<&LitStr> {
+    match unwrap_group(value) {
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Str(lit), ..
+        }) => Ok(lit),
+        _ => Err(syn::Error::new_spanned(
             value,
             format!(
-                "topic must be a string literal: write {}",
-                Key::Topic.example()
+                "{} must be a string literal: write {}",
+                key.name(),
+                key.example()
             ),
-        ));
-    };
+        )),
+    }
+}
+
+/// The integer literal `value` must be for `key`, or an error showing how to write it.
+pub(crate) fn int_literal(value: &Expr, key: Key) -> syn::Result<&syn::LitInt> {
+    match unwrap_group(value) {
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Int(lit), ..
+        }) => Ok(lit),
+        _ => Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "{} must be an integer literal: write {}",
+                key.name(),
+                key.example()
+            ),
+        )),
+    }
+}
+
+fn topic_value(value: &Expr) -> syn::Result<LitStr> {
+    let lit = str_literal(value, Key::Topic)?;
     let topic = lit.value();
     match topic_problem(&topic) {
         None => Ok(lit.clone()),
@@ -294,18 +317,7 @@ fn timeout_value(value: &Expr) -> syn::Result<u64> {
 
 /// A partition count: an integer literal from 1 to 1024.
 fn partitions_value(value: &Expr) -> syn::Result<u16> {
-    let Expr::Lit(syn::ExprLit {
-        lit: Lit::Int(lit), ..
-    }) = unwrap_group(value)
-    else {
-        return Err(syn::Error::new_spanned(
-            value,
-            format!(
-                "partitions must be an integer literal: write {}",
-                Key::Partitions.example()
-            ),
-        ));
-    };
+    let lit = int_literal(value, Key::Partitions)?;
     match lit.base10_parse::<u64>() {
         Ok(n) if (1..=u64::from(MAX_PARTITIONS)).contains(&n) => Ok(n as u16),
         Ok(0) => Err(syn::Error::new(

@@ -1,25 +1,14 @@
 //! The flow-control keys of `#[job(...)]`: `rate = "100/s"` and `max_running = 5`.
 
-use syn::{Expr, Lit};
+use syn::Expr;
 
-use super::{unwrap_group, Key};
+use super::{int_literal, str_literal, Key};
 use crate::duration::{parse_millis, FORMS};
 
 /// `rate = "<jobs>/<period>"`: the period a unit (`s`, `m`, `h`, `d`: one of it) or a duration
 /// (`"500ms"`, `"10s"`); returns (jobs, period ms).
 pub(crate) fn rate_value(value: &Expr) -> syn::Result<(u32, u64)> {
-    let Expr::Lit(syn::ExprLit {
-        lit: Lit::Str(lit), ..
-    }) = unwrap_group(value)
-    else {
-        return Err(syn::Error::new_spanned(
-            value,
-            format!(
-                "rate must be a string literal: write {}",
-                Key::Rate.example()
-            ),
-        ));
-    };
+    let lit = str_literal(value, Key::Rate)?;
     let text = lit.value();
     let err = |why: String| Err(syn::Error::new(lit.span(), why));
     let Some((jobs, per)) = text.split_once('/') else {
@@ -58,18 +47,7 @@ pub(crate) fn rate_value(value: &Expr) -> syn::Result<(u32, u64)> {
 
 /// `max_running = <n>`: an integer literal, at least 1.
 pub(crate) fn max_running_value(value: &Expr) -> syn::Result<u32> {
-    let Expr::Lit(syn::ExprLit {
-        lit: Lit::Int(lit), ..
-    }) = unwrap_group(value)
-    else {
-        return Err(syn::Error::new_spanned(
-            value,
-            format!(
-                "max_running must be an integer literal: write {}",
-                Key::MaxRunning.example()
-            ),
-        ));
-    };
+    let lit = int_literal(value, Key::MaxRunning)?;
     match lit.base10_parse::<u32>() {
         Ok(0) => Err(syn::Error::new(
             lit.span(),

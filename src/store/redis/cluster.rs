@@ -89,13 +89,10 @@ pub(super) async fn connect<S: AsRef<str>>(
 /// A node, as `(host, port)`.
 pub(super) type Node = (String, u16);
 
-/// The slot map: `(first slot, last slot, master)` per range, from `CLUSTER SLOTS` on any node (up to
-/// three nodes tried, since the one picked may be down).
-pub(super) async fn slot_map(
-    conn: &ClusterConnection,
-) -> Result<Vec<(u16, u16, Node)>, RedisError> {
+/// `CLUSTER SLOTS` from any node: up to three nodes tried, since the one picked may be down.
+pub(super) async fn cluster_slots(conn: &ClusterConnection) -> Result<Value, RedisError> {
     let mut tries = 0;
-    let reply = loop {
+    loop {
         let asked = conn
             .clone()
             .route_command(
@@ -105,11 +102,18 @@ pub(super) async fn slot_map(
             .await;
         tries += 1;
         match asked {
-            Ok(reply) => break reply,
+            Ok(reply) => return Ok(reply),
             Err(e) if tries >= 3 => return Err(e),
             Err(_) => {}
         }
-    };
+    }
+}
+
+/// The slot map: `(first slot, last slot, master)` per range, from [`cluster_slots`].
+pub(super) async fn slot_map(
+    conn: &ClusterConnection,
+) -> Result<Vec<(u16, u16, Node)>, RedisError> {
+    let reply = cluster_slots(conn).await?;
     let mut out = Vec::new();
     if let Value::Array(ranges) = reply {
         for range in ranges {

@@ -2,10 +2,9 @@
 //! master's checks, merged into one line each where the masters agree.
 
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::Value;
 
-use super::super::cluster::{Node, NodeConn};
+use super::super::cluster::{cluster_slots, Node, NodeConn};
 use super::{clock_check, node};
 use crate::error::{Error, Result};
 use crate::ops::Check;
@@ -63,28 +62,9 @@ fn slot_ranges(reply: Value) -> Vec<SlotRange> {
 /// Slot coverage and replicas from `CLUSTER SLOTS`, then each master's checks, merged: a check that
 /// came out the same on every master is one line, one that differs is one line per master.
 pub(super) async fn checks(conn: &ClusterConnection) -> Result<Vec<Check>> {
-    // From any node: up to three tries, since the one picked may be down.
-    let mut tries = 0;
-    let reply = loop {
-        let asked = conn
-            .clone()
-            .route_command(
-                redis::cmd("CLUSTER").arg("SLOTS").clone(),
-                RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random),
-            )
-            .await;
-        tries += 1;
-        match asked {
-            Ok(reply) => break reply,
-            Err(e) if tries >= 3 => {
-                return Err(Error::backend(
-                    "reading the cluster's slot map (CLUSTER SLOTS)",
-                    e,
-                ))
-            }
-            Err(_) => {}
-        }
-    };
+    let reply = cluster_slots(conn)
+        .await
+        .map_err(|e| Error::backend("reading the cluster's slot map (CLUSTER SLOTS)", e))?;
     let ranges = slot_ranges(reply);
     let mut masters: Vec<Node> = ranges.iter().map(|r| r.master.clone()).collect();
     masters.sort();
