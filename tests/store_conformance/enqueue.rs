@@ -310,3 +310,65 @@ pub(crate) async fn bulk_enqueue_has_the_outcomes_of_single_enqueues(store: Arc<
     let counts = s.counts(t).await.unwrap();
     assert_eq!((counts.scheduled, counts.ready, counts.active), (2, 1, 1));
 }
+
+/// A batch of plain jobs (no replace, no priority: what coalesced single enqueues are) gives each job the
+/// outcome it would have had alone, whether due `in` a delay or `at` a time, each due time its own.
+pub(crate) async fn plain_bulk_enqueue_has_the_outcomes_of_single_enqueues(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("plain_bulk"));
+    let due_a = create(s, t, "a", b"a1", Due::In(60_000)).await;
+    create(s, t, "b", b"b1", Due::In(0)).await;
+    claim_id(s, t, "b", LONG).await;
+
+    let before = now(s).await;
+    let out = s
+        .enqueue(
+            t,
+            vec![
+                new_job("a", b"a2", Due::In(0)),
+                new_job("b", b"b2", Due::In(0)),
+                new_job("c", b"c1", Due::In(30_000)),
+                new_job("d", b"d1", Due::In(0)),
+                new_job("c", b"c2", Due::In(0)),
+                new_job("e", b"e1", Due::In(30_000)),
+            ],
+        )
+        .await
+        .unwrap();
+    let after = now(s).await;
+    assert_eq!(out[0], EnqueueOutcome::Exists { due_at_ms: due_a });
+    assert_eq!(out[1], EnqueueOutcome::Running);
+    let EnqueueOutcome::Created { due_at_ms: due_c } = out[2] else {
+        panic!("{out:?}");
+    };
+    assert!(before + 30_000 <= due_c && due_c <= after + 30_000);
+    let EnqueueOutcome::Created { due_at_ms: due_d } = out[3] else {
+        panic!("{out:?}");
+    };
+    assert!(before <= due_d && due_d <= after);
+    assert_eq!(out[4], EnqueueOutcome::Exists { due_at_ms: due_c });
+    assert_eq!(out[5], EnqueueOutcome::Created { due_at_ms: due_c });
+
+    // Due at times: one in the past (due now), one in a minute.
+    let at = now(s).await + 60_000;
+    let out = s
+        .enqueue(
+            t,
+            vec![
+                new_job("past", b"p", Due::At(1_000)),
+                new_job("later", b"l", Due::At(at)),
+                new_job("a", b"a3", Due::At(at)),
+            ],
+        )
+        .await
+        .unwrap();
+    assert!(matches!(out[0], EnqueueOutcome::Created { due_at_ms } if due_at_ms >= before));
+    assert_eq!(out[1], EnqueueOutcome::Created { due_at_ms: at });
+    assert_eq!(out[2], EnqueueOutcome::Exists { due_at_ms: due_a });
+
+    assert_eq!(s.job(t, "a").await.unwrap().unwrap().record, b"a1");
+    assert_eq!(s.job(t, "b").await.unwrap().unwrap().record, b"b1");
+    assert_eq!(s.job(t, "c").await.unwrap().unwrap().record, b"c1");
+    let counts = s.counts(t).await.unwrap();
+    // Due later: a, c, e, later; due now: d, past; running: b.
+    assert_eq!((counts.scheduled, counts.ready, counts.active), (4, 2, 1));
+}

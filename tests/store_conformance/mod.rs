@@ -78,6 +78,7 @@ macro_rules! store_conformance {
             due_times_are_capped_at_max_due_ms,
             bulk_enqueue_reports_one_outcome_per_job_in_order,
             bulk_enqueue_has_the_outcomes_of_single_enqueues,
+            plain_bulk_enqueue_has_the_outcomes_of_single_enqueues,
             // claim
             claim_takes_the_earliest_due_first_up_to_max,
             claim_reports_next_due_next_lease_deadline_and_now,

@@ -197,10 +197,16 @@ impl Batched for Enqueues {
         keys: &TopicKeys,
         jobs: &[NewJob],
     ) -> Result<Vec<EnqueueOutcome>> {
+        // A replace, or a priority, may touch the priority keys: the general batch script.
+        let plain = |job: &NewJob| !job.replace && job.priority == 0;
         match jobs {
-            // A replace, or a priority, may touch the priority keys: the batch script.
-            [job] if !job.replace && job.priority == 0 => {
-                enqueue_one(store, topic, keys, job).await.map(|o| vec![o])
+            [job] if plain(job) => enqueue_one(store, topic, keys, job).await.map(|o| vec![o]),
+            [first, ..]
+                if jobs
+                    .iter()
+                    .all(|job| plain(job) && due_args(job.due).0 == due_args(first.due).0) =>
+            {
+                enqueue_plain(store, topic, keys, jobs).await
             }
             _ => enqueue_many(store, topic, keys, jobs).await,
         }
@@ -229,10 +235,42 @@ async fn enqueue_many(
             }
         })
         .await?;
-    let codes = ints(reply, CONTEXT)?;
-    if codes.len() != jobs.len() * 2 {
+    outcomes(reply, jobs.len(), CONTEXT)
+}
+
+/// Many plain jobs (no replace, no priority, all due `in` or all `at`): `enqueue_plain.lua`, which
+/// needs only the first four keys and three arguments per job.
+async fn enqueue_plain(
+    store: &RedisStore,
+    topic: &str,
+    keys: &TopicKeys,
+    jobs: &[NewJob],
+) -> Result<Vec<EnqueueOutcome>> {
+    const CONTEXT: &str = "enqueueing jobs";
+    let kind = jobs.first().map_or("in", |job| due_args(job.due).0);
+    let reply = store
+        .eval_with(CONTEXT, &SCRIPTS.enqueue_plain, &keys.0[..4], |inv| {
+            inv.arg(&store.inner.channel).arg(topic).arg(kind);
+            for job in jobs {
+                inv.arg(&job.id)
+                    .arg(&job.record[..])
+                    .arg(due_args(job.due).1);
+            }
+        })
+        .await?;
+    outcomes(reply, jobs.len(), CONTEXT)
+}
+
+/// The outcomes of a batch script: two integers per job.
+fn outcomes(
+    reply: redis::Value,
+    jobs: usize,
+    context: &'static str,
+) -> Result<Vec<EnqueueOutcome>> {
+    let codes = ints(reply, context)?;
+    if codes.len() != jobs * 2 {
         return Err(Error::backend(
-            CONTEXT,
+            context,
             "the script's reply has the wrong length",
         ));
     }

@@ -21,6 +21,7 @@ pub(super) struct Script {
 pub(super) struct Scripts {
     pub(super) enqueue: Script,
     pub(super) enqueue_one: Script,
+    pub(super) enqueue_plain: Script,
     pub(super) claim: Script,
     pub(super) finish: Script,
     pub(super) extend: Script,
@@ -71,6 +72,7 @@ fn periodic(body: &str) -> Script {
 pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     enqueue: script(include_str!("scripts/enqueue.lua")),
     enqueue_one: lean_script(include_str!("scripts/enqueue_one.lua")),
+    enqueue_plain: lean_script(include_str!("scripts/enqueue_plain.lua")),
     claim: script(include_str!("scripts/claim.lua")),
     finish: script(include_str!("scripts/finish.lua")),
     extend: script(include_str!("scripts/extend.lua")),

@@ -1,0 +1,68 @@
+-- Enqueues a batch of plain jobs (none replaces, none has a priority, all due 'in' or all 'at') into one
+-- topic, each atomically, in order: enqueue.lua's outcomes for such a batch, with half the arguments,
+-- four keys and the core prelude only (the coalesced enqueues of many concurrent callers take this path,
+-- so per job and per call everything here counts).
+-- KEYS: due, active, jobs, history (the first four of keys.rs).
+-- ARGV: channel, topic, 'in'|'at', then per job three fields: id, record, due value (ms).
+-- Returns two integers per job: outcome (1 created, 3 exists, 4 running) and due time (ms).
+-- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (earliest), HSET, ZADD, HINCRBY (history), and
+-- PUBLISH when earlier.
+local channel, topic, kind = ARGV[1], ARGV[2], ARGV[3]
+local n = (#ARGV - 3) / 3
+local now = now_ms()
+local ids = {}
+for i = 1, n do
+  ids[i] = ARGV[3 * i + 1]
+end
+local active = fetch_many('ZMSCORE', K_ACTIVE, ids)
+local due = fetch_many('ZMSCORE', K_DUE, ids)
+local first = earliest(K_DUE)
+local lowest, hint = first, nil
+-- Due times by their argument, each with its score as ZADD takes it (an integer written once: a Lua
+-- number handed to redis.call would be printed as a float and parsed back, for every job).
+local scores = {}
+local seen = {}
+local jobs, zadd, out = {}, {}, {}
+local created = 0
+for i = 1, n do
+  local id = ids[i]
+  local current = seen[id]
+  if current == nil and due[i] then
+    current = tonumber(due[i])
+  end
+  if active[i] then
+    out[2 * i - 1] = 4
+    out[2 * i] = 0
+  elseif current then
+    out[2 * i - 1] = 3
+    out[2 * i] = current
+  else
+    local value = ARGV[3 * i + 3]
+    local score = scores[value]
+    if score == nil then
+      local at = resolve_due(now, kind, tonumber(value))
+      score = { at, string.format('%d', at) }
+      scores[value] = score
+    end
+    local at = score[1]
+    jobs[#jobs + 1] = id
+    jobs[#jobs + 1] = ARGV[3 * i + 2]
+    zadd[#zadd + 1] = score[2]
+    zadd[#zadd + 1] = id
+    seen[id] = at
+    created = created + 1
+    out[2 * i - 1] = 1
+    out[2 * i] = at
+    if lowest == nil or at < lowest then
+      lowest = at
+      hint = at
+    end
+  end
+end
+if created > 0 then
+  call_many('HSET', K_JOBS, jobs, 2)
+  call_many('ZADD', K_DUE, zadd, 2)
+  tally(now, created, 0, 0, 0, 0)
+end
+hint_if_earlier(channel, topic, first, hint)
+return out
