@@ -52,7 +52,7 @@ use crate::error::Result;
 use crate::partition::validate_store_topic;
 
 /// The suffixes of a topic's keys, in the order every script receives them as `KEYS` (see
-/// `scripts/prelude_core.lua`). `enqueue_one.lua` gets only the first four.
+/// `scripts/prelude_core.lua`). `enqueue_one.lua` and `enqueue_plain.lua` get only the first four.
 const SUFFIXES: [&str; 16] = [
     "due",
     "active",
