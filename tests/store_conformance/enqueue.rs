@@ -365,10 +365,30 @@ pub(crate) async fn plain_bulk_enqueue_has_the_outcomes_of_single_enqueues(store
     assert_eq!(out[1], EnqueueOutcome::Created { due_at_ms: at });
     assert_eq!(out[2], EnqueueOutcome::Exists { due_at_ms: due_a });
 
+    // All new, all due after one delay: each Created at the same time (the script's short reply).
+    let out = s
+        .enqueue(
+            t,
+            vec![
+                new_job("f", b"f1", Due::In(5_000)),
+                new_job("g", b"g1", Due::In(5_000)),
+                new_job("h", b"h1", Due::In(5_000)),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.len(), 3);
+    assert!(
+        matches!(out[0], EnqueueOutcome::Created { due_at_ms } if due_at_ms >= before + 5_000),
+        "{out:?}"
+    );
+    assert!(out.iter().all(|o| *o == out[0]), "{out:?}");
+
     assert_eq!(s.job(t, "a").await.unwrap().unwrap().record, b"a1");
     assert_eq!(s.job(t, "b").await.unwrap().unwrap().record, b"b1");
     assert_eq!(s.job(t, "c").await.unwrap().unwrap().record, b"c1");
+    assert_eq!(s.job(t, "g").await.unwrap().unwrap().record, b"g1");
     let counts = s.counts(t).await.unwrap();
-    // Due later: a, c, e, later; due now: d, past; running: b.
-    assert_eq!((counts.scheduled, counts.ready, counts.active), (4, 2, 1));
+    // Due later: a, c, e, later, f, g, h; due now: d, past; running: b.
+    assert_eq!((counts.scheduled, counts.ready, counts.active), (7, 2, 1));
 }

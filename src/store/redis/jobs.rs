@@ -247,17 +247,31 @@ async fn enqueue_plain(
     jobs: &[NewJob],
 ) -> Result<Vec<EnqueueOutcome>> {
     const CONTEXT: &str = "enqueueing jobs";
-    let kind = jobs.first().map_or("in", |job| due_args(job.due).0);
+    let (kind, first) = jobs.first().map_or(("in", 0), |job| due_args(job.due));
+    let shared = jobs.iter().all(|job| due_args(job.due).1 == first);
     let reply = store
         .eval_with(CONTEXT, &SCRIPTS.enqueue_plain, &keys.0[..4], |inv| {
             inv.arg(&store.inner.channel).arg(topic).arg(kind);
+            if shared {
+                inv.arg(first);
+            } else {
+                inv.arg("");
+            }
             for job in jobs {
-                inv.arg(&job.id)
-                    .arg(&job.record[..])
-                    .arg(due_args(job.due).1);
+                inv.arg(&job.id).arg(&job.record[..]);
+                if !shared {
+                    inv.arg(due_args(job.due).1);
+                }
             }
         })
         .await?;
+    // Every job created, all due at one time: that time alone.
+    if let redis::Value::Array(items) = &reply {
+        if let [redis::Value::Int(due_at_ms)] = items[..] {
+            let created = EnqueueOutcome::Created { due_at_ms };
+            return Ok(vec![created; jobs.len()]);
+        }
+    }
     outcomes(reply, jobs.len(), CONTEXT)
 }
 

@@ -1,18 +1,24 @@
 -- Enqueues a batch of plain jobs (none replaces, none has a priority, all due 'in' or all 'at') into one
--- topic, each atomically, in order: enqueue.lua's outcomes for such a batch, with half the arguments,
--- four keys and the core prelude only (the coalesced enqueues of many concurrent callers take this path,
--- so per job and per call everything here counts).
+-- topic, each atomically, in order: enqueue.lua's outcomes for such a batch, with a third of the
+-- arguments, four keys and the core prelude only (the coalesced enqueues of many concurrent callers take
+-- this path, so per job and per call everything here counts).
 -- KEYS: due, active, jobs, history (the first four of keys.rs).
--- ARGV: channel, topic, 'in'|'at', then per job three fields: id, record, due value (ms).
--- Returns two integers per job: outcome (1 created, 3 exists, 4 running) and due time (ms).
+-- ARGV: channel, topic, 'in'|'at', the due value (ms) shared by every job or '' when each has its own,
+-- then per job: id, record, and its due value when there is no shared one.
+-- Returns, when every job was created with one due time: that due time alone. Else two integers per
+-- job: outcome (1 created, 3 exists, 4 running) and due time (ms).
 -- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (earliest), HSET, ZADD, HINCRBY (history), and
 -- PUBLISH when earlier.
-local channel, topic, kind = ARGV[1], ARGV[2], ARGV[3]
-local n = (#ARGV - 3) / 3
+local channel, topic, kind, shared = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local stride = 3
+if shared ~= '' then
+  stride = 2
+end
+local n = (#ARGV - 4) / stride
 local now = now_ms()
 local ids = {}
 for i = 1, n do
-  ids[i] = ARGV[3 * i + 1]
+  ids[i] = ARGV[4 + (i - 1) * stride + 1]
 end
 local active = fetch_many('ZMSCORE', K_ACTIVE, ids)
 local due = fetch_many('ZMSCORE', K_DUE, ids)
@@ -37,7 +43,10 @@ for i = 1, n do
     out[2 * i - 1] = 3
     out[2 * i] = current
   else
-    local value = ARGV[3 * i + 3]
+    local value = shared
+    if stride == 3 then
+      value = ARGV[4 + (i - 1) * 3 + 3]
+    end
     local score = scores[value]
     if score == nil then
       local at = resolve_due(now, kind, tonumber(value))
@@ -46,7 +55,7 @@ for i = 1, n do
     end
     local at = score[1]
     jobs[#jobs + 1] = id
-    jobs[#jobs + 1] = ARGV[3 * i + 2]
+    jobs[#jobs + 1] = ARGV[4 + (i - 1) * stride + 2]
     zadd[#zadd + 1] = score[2]
     zadd[#zadd + 1] = id
     seen[id] = at
@@ -65,4 +74,7 @@ if created > 0 then
   tally(now, created, 0, 0, 0, 0)
 end
 hint_if_earlier(channel, topic, first, hint)
+if created == n and next(scores) ~= nil and next(scores, next(scores)) == nil then
+  return { out[2] }
+end
 return out
