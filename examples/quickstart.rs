@@ -12,6 +12,7 @@
 //! as expected. On Redis it works in the namespace `quickstart`.
 
 use std::io::IsTerminal;
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -102,7 +103,21 @@ async fn charge(job: Charge, ctx: JobContext, _app: App) -> Result<(), JobError>
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // The error and its causes on one line (`Error::report`), rather than `main`'s Debug output.
+            match e.downcast_ref::<postpone::Error>() {
+                Some(e) => eprintln!("error: {}", e.report()),
+                None => eprintln!("error: {e}"),
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     // postpone reports through `tracing`: warnings (an evicting Redis, a lost connection) and, with the
     // default dead-letter sink, every dead job. Without a subscriber they go nowhere. Colours only on a
     // terminal, so that output sent to a file stays plain.

@@ -311,11 +311,18 @@ impl fmt::Display for Error {
 pub struct Report<'a>(&'a Error);
 
 impl fmt::Display for Report<'_> {
+    /// A cause whose text its error already says (redis-rs's I/O errors print their `io::Error` and
+    /// return it as their source) is not said twice.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)?;
+        let mut said = self.0.to_string();
+        f.write_str(&said)?;
         let mut cause = std::error::Error::source(self.0);
         while let Some(e) = cause {
-            write!(f, ": {e}")?;
+            let text = e.to_string();
+            if !said.contains(&text) {
+                write!(f, ": {text}")?;
+            }
+            said = text;
             cause = e.source();
         }
         Ok(())
@@ -338,6 +345,26 @@ impl std::error::Error for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_report_says_each_cause_once() {
+        let refused =
+            std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "Connection refused");
+        let e = Error::Connect {
+            addr: "127.0.0.1:6390".into(),
+            source: Box::new(redis::RedisError::from(refused)),
+        };
+        assert_eq!(
+            e.report().to_string(),
+            "could not connect to Redis at 127.0.0.1:6390: Connection refused"
+        );
+        // Causes that differ are all said.
+        let e = Error::backend("claiming jobs", "connection refused");
+        assert_eq!(
+            e.report().to_string(),
+            "claiming jobs failed: connection refused"
+        );
+    }
 
     #[test]
     fn partition_errors_name_the_partition_and_keep_the_cause() {

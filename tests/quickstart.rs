@@ -94,3 +94,25 @@ fn on_redis_then_cleaned_by_the_readme_line() {
     assert!(status.success(), "{line}");
     assert_eq!(keys(&server), Vec::<String>::new(), "left after: {line}");
 }
+
+/// Without a Redis at `REDIS_URL`: exit 1 and one line that says where it tried and why it failed, each
+/// cause once (not `main`'s Debug output).
+#[test]
+fn without_redis_says_so_in_one_line() {
+    // A port nothing listens on: bound, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let out = run(Some(&format!("redis://127.0.0.1:{port}")));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no error line:\n{stderr}"));
+    let expected = format!("error: could not connect to Redis at 127.0.0.1:{port}: ");
+    assert!(line.starts_with(&expected), "{line}");
+    assert_eq!(line.matches("refused").count(), 1, "{line}");
+    assert!(!line.contains("Connect {"), "{line}");
+}
