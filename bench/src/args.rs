@@ -90,10 +90,12 @@ pub(crate) struct Args {
     pub(crate) priorities: bool,
     /// The worker process records metrics and runs a `tracing` subscriber (the `observe` feature).
     pub(crate) observe: bool,
+    /// Delete whatever the Redis holds before the run (without it, a Redis holding keys is refused).
+    pub(crate) flush: bool,
 }
 
 pub(crate) const USAGE: &str = "\
-usage: postpone-bench <workload> [--jobs N] [--concurrency C] [--redis URL]
+usage: postpone-bench <workload> [--jobs N] [--concurrency C] [--redis URL] [--flush]
                       [--backlog N] [--topics N] [--secs S] [--observe]
 
 workloads (see BENCHMARKS.md):
@@ -112,7 +114,9 @@ workloads (see BENCHMARKS.md):
   --jobs N         jobs (defaults: 50,000; enqueue-concurrent and drain-io 64,000; delayed 2,000;
                    memory 100,000; page 1,000,000)
   --concurrency C  worker concurrency (default 50); enqueue-concurrent: enqueueing tasks (default 64)
-  --redis URL      Redis to use; it is FLUSHALLed (default redis://127.0.0.1:6379)
+  --redis URL      Redis to use, empty (default redis://127.0.0.1:6379); a run FLUSHALLs it, so one
+                   that holds keys is refused unless --flush
+  --flush          delete everything the Redis holds before the run (FLUSHALL)
   --backlog N      backlog: jobs due in an hour beside the drained ones (default 1,000,000)
   --topics N       idle: registered topics (default 10, at most 10)
   --secs S         idle: seconds measured (default 10)
@@ -141,6 +145,7 @@ impl Args {
             flow: false,
             priorities: false,
             observe: false,
+            flush: false,
         };
         while let Some(flag) = it.next() {
             if flag == "--flow" || flag == "--priorities" {
@@ -148,8 +153,9 @@ impl Args {
                 out.priorities |= flag == "--priorities";
                 continue;
             }
-            if flag == "--observe" {
-                out.observe = true;
+            if flag == "--observe" || flag == "--flush" {
+                out.observe |= flag == "--observe";
+                out.flush |= flag == "--flush";
                 continue;
             }
             let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -212,6 +218,8 @@ mod tests {
             (Workload::DrainIo, 64_000, 10)
         );
         assert!(parse("drain --observe --jobs 5").unwrap().observe);
+        assert!(!parse("drain").unwrap().flush);
+        assert!(parse("drain --flush").unwrap().flush);
         assert!(parse("nope").is_err());
         assert!(parse("drain --jobs").is_err());
         assert!(parse("idle --topics 11").is_err());

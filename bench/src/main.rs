@@ -5,7 +5,8 @@
 //! ```
 //!
 //! Workloads: `enqueue`, `enqueue-bulk`, `enqueue-concurrent`, `drain`, `drain-io`, `delayed`, `memory`,
-//! `backlog`, `idle`. Each flushes the Redis it is given (`FLUSHALL`: use a Redis of its own), prints
+//! `backlog`, `idle`. Each takes an empty Redis and leaves it empty (`FLUSHALL`: a Redis that holds
+//! keys is refused unless `--flush` is given, so that a run never deletes someone's data), prints
 //! human-readable lines, and last one line of JSON. The exit code is 1 when a job was lost or failed, 2
 //! when the harness could not run. Only the public API is used (`Client`, `Worker`, `enqueue_many`), with
 //! the real worker and leases on; `drain`, `drain-io`, `backlog`, `delayed` and `idle` run the worker in

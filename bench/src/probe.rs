@@ -106,7 +106,28 @@ impl Probe {
             .ok_or_else(|| format!("no {name} in INFO").into())
     }
 
-    /// Deletes everything (the benchmark's Redis is its own).
+    /// Checks that the Redis at `url` holds no key, or with `flush` deletes them all: a run deletes
+    /// everything, so it never takes a Redis that holds someone's data unless told to.
+    pub(crate) async fn empty(&mut self, url: &str, flush: bool) -> BoxResult<()> {
+        let keyspace = self.info("keyspace").await?;
+        let dbs: Vec<&str> = keyspace
+            .lines()
+            .filter(|l| l.starts_with("db"))
+            .map(str::trim)
+            .collect();
+        if !dbs.is_empty() && !flush {
+            return Err(format!(
+                "the Redis at {url} holds keys ({}); postpone-bench deletes everything in the Redis it \
+                 is given (FLUSHALL): give it one of its own (--redis redis://127.0.0.1:6400), or pass \
+                 --flush to delete them",
+                dbs.join(", ")
+            )
+            .into());
+        }
+        self.flushall().await
+    }
+
+    /// Deletes everything (the benchmark's Redis is its own: see [`empty`](Self::empty)).
     pub(crate) async fn flushall(&mut self) -> BoxResult<()> {
         redis::cmd("FLUSHALL")
             .query_async::<()>(&mut self.conn)

@@ -1,5 +1,5 @@
-//! The workloads of BENCHMARKS.md. Each flushes Redis, runs, checks that every job ended as it should,
-//! and returns its [`Report`].
+//! The workloads of BENCHMARKS.md. Each takes an empty Redis (or empties it when told to), runs, checks
+//! that every job ended as it should, empties the Redis again and returns its [`Report`].
 
 mod delayed;
 mod drain;
@@ -25,8 +25,8 @@ pub(crate) async fn run(args: &Args) -> BoxResult<Report> {
         probe.version().await?,
         args.redis
     );
-    probe.flushall().await?;
-    match args.workload {
+    probe.empty(&args.redis, args.flush).await?;
+    let report = match args.workload {
         Workload::Enqueue => enqueue::single(args, &mut probe).await,
         Workload::EnqueueBulk => enqueue::bulk(args, &mut probe).await,
         Workload::EnqueueConcurrent => enqueue::concurrent(args, &mut probe).await,
@@ -37,7 +37,13 @@ pub(crate) async fn run(args: &Args) -> BoxResult<Report> {
         Workload::Memory => memory::run(args, &mut probe).await,
         Workload::Idle => idle::run(args, &mut probe).await,
         Workload::Page => page::run(args, &mut probe).await,
+    }?;
+    // Leave the Redis empty, as it was given, so that the next run takes it. (A failed run leaves its
+    // jobs there to look at; the next run then wants --flush.)
+    if report.ok {
+        probe.flushall().await?;
     }
+    Ok(report)
 }
 
 /// A client of the library, as an application would make one.
