@@ -262,11 +262,17 @@ pub(crate) async fn due_times_are_capped_at_max_due_ms(store: Arc<dyn Store>) {
     assert_eq!(state(s, t, "retried").await, Some(capped));
 }
 
-pub(crate) async fn bulk_enqueue_has_the_outcomes_of_single_enqueues(store: Arc<dyn Store>) {
-    let (s, t) = (&*store, &topic("bulk_outcomes"));
+/// Job "a" due in a minute (its due time returned) and job "b" running, for the bulk enqueue tests.
+async fn a_due_and_b_running(s: &dyn Store, t: &str) -> i64 {
     let due_a = create(s, t, "a", b"a1", Due::In(60_000)).await;
     create(s, t, "b", b"b1", Due::In(0)).await;
     claim_id(s, t, "b", LONG).await;
+    due_a
+}
+
+pub(crate) async fn bulk_enqueue_has_the_outcomes_of_single_enqueues(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("bulk_outcomes"));
+    let due_a = a_due_and_b_running(s, t).await;
 
     let before = now(s).await;
     let out = s
@@ -315,9 +321,7 @@ pub(crate) async fn bulk_enqueue_has_the_outcomes_of_single_enqueues(store: Arc<
 /// outcome it would have had alone, whether due `in` a delay or `at` a time, each due time its own.
 pub(crate) async fn plain_bulk_enqueue_has_the_outcomes_of_single_enqueues(store: Arc<dyn Store>) {
     let (s, t) = (&*store, &topic("plain_bulk"));
-    let due_a = create(s, t, "a", b"a1", Due::In(60_000)).await;
-    create(s, t, "b", b"b1", Due::In(0)).await;
-    claim_id(s, t, "b", LONG).await;
+    let due_a = a_due_and_b_running(s, t).await;
 
     let before = now(s).await;
     let out = s

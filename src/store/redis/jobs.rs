@@ -239,7 +239,7 @@ async fn enqueue_many(
 }
 
 /// Many plain jobs (no replace, no priority, all due `in` or all `at`): `enqueue_plain.lua`, which
-/// needs only the first four keys and three arguments per job.
+/// needs only the first four keys, and two arguments per job when all share a due value (else three).
 async fn enqueue_plain(
     store: &RedisStore,
     topic: &str,
