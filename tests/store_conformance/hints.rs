@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use postpone::store::{Due, FinishOutcome, RescheduleOutcome, Store, StoredState};
+use postpone::store::{Due, EnqueueOutcome, FinishOutcome, RescheduleOutcome, Store, StoredState};
 
 use super::*;
 
@@ -39,6 +39,51 @@ pub(crate) async fn hint_on_enqueue_earlier_than_the_topics_earliest_and_not_on_
         [earlier],
         "earlier than the earliest"
     );
+}
+
+/// A batch of enqueues (what concurrent callers' enqueues become) sends one hint, for its earliest new
+/// job, and only when that is earlier than the topic's earliest.
+pub(crate) async fn hint_on_bulk_enqueue_for_its_earliest_new_job_only_when_earlier(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("hint_bulk"));
+    let mut rx = s.hints();
+    create(s, t, "first", REC, Due::In(60_000)).await;
+    hints_for(s, &mut rx, t).await;
+
+    let later = |id: &str, ms| new_job(id, REC, Due::In(ms));
+    s.enqueue(t, vec![later("b1", 90_000), later("b2", 120_000)])
+        .await
+        .unwrap();
+    assert_eq!(
+        hints_for(s, &mut rx, t).await,
+        NO_HINTS,
+        "all later than the earliest"
+    );
+    let out = s
+        .enqueue(
+            t,
+            vec![
+                later("c1", 90_000),
+                later("c2", 30_000),
+                later("c3", 45_000),
+            ],
+        )
+        .await
+        .unwrap();
+    let EnqueueOutcome::Created { due_at_ms: c2 } = out[1] else {
+        panic!("{out:?}");
+    };
+    assert_eq!(hints_for(s, &mut rx, t).await, [c2], "its earliest new job");
+    // Equal due times: the batch's short reply, and still one hint.
+    let out = s
+        .enqueue(t, vec![later("d1", 0), later("d2", 0)])
+        .await
+        .unwrap();
+    let EnqueueOutcome::Created { due_at_ms: d } = out[0] else {
+        panic!("{out:?}");
+    };
+    assert_eq!(hints_for(s, &mut rx, t).await, [d], "due now");
 }
 
 pub(crate) async fn hint_on_reschedule_earlier_than_the_topics_earliest(store: Arc<dyn Store>) {

@@ -137,6 +137,7 @@ macro_rules! store_conformance {
             an_expired_lease_keeps_its_place_in_line,
             // hints
             hint_on_enqueue_earlier_than_the_topics_earliest_and_not_on_a_later_one,
+            hint_on_bulk_enqueue_for_its_earliest_new_job_only_when_earlier,
             hint_on_reschedule_earlier_than_the_topics_earliest,
             hint_on_retry_earlier_than_the_topics_earliest,
             // operations
