@@ -92,6 +92,9 @@ mod token;
 mod validate;
 mod worker;
 
+/// Support for transactional outboxes (`postpone-postgres`): jobs prepared inside a transaction, delivered
+/// later at most once per delivery token.
+pub use client::outbox;
 pub use client::{
     CancelStatus, Client, ClientBuilder, Enqueue, EnqueueItem, EnqueueStatus, Enqueued, JobInfo,
     JobState, Namespaced, NoNamespace, PartialCounts, ScheduleInfo, StoreKeepsItsOwnNamespace,

@@ -91,6 +91,10 @@ impl<J: Job> EnqueueItem<J> {
         self
     }
 
+    pub(super) fn has_id(&self) -> bool {
+        self.id.is_some()
+    }
+
     /// Runs after `delay`.
     pub fn after(mut self, delay: Duration) -> Self {
         self.when = When::After(delay);
@@ -292,7 +296,7 @@ const CHUNK: usize = 1000;
 
 impl Client {
     /// Encodes and validates one item.
-    pub(super) fn prepare<J: Job>(
+    pub(super) fn prepare_item<J: Job>(
         &self,
         item: EnqueueItem<J>,
         now_ms: i64,
@@ -362,7 +366,7 @@ impl Client {
         let default_first_delay = J::retry_schedule().delay_before(1);
         let (jobs, generated): (Vec<NewJob>, Vec<bool>) = items
             .into_iter()
-            .map(|item| self.prepare(item, now_ms, default_first_delay, &carried))
+            .map(|item| self.prepare_item(item, now_ms, default_first_delay, &carried))
             .collect::<Result<Vec<_>>>()?
             .into_iter()
             .unzip();
@@ -410,35 +414,63 @@ impl Client {
         partitions: u16,
         jobs: &[NewJob],
     ) -> Result<Vec<EnqueueOutcome>> {
-        self.inner.register(topic, partitions).await;
         let store = self.inner.store.as_ref();
+        self.routed(
+            topic,
+            partitions,
+            jobs.to_vec(),
+            |job| &job.id,
+            |t, batch| async move { store.enqueue(&t, batch).await },
+        )
+        .await
+    }
+
+    /// Sends `items` of `topic` to the store with `call` (given the stored topic and its items): in one
+    /// call, or on a partitioned topic one call per partition (at once), each item to its id's
+    /// partition. Outcomes come back in the items' order. Records the topic in the registry first.
+    pub(super) async fn routed<T, O, F, Fut>(
+        &self,
+        topic: &str,
+        partitions: u16,
+        items: Vec<T>,
+        id_of: impl Fn(&T) -> &str,
+        call: F,
+    ) -> Result<Vec<O>>
+    where
+        F: Fn(String, Vec<T>) -> Fut,
+        Fut: Future<Output = Result<Vec<O>>>,
+    {
+        self.inner.register(topic, partitions).await;
         if partitions <= 1 {
-            return store.enqueue(topic, jobs.to_vec()).await;
+            return call(topic.to_owned(), items).await;
         }
-        let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
-        for (i, job) in jobs.iter().enumerate() {
-            groups
-                .entry(partition_of(&job.id, partitions))
-                .or_default()
-                .push(i);
+        let n = items.len();
+        let mut groups: BTreeMap<u16, (Vec<usize>, Vec<T>)> = BTreeMap::new();
+        for (i, item) in items.into_iter().enumerate() {
+            let group = groups
+                .entry(partition_of(id_of(&item), partitions))
+                .or_default();
+            group.0.push(i);
+            group.1.push(item);
         }
-        let calls = groups.iter().map(|(p, members)| {
-            let batch: Vec<NewJob> = members.iter().map(|i| jobs[*i].clone()).collect();
-            let stored_as = store_topic(topic, *p).into_owned();
-            async move { store.enqueue(&stored_as, batch).await }
+        let mut members = Vec::with_capacity(groups.len());
+        let calls = groups.into_iter().map(|(p, (positions, batch))| {
+            members.push((p, positions));
+            call(store_topic(topic, p).into_owned(), batch)
         });
+        let calls: Vec<_> = calls.collect();
         let results = join_all(calls).await;
-        let mut out = vec![None; jobs.len()];
-        for ((p, members), result) in groups.iter().zip(results) {
-            let outcomes = result.map_err(|e| partition_error(topic, *p, partitions, e))?;
-            if outcomes.len() != members.len() {
+        let mut out: Vec<Option<O>> = (0..n).map(|_| None).collect();
+        for ((p, positions), result) in members.into_iter().zip(results) {
+            let outcomes = result.map_err(|e| partition_error(topic, p, partitions, e))?;
+            if outcomes.len() != positions.len() {
                 return Err(Error::backend(
                     "enqueueing jobs",
                     "the store returned the wrong number of outcomes",
                 ));
             }
-            for (i, outcome) in members.iter().zip(outcomes) {
-                out[*i] = Some(outcome);
+            for (i, outcome) in positions.into_iter().zip(outcomes) {
+                out[i] = Some(outcome);
             }
         }
         Ok(out.into_iter().flatten().collect())
@@ -471,7 +503,7 @@ impl Client {
     }
 }
 
-fn to_enqueued(id: String, outcome: EnqueueOutcome) -> Enqueued {
+pub(super) fn to_enqueued(id: String, outcome: EnqueueOutcome) -> Enqueued {
     let (status, due_at) = match outcome {
         EnqueueOutcome::Created { due_at_ms } => (EnqueueStatus::Created, Some(due_at_ms)),
         EnqueueOutcome::Replaced { due_at_ms } => (EnqueueStatus::Replaced, Some(due_at_ms)),

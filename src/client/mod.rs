@@ -3,6 +3,7 @@
 mod builder;
 mod dead_letters;
 mod enqueue;
+pub mod outbox;
 mod periodic;
 mod topic;
 mod when;

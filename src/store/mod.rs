@@ -82,6 +82,24 @@ pub trait JobStore: Send + Sync + std::fmt::Debug + 'static {
     /// for the earliest, is enough).
     async fn enqueue(&self, topic: &str, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>>;
 
+    /// Enqueues jobs like [`enqueue`](Self::enqueue), each at most once per *delivery token*: for a
+    /// relay (a transactional outbox) that may deliver one record twice, having crashed after the
+    /// store took it and before the record was marked done. A job whose token the topic recorded
+    /// within the last `keep_ms` changes nothing and gets `None`; any other is enqueued as by
+    /// [`enqueue`](Self::enqueue) and its token recorded in the same atomic step. Tokens older than
+    /// `keep_ms` are dropped in bounded steps; [`forget_tokens`](Self::forget_tokens) drops them once
+    /// no second delivery can come.
+    async fn enqueue_once(
+        &self,
+        topic: &str,
+        jobs: Vec<(String, NewJob)>,
+        keep_ms: u64,
+    ) -> Result<Vec<Option<EnqueueOutcome>>>;
+
+    /// Drops recorded delivery tokens (see [`enqueue_once`](Self::enqueue_once)); unknown ones are
+    /// ignored.
+    async fn forget_tokens(&self, topic: &str, tokens: &[String]) -> Result<()>;
+
     /// Cancels a live job: a due job is gone (counted `cancelled`); an active one is marked, so that it
     /// is not retried and its worker learns of it at the next lease renewal.
     async fn cancel(&self, topic: &str, id: &str) -> Result<CancelOutcome>;

@@ -26,6 +26,7 @@ mod cancel;
 mod claim;
 mod dead;
 mod deaths;
+mod delivered;
 mod enqueue;
 mod flow;
 mod hints;
@@ -50,6 +51,7 @@ pub(crate) use self::cancel::*;
 pub(crate) use self::claim::*;
 pub(crate) use self::dead::*;
 pub(crate) use self::deaths::*;
+pub(crate) use self::delivered::*;
 pub(crate) use self::enqueue::*;
 pub(crate) use self::flow::*;
 pub(crate) use self::hints::*;
@@ -79,6 +81,10 @@ macro_rules! store_conformance {
             bulk_enqueue_reports_one_outcome_per_job_in_order,
             bulk_enqueue_has_the_outcomes_of_single_enqueues,
             plain_bulk_enqueue_has_the_outcomes_of_single_enqueues,
+            // enqueue once per delivery token (an outbox relay)
+            outbox_delivery_enqueues_once_per_token_even_after_the_job_ran,
+            outbox_delivery_batch_reports_in_order_and_takes_a_token_once,
+            outbox_delivery_tokens_go_when_forgotten_or_older_than_keep,
             // claim
             claim_takes_the_earliest_due_first_up_to_max,
             claim_reports_next_due_next_lease_deadline_and_now,

@@ -153,6 +153,33 @@ impl JobStore for MemoryStore {
         Ok(outcomes)
     }
 
+    async fn enqueue_once(
+        &self,
+        topic: &str,
+        jobs: Vec<(String, NewJob)>,
+        keep_ms: u64,
+    ) -> Result<Vec<Option<EnqueueOutcome>>> {
+        let (outcomes, hint) = self.with_topic(topic, |state, now| {
+            let mut hint: Option<i64> = None;
+            let outcomes = jobs
+                .into_iter()
+                .map(|(token, job)| {
+                    let (outcome, earlier) = state.enqueue_once(token, job, keep_ms, now);
+                    hint = earlier.or(hint);
+                    outcome
+                })
+                .collect();
+            (outcomes, hint)
+        });
+        self.hint(topic, hint);
+        Ok(outcomes)
+    }
+
+    async fn forget_tokens(&self, topic: &str, tokens: &[String]) -> Result<()> {
+        self.with_topic(topic, |state, _| state.forget_tokens(tokens));
+        Ok(())
+    }
+
     async fn cancel(&self, topic: &str, id: &str) -> Result<CancelOutcome> {
         Ok(self.with_topic(topic, |state, _| state.cancel(id)))
     }

@@ -15,14 +15,14 @@ use crate::store::{
 };
 
 /// Jobs per enqueue script call (each job is atomic on its own; chunks keep scripts short).
-const ENQUEUE_CHUNK: usize = 1000;
+pub(super) const ENQUEUE_CHUNK: usize = 1000;
 /// Ids per coalesced cancel or reschedule call.
 const ID_CHUNK: usize = 1000;
 /// Most argument bytes of a coalesced call (a caller with more goes alone).
 const BATCH_BYTES: usize = 1 << 20;
 
 /// An enqueue script's outcome code and due time.
-fn outcome(code: i64, due_at_ms: i64) -> EnqueueOutcome {
+pub(super) fn outcome(code: i64, due_at_ms: i64) -> EnqueueOutcome {
     match code {
         1 => EnqueueOutcome::Created { due_at_ms },
         2 => EnqueueOutcome::Replaced { due_at_ms },
@@ -60,6 +60,19 @@ impl JobStore for RedisStore {
             }
             out.extend(queues.submit(self, topic, &keys, chunk).await?);
         }
+    }
+
+    async fn enqueue_once(
+        &self,
+        topic: &str,
+        jobs: Vec<(String, NewJob)>,
+        keep_ms: u64,
+    ) -> Result<Vec<Option<EnqueueOutcome>>> {
+        self.enqueue_once_chunked(topic, jobs, keep_ms).await
+    }
+
+    async fn forget_tokens(&self, topic: &str, tokens: &[String]) -> Result<()> {
+        self.forget_tokens_now(topic, tokens).await
     }
 
     async fn cancel(&self, topic: &str, id: &str) -> Result<CancelOutcome> {

@@ -22,6 +22,8 @@
 //! postpone:{<ns>:<topic>}:prio_ready    zset  id -> due time - priority x 2^48 (due jobs with one)
 //! postpone:{<ns>:<topic>}:prio_wait     zset  id -> due time (scheduled jobs with one)
 //! postpone:{<ns>:<topic>}:claim:<token> string  the ids a claim took, until its lease would end
+//! postpone:{<ns>:<topic>}:delivered     zset  delivery token -> when recorded (ms): jobs an outbox relay
+//!                                             delivered (see `delivered.rs`), kept until forgotten
 //! postpone:{<ns>:<topic>}:schedules     hash  periodic schedule name -> "<next ms> <last ms|-> <run now
 //!                                             ms|-> <definition>" (see periodic.rs; the scripts' last key)
 //! postpone:{<ns>}:wake                  pub/sub channel: "<due ms> <topic>"
@@ -92,8 +94,13 @@ impl TopicKeys {
 
     /// The key of the record of the claim with `token` (in the topic's slot).
     pub(super) fn claim(&self, token: u64) -> String {
+        self.other(&format!("claim:{token}"))
+    }
+
+    /// Another key of the topic (in its slot): `postpone:{<ns>:<topic>}:<suffix>`.
+    pub(super) fn other(&self, suffix: &str) -> String {
         let due = &self.0[0];
-        format!("{}claim:{token}", &due[..due.len() - "due".len()])
+        format!("{}{suffix}", &due[..due.len() - "due".len()])
     }
 }
 

@@ -54,6 +54,7 @@ mod cluster_health;
 use self::cluster as cluster_health;
 mod conn;
 mod dead;
+mod delivered;
 mod doctor;
 mod exec;
 mod group_commit;

@@ -16,9 +16,8 @@ use crate::store::{
 
 /// The topic's keys, then its schedules hash (last: the scripts read it as `KEYS[#KEYS]`).
 fn keys_with_schedules(keys: &TopicKeys) -> Vec<String> {
-    let due = &keys.0[0];
     let mut all = keys.0.to_vec();
-    all.push(format!("{}schedules", &due[..due.len() - "due".len()]));
+    all.push(keys.other("schedules"));
     all
 }
 

@@ -22,6 +22,7 @@ pub(super) struct Scripts {
     pub(super) enqueue: Script,
     pub(super) enqueue_one: Script,
     pub(super) enqueue_plain: Script,
+    pub(super) enqueue_once: Script,
     pub(super) claim: Script,
     pub(super) finish: Script,
     pub(super) extend: Script,
@@ -73,6 +74,12 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     enqueue: script(include_str!("scripts/enqueue.lua")),
     enqueue_one: lean_script(include_str!("scripts/enqueue_one.lua")),
     enqueue_plain: lean_script(include_str!("scripts/enqueue_plain.lua")),
+    // enqueue.lua's body as a function of its arguments, for the jobs not delivered before.
+    enqueue_once: script(&format!(
+        "local function enqueue_jobs(ARGV)\n{}\nend\n{}",
+        include_str!("scripts/enqueue.lua"),
+        include_str!("scripts/enqueue_once.lua")
+    )),
     claim: script(include_str!("scripts/claim.lua")),
     finish: script(include_str!("scripts/finish.lua")),
     extend: script(include_str!("scripts/extend.lua")),

@@ -8,6 +8,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 mod dead;
+mod delivered;
 mod flow;
 mod ops;
 
@@ -96,6 +97,8 @@ pub(super) struct Topic {
     prio_wait: ZSet,
     /// Per-minute counts.
     history: History,
+    /// Delivery tokens of jobs enqueued once (see `delivered.rs`), by when they were recorded.
+    delivered: ZSet,
 }
 
 /// The due time asked for: a delay from now, or an absolute time (a past time means now), capped at
@@ -460,5 +463,6 @@ impl Topic {
             && self.dead_ids.is_empty()
             && self.dead.len() == 0
             && self.dead_pending.len() == 0
+            && self.delivered.len() == 0
     }
 }
