@@ -73,6 +73,34 @@ impl Client {
         })
     }
 
+    /// Checks a job read back from an outbox as [`prepare`](Self::prepare) checked it, against this
+    /// client's limits (which may have changed since): topic and partitions, id, priority, and the
+    /// encoded size against [`ClientBuilder::max_payload`](crate::ClientBuilder::max_payload). A job
+    /// that fails here cannot be delivered by this client: report it and keep it.
+    pub fn check_delivery(&self, topic: &str, partitions: u16, job: &NewJob) -> Result<()> {
+        crate::validate::validate_topic(topic)?;
+        crate::partition::validate_partitions(topic, partitions)?;
+        crate::validate::validate_id(&job.id)?;
+        if job.priority > crate::store::MAX_PRIORITY {
+            return Err(crate::Error::InvalidConfig {
+                reason: format!(
+                    "priority {} of job {:?} of topic {topic:?} is above the highest, {}",
+                    job.priority,
+                    job.id,
+                    crate::store::MAX_PRIORITY
+                ),
+            });
+        }
+        if job.record.len() > self.inner.max_payload {
+            return Err(crate::Error::PayloadTooLarge {
+                topic: topic.to_owned(),
+                size: job.record.len(),
+                limit: self.inner.max_payload,
+            });
+        }
+        Ok(())
+    }
+
     /// Enqueues prepared jobs of one topic, each at most once per delivery token: a delivery whose token
     /// the topic recorded within `keep` changes nothing and reports `None` (it was delivered before);
     /// any other is enqueued as by [`Client::enqueue_many`] and its token recorded in the same atomic

@@ -1,0 +1,338 @@
+//! The outbox on a real PostgreSQL and a real redis-server: a job is queued exactly when its
+//! transaction commits, bad input fails inside the transaction, cancel and reschedule commit with the
+//! application's write, rows of one id keep their order, and a row that cannot be delivered is
+//! reported and kept.
+
+mod support;
+
+use std::time::Duration;
+
+use postpone::{Client, Job};
+use postpone_postgres::{Error, Outbox, Relay};
+use serde::{Deserialize, Serialize};
+use sqlx::AssertSqlSafe;
+use support::db::TestDb;
+use support::redis_server::RedisServer;
+
+#[derive(Debug, Serialize, Deserialize, Job)]
+#[job(topic = "orders.close")]
+struct CloseOrder {
+    order_id: u64,
+    note: String,
+}
+
+fn close(order_id: u64) -> CloseOrder {
+    CloseOrder {
+        order_id,
+        note: String::new(),
+    }
+}
+
+async fn redis_client(server: &RedisServer, max_payload: Option<usize>) -> Client {
+    let mut builder = Client::builder().namespace("shop");
+    if let Some(limit) = max_payload {
+        builder = builder.max_payload(limit);
+    }
+    builder
+        .redis(&server.url())
+        .await
+        .expect("connecting to the test redis-server")
+}
+
+/// When job `id` is due.
+async fn due_at(client: &Client, id: &str) -> chrono::DateTime<chrono::Utc> {
+    let job = client.topic::<CloseOrder>().job(id).await.unwrap();
+    match job.map(|j| j.state) {
+        Some(postpone::JobState::Scheduled { due_at }) => due_at,
+        other => panic!("{id} is not scheduled: {other:?}"),
+    }
+}
+
+/// The order id of job `id`, when it is in the queue.
+async fn queued(client: &Client, id: &str) -> Option<u64> {
+    let job = client.topic::<CloseOrder>().job(id).await.unwrap()?;
+    Some(job.job::<CloseOrder>().unwrap().order_id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_job_is_queued_when_its_transaction_commits_and_never_on_rollback() {
+    let (db, server) = (TestDb::new().await, RedisServer::start());
+    let client = redis_client(&server, None).await;
+    let outbox = Outbox::new(&client).table(&db.table).unwrap();
+    let relay = Relay::new(&outbox, db.pool.clone());
+
+    let mut tx = db.pool.begin().await.unwrap();
+    let written = outbox
+        .enqueue(close(1))
+        .id("order:1")
+        .after(Duration::from_secs(30 * 60))
+        .write(&mut tx)
+        .await
+        .unwrap();
+    assert_eq!(written.id, "order:1");
+    assert_eq!(relay.deliver().await.unwrap().taken, 0, "not committed yet");
+    assert_eq!(queued(&client, "order:1").await, None);
+    tx.commit().await.unwrap();
+
+    let before = chrono::Utc::now();
+    assert_eq!(relay.deliver().await.unwrap().delivered, 1);
+    let due = due_at(&client, "order:1").await;
+    let left = due - before;
+    assert!(
+        left <= chrono::Duration::seconds(30 * 60 + 1) && left > chrono::Duration::minutes(29),
+        "due 30 minutes after the enqueue, not {left}"
+    );
+    assert_eq!(db.rows().await, 0, "a delivered row is deleted");
+
+    let mut tx = db.pool.begin().await.unwrap();
+    outbox
+        .enqueue(close(2))
+        .id("order:2")
+        .write(&mut tx)
+        .await
+        .unwrap();
+    tx.rollback().await.unwrap();
+    assert_eq!(relay.deliver().await.unwrap().taken, 0);
+    assert_eq!(
+        queued(&client, "order:2").await,
+        None,
+        "rolled back: never queued"
+    );
+    assert_eq!(db.rows().await, 0);
+    db.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_refuses_bad_input_inside_the_transaction() {
+    let (db, server) = (TestDb::new().await, RedisServer::start());
+    let client = redis_client(&server, Some(256)).await;
+    let outbox = Outbox::new(&client).table(&db.table).unwrap();
+    let mut tx = db.pool.begin().await.unwrap();
+
+    let bad_id = outbox.enqueue(close(1)).id("bad\nid").write(&mut tx).await;
+    assert!(
+        matches!(bad_id, Err(Error::Job(postpone::Error::InvalidId { .. }))),
+        "{bad_id:?}"
+    );
+    let big = CloseOrder {
+        order_id: 2,
+        note: "x".repeat(1000),
+    };
+    let too_large = outbox.enqueue(big).id("order:2").write(&mut tx).await;
+    assert!(
+        matches!(
+            too_large,
+            Err(Error::Job(postpone::Error::PayloadTooLarge { .. }))
+        ),
+        "{too_large:?}"
+    );
+    let bad_cancel = outbox.cancel::<CloseOrder>(&mut tx, "").await;
+    assert!(matches!(
+        bad_cancel,
+        Err(Error::Job(postpone::Error::InvalidId { .. }))
+    ));
+    assert!(Outbox::new(&client)
+        .table("Robert'); DROP TABLE x;--")
+        .is_err());
+    tx.commit().await.unwrap();
+    assert_eq!(db.rows().await, 0, "nothing was written");
+    db.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_cancel_and_reschedule_commit_with_the_applications_write() {
+    let (db, server) = (TestDb::new().await, RedisServer::start());
+    let client = redis_client(&server, None).await;
+    let outbox = Outbox::new(&client).table(&db.table).unwrap();
+    let relay = Relay::new(&outbox, db.pool.clone());
+    let hour = Duration::from_secs(3600);
+    let mut tx = db.pool.begin().await.unwrap();
+    for id in [1, 2] {
+        outbox
+            .enqueue(close(id))
+            .id(format!("order:{id}"))
+            .after(hour / 2)
+            .write(&mut tx)
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+    assert_eq!(relay.deliver().await.unwrap().delivered, 2);
+
+    // "The order was paid": the cancel commits with the payment, or not at all.
+    let mut tx = db.pool.begin().await.unwrap();
+    outbox
+        .cancel::<CloseOrder>(&mut tx, "order:1")
+        .await
+        .unwrap();
+    tx.rollback().await.unwrap();
+    relay.deliver().await.unwrap();
+    assert_eq!(
+        queued(&client, "order:1").await,
+        Some(1),
+        "rolled back: still armed"
+    );
+
+    let mut tx = db.pool.begin().await.unwrap();
+    outbox
+        .cancel::<CloseOrder>(&mut tx, "order:1")
+        .await
+        .unwrap();
+    outbox
+        .reschedule::<CloseOrder>(&mut tx, "order:2", hour * 2)
+        .await
+        .unwrap();
+    outbox
+        .cancel::<CloseOrder>(&mut tx, "order:never")
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let before = chrono::Utc::now();
+    assert_eq!(
+        relay.deliver().await.unwrap().delivered,
+        3,
+        "an unknown id has nothing to do"
+    );
+    assert_eq!(queued(&client, "order:1").await, None);
+    assert_eq!(
+        client
+            .topic::<CloseOrder>()
+            .counts()
+            .await
+            .unwrap()
+            .cancelled,
+        1
+    );
+    let due = due_at(&client, "order:2").await;
+    let left = due - before;
+    assert!(
+        left <= chrono::Duration::seconds(7201) && left > chrono::Duration::minutes(119),
+        "moved to 2 h from the reschedule, not {left}"
+    );
+    assert_eq!(db.rows().await, 0);
+    db.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_delivers_the_rows_of_one_id_in_order() {
+    let (db, server) = (TestDb::new().await, RedisServer::start());
+    let client = redis_client(&server, None).await;
+    let outbox = Outbox::new(&client).table(&db.table).unwrap();
+    let hour = Duration::from_secs(3600);
+    // One transaction: arm, disarm and re-arm x (with another payload), among other ids' rows.
+    let mut tx = db.pool.begin().await.unwrap();
+    outbox
+        .enqueue(close(1))
+        .id("x")
+        .after(hour)
+        .write(&mut tx)
+        .await
+        .unwrap();
+    for other in 100..150 {
+        outbox
+            .enqueue(close(other))
+            .id(format!("o:{other}"))
+            .after(hour)
+            .write(&mut tx)
+            .await
+            .unwrap();
+    }
+    outbox.cancel::<CloseOrder>(&mut tx, "x").await.unwrap();
+    outbox
+        .enqueue(close(2))
+        .id("x")
+        .after(hour)
+        .write(&mut tx)
+        .await
+        .unwrap();
+    outbox
+        .reschedule::<CloseOrder>(&mut tx, "o:100", hour * 3)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+
+    // Two relays at once, each taking what the other does not hold.
+    let relays = [
+        Relay::new(&outbox, db.pool.clone()).batch(10),
+        Relay::new(&outbox, db.pool.clone()).batch(10),
+    ];
+    loop {
+        let (a, b) = tokio::join!(relays[0].deliver(), relays[1].deliver());
+        if a.unwrap().taken + b.unwrap().taken == 0 {
+            break;
+        }
+    }
+    assert_eq!(db.rows().await, 0);
+    assert_eq!(
+        queued(&client, "x").await,
+        Some(2),
+        "the last row of x wins"
+    );
+    let counts = client.topic::<CloseOrder>().counts().await.unwrap();
+    assert_eq!((counts.scheduled, counts.cancelled), (51, 1));
+    let due = due_at(&client, "o:100").await;
+    assert!(due - chrono::Utc::now() > chrono::Duration::minutes(179));
+    db.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_row_that_cannot_be_delivered_is_reported_and_kept() {
+    let (db, server) = (TestDb::new().await, RedisServer::start());
+    let writer = redis_client(&server, None).await;
+    // The relay's client was configured with a smaller limit since the row was written.
+    let strict = redis_client(&server, Some(512)).await;
+    let outbox = Outbox::new(&writer).table(&db.table).unwrap();
+    let mut tx = db.pool.begin().await.unwrap();
+    let big = CloseOrder {
+        order_id: 1,
+        note: "x".repeat(2000),
+    };
+    outbox.enqueue(big).id("big").write(&mut tx).await.unwrap();
+    outbox.cancel::<CloseOrder>(&mut tx, "big").await.unwrap();
+    outbox
+        .enqueue(close(2))
+        .id("small")
+        .write(&mut tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+
+    let strict_outbox = Outbox::new(&strict).table(&db.table).unwrap();
+    let relay = Relay::new(&strict_outbox, db.pool.clone());
+    let round = relay.deliver().await.unwrap();
+    assert_eq!(
+        (round.taken, round.delivered, round.undeliverable),
+        (2, 1, 1)
+    );
+    assert_eq!(queued(&strict, "big").await, None);
+    assert_eq!(queued(&strict, "small").await, Some(2));
+    let (failures, error): (i32, String) = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT failures, last_error FROM {} WHERE job_id = 'big' AND op = 1",
+        db.table
+    )))
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(failures, 1);
+    assert!(error.contains("512"), "the error names the limit: {error}");
+    // Kept, backing off; the cancel of the same id waits behind it.
+    assert_eq!(relay.deliver().await.unwrap().taken, 0);
+    let stats = relay.stats().await.unwrap();
+    assert_eq!((stats.rows, stats.failing), (2, 1));
+
+    // The limit is raised again (a relay with the writer's client): both rows go, in order.
+    sqlx::query(AssertSqlSafe(format!(
+        "UPDATE {} SET retry_at = NULL",
+        db.table
+    )))
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let relay = Relay::new(&outbox, db.pool.clone());
+    assert_eq!(relay.deliver().await.unwrap().delivered, 1);
+    assert_eq!(queued(&writer, "big").await, Some(1));
+    assert_eq!(relay.deliver().await.unwrap().delivered, 1);
+    assert_eq!(queued(&writer, "big").await, None, "then cancelled");
+    assert_eq!(db.rows().await, 0);
+    db.drop_schema().await;
+}
