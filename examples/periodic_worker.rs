@@ -1,5 +1,5 @@
 //! The worker process of the periodic acceptance test (`tests/periodic_processes.rs`): a real process
-//! that the test runs three times over, and kills. Not a usage example (see the README's "Periodic jobs").
+//! that the test runs three times over, and kills. Not a usage example (see the guide's `docs/guide/periodic.md`).
 //!
 //! Configured by environment variables: `PERIODIC_REDIS_URL` (required), `PERIODIC_NS` (namespace,
 //! required), `PERIODIC_LOG` (a directory shared by the test's processes, required).

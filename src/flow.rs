@@ -3,7 +3,7 @@
 //! Both limits are enforced inside the claim, by the store's clock: a claim never takes a job that may
 //! not run yet, and a job held back stays due, with no attempt used and no lease taken. See
 //! [`Job::rate_limit`](crate::Job::rate_limit) and [`Job::max_running`](crate::Job::max_running), and
-//! the README's "Flow control" section.
+//! the guide's [flow control](crate::guide::flow_control) chapter.
 //!
 //! The rate limit is a GCRA (generic cell rate algorithm): the topic keeps one number, its theoretical
 //! arrival time (TAT). Each job claimed moves it on by the emission interval `per / jobs`; a claim may

@@ -60,15 +60,20 @@
 //!   [`store::memory`] backends; [`partition_of`]: where a job of a partitioned topic is stored.
 //! - [`Periodic`]: periodic jobs (cron expressions with the `cron` feature, or intervals), given to a
 //!   worker with [`WorkerBuilder::periodic`]; [`Topic::schedules`] lists them.
-//! - [`guide`]: longer guides, such as [testing your handlers](guide::testing).
+//! - [`guide`]: the guide, one module per chapter: [getting started](guide::getting_started),
+//!   [concepts](guide::concepts), [retry schedules](guide::retries), [dead letters](guide::dead_letters),
+//!   cookbooks, periodic jobs, flow control, [operating](guide::operating),
+//!   [deploying Redis](guide::deploying_redis), [guarantees](guide::guarantees),
+//!   [testing your handlers](guide::testing), [troubleshooting](guide::troubleshooting) and
+//!   [migrating](guide::migrating) from other queues.
 //!
 //! postpone reports through [`tracing`](https://docs.rs/tracing): warnings about Redis, failed
 //! attempts, and, with the default sink ([`LogSink`]), every dead job. Install a subscriber
 //! (`tracing_subscriber::fmt::init()`), or those go nowhere.
 //!
-//! The README covers the dependencies to add, the concepts, the two ways to write a retry schedule,
-//! the default schedule's table and the delivery guarantee, and lists the examples: an order timeout in
-//! an axum service, a retried webhook, dead letters kept in PostgreSQL, and graceful shutdown.
+//! The [guide] starts with [getting started](guide::getting_started); the README lists the examples:
+//! an order timeout in an axum service, a retried webhook, dead letters kept in PostgreSQL, and graceful
+//! shutdown.
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 
 mod client;

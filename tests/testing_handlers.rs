@@ -1,5 +1,5 @@
 //! How an application tests its own handlers, without Redis (the guide is `postpone::guide::testing`,
-//! from `docs/testing.md`): call the handler with `JobContext::for_test`; run a worker on
+//! from `docs/guide/testing.md`): call the handler with `JobContext::for_test`; run a worker on
 //! `Client::memory()`; drive time with a `MemoryStore` on a `ManualClock`.
 //!
 //! The application here sends reminders through a mail service. Its handler gets the service through

@@ -1,4 +1,4 @@
-//! Scale figures for the README: the drain workload (jobs already due, no-op handler, one worker) on one
+//! Scale figures for the guide (`docs/guide/performance.md`): the drain workload (jobs already due, no-op handler, one worker) on one
 //! Redis with the topic in one and in three partitions, on a 3-master cluster with the topic in one
 //! partition, and on the same cluster with the topic in three partitions on three different masters.
 //!

@@ -202,7 +202,7 @@ impl Client {
     /// store's clock), not from the job's old due time; a `DateTime<Utc>` is absolute. A running job
     /// gives [`Error::JobRunning`](crate::Error::JobRunning); an id that already ran, was cancelled or
     /// never existed [`Error::JobNotFound`](crate::Error::JobNotFound) (match it where that is fine: see
-    /// the README's "In your code").
+    /// the guide's [order timeout](crate::guide::cookbook_order_timeout)).
     pub async fn reschedule<J: Job>(
         &self,
         id: &str,

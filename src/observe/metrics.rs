@@ -1,7 +1,7 @@
 //! The metrics a worker and a client emit through the [`metrics`](https://docs.rs/metrics) facade, with
 //! the `metrics` feature; without it every function here is empty.
 //!
-//! Names and labels (the README's "Metrics and tracing" has the table). Labels are `topic`, and
+//! Names and labels (the guide's [operating](crate::guide::operating) chapter has the table). Labels are `topic`, and
 //! `partition` on the per-partition ones of a partitioned topic, never a job id:
 //!
 //! | name | type | labels |
