@@ -193,7 +193,12 @@ impl Relay {
             wake.clone(),
         ));
         let mut backoff = MIN_BACKOFF;
+        let mut reported: Option<tokio::time::Instant> = None;
         while !self.stop.stopped.load(Ordering::SeqCst) {
+            if reported.is_none_or(|at| at.elapsed() >= self.poll) {
+                self.report().await;
+                reported = Some(tokio::time::Instant::now());
+            }
             let (wait, wakeable) = match self.deliver().await {
                 Ok(round) if round.waiting > 0 => (next_backoff(&mut backoff), false),
                 Ok(round) if round.taken == self.batch => (Duration::ZERO, true),
@@ -360,6 +365,25 @@ impl Relay {
             .into_iter()
             .map(|f| f.unwrap_or(Fate::Waiting))
             .collect()
+    }
+
+    /// Reads the outbox's stats and reports them to operators ([`postpone::ops::Ops::outboxes`],
+    /// `postpone doctor`), kept for three poll intervals (at least 10 s). A failure is only logged.
+    async fn report(&self) {
+        let stats = match self.stats().await {
+            Ok(stats) => stats,
+            Err(e) => {
+                tracing::debug!(error = %ErrorChain(&e), "outbox relay: cannot read the outbox's stats");
+                return;
+            }
+        };
+        let report = postpone::ops::OutboxReport::new(stats.rows, stats.oldest, stats.failing);
+        let ttl = (self.poll * 3).max(Duration::from_secs(10));
+        let name = &self.outbox.statements().table.name;
+        let ops = self.outbox.client().ops();
+        if let Err(e) = ops.report_outbox(name, &report, ttl).await {
+            tracing::debug!(error = %e.report(), "outbox relay: cannot report the outbox's stats");
+        }
     }
 
     /// The outbox's depth, oldest row and rows failing now.

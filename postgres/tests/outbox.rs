@@ -336,3 +336,45 @@ async fn outbox_row_that_cannot_be_delivered_is_reported_and_kept() {
     assert_eq!(db.rows().await, 0);
     db.drop_schema().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_relay_reports_its_rows_to_operators_and_doctor() {
+    let (db, server) = (TestDb::new().await, RedisServer::start());
+    let writer = redis_client(&server, None).await;
+    let strict = redis_client(&server, Some(512)).await;
+    let outbox = Outbox::new(&writer).table(&db.table).unwrap();
+    let mut tx = db.pool.begin().await.unwrap();
+    let big = CloseOrder {
+        order_id: 1,
+        note: "x".repeat(2000),
+    };
+    outbox.enqueue(big).id("big").write(&mut tx).await.unwrap();
+    tx.commit().await.unwrap();
+
+    let relay = Relay::new(
+        &Outbox::new(&strict).table(&db.table).unwrap(),
+        db.pool.clone(),
+    )
+    .poll_interval(Duration::from_millis(50));
+    let stop = relay.shutdown_handle();
+    let relaying = tokio::spawn(relay.run());
+    let ops = writer.ops();
+    let seen = support::wait::eventually("the relay to report a failing row", || async {
+        let outboxes = ops.outboxes().await.unwrap();
+        outboxes
+            .into_iter()
+            .find(|o| o.name == db.table && o.report.failing == 1)
+    })
+    .await;
+    assert_eq!(seen.report.rows, 1);
+    let checks = ops.doctor().await.unwrap();
+    let check = checks
+        .iter()
+        .find(|c| c.name == format!("outbox {}", db.table))
+        .expect("doctor checks the outbox");
+    assert_eq!(check.level, postpone::ops::Level::Bad, "{check:?}");
+    assert!(check.found.contains("1 failing"), "{}", check.found);
+    stop.shutdown();
+    relaying.await.unwrap().unwrap();
+    db.drop_schema().await;
+}

@@ -89,8 +89,11 @@ impl Ops {
     /// Checks the store: on Redis, the server version, `maxmemory-policy` (anything but `noeviction`
     /// can evict jobs), persistence and fsync, this machine's clock against the server's, and on a
     /// cluster the slot coverage and replicas (each master checked); in memory, that nothing persists.
+    /// Then one check per transactional outbox whose relay reports ([`Ops::outboxes`]).
     /// One [`Check`] per line of `postpone doctor`; any [`Level::Bad`] means jobs are at risk.
     pub async fn doctor(&self) -> Result<Vec<Check>> {
-        self.client.inner.store.doctor().await
+        let mut checks = self.client.inner.store.doctor().await?;
+        checks.extend(self.outbox_checks().await?);
+        Ok(checks)
     }
 }

@@ -34,6 +34,7 @@
 //!   [`Ops::reschedule`], dead letters by id or in bulk by reason ([`Ops::requeue_dead`],
 //!   [`Ops::purge_dead`]), each step one atomic script.
 //! - History: [`Ops::history`], per-minute counts kept 25 hours in the store.
+//! - Transactional outboxes (`postpone-postgres`): [`Ops::outboxes`], what their relays report.
 //! - Periodic schedules: [`Ops::schedules`], [`Ops::all_schedules`], [`Ops::trigger_schedule`],
 //!   [`Ops::remove_schedule`].
 
@@ -41,6 +42,7 @@ mod control;
 mod doctor;
 mod inspect;
 mod listing;
+mod outbox;
 mod periodic;
 mod workers;
 
@@ -52,6 +54,7 @@ pub use self::control::{BulkOutcome, DeadFilter};
 pub use self::doctor::{Check, Level};
 pub use self::inspect::{human_duration, JobDetail};
 pub use self::listing::{Cursor, JobPage, JobQuery, JobSummary, MAX_PAGE};
+pub use self::outbox::{OutboxInfo, OutboxReport};
 pub use self::workers::{WorkerInfo, WorkerTopic};
 pub use crate::store::{MinuteCounts, PageState};
 

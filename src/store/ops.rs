@@ -177,6 +177,13 @@ pub trait OpsStore: Send + Sync + std::fmt::Debug + 'static {
         limit: usize,
     ) -> Result<PrefixPage>;
 
+    /// Records the report of a transactional outbox's relay (see `postpone-postgres`) under `name` (its
+    /// table), kept until the store's now + `ttl_ms`. Expired reports are removed.
+    async fn outbox_report(&self, name: &str, report: &str, ttl_ms: u64) -> Result<()>;
+
+    /// The outbox reports that have not expired: (name, reported at ms, report), by name.
+    async fn outbox_reports(&self) -> Result<Vec<(String, i64, String)>>;
+
     /// Where a store topic lives, for operators (on a Redis Cluster: the master serving its slot,
     /// `host:port`); `None` when there is only one place.
     fn node_of(&self, topic: &str) -> Option<String> {

@@ -152,6 +152,7 @@ macro_rules! store_conformance {
             find_prefix_finds_every_match_step_by_step,
             a_paused_topic_claims_nothing_but_still_hands_back_a_lost_reply,
             registries_keep_topics_and_expire_workers,
+            outbox_reports_are_kept_until_their_ttl,
             history_counts_what_happened_this_minute,
             // flow control
             max_running_caps_active_jobs_across_claimers_and_a_finish_frees_a_slot,

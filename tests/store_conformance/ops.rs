@@ -238,3 +238,32 @@ pub(crate) async fn history_counts_what_happened_this_minute(store: Arc<dyn Stor
     assert_eq!(sum, [3, 1, 1, 1, 1]);
     assert!(h.iter().all(|m| m.minute_ms % 60_000 == 0));
 }
+
+pub(crate) async fn outbox_reports_are_kept_until_their_ttl(store: Arc<dyn Store>) {
+    let s = &*store;
+    let name = topic("outbox_report");
+    let before = now(s).await;
+    s.outbox_report(&name, "3 1500 0", LONG).await.unwrap();
+    s.outbox_report(&format!("{name}.short"), "1 0 0", SHORT)
+        .await
+        .unwrap();
+    let reports = s.outbox_reports().await.unwrap();
+    let mine = reports
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .expect("the report");
+    assert_eq!(mine.2, "3 1500 0");
+    assert!(mine.1 >= before, "reported at the store's now");
+    wait_past(s, before + SHORT as i64).await;
+    eventually_within(WAIT, "the short report to expire", || async {
+        let reports = s.outbox_reports().await.unwrap();
+        let short = format!("{name}.short");
+        (!reports.iter().any(|(n, _, _)| *n == short)).then_some(())
+    })
+    .await;
+    let reports = s.outbox_reports().await.unwrap();
+    assert!(
+        reports.iter().any(|(n, _, _)| *n == name),
+        "the long one stays"
+    );
+}

@@ -21,6 +21,8 @@ pub(super) struct Registries {
     topics: BTreeMap<String, u16>,
     /// Worker id -> (info, last beat, expires at).
     workers: BTreeMap<String, (String, i64, i64)>,
+    /// Outbox name -> (report, reported at, expires at).
+    outboxes: BTreeMap<String, (String, i64, i64)>,
 }
 
 impl MemoryStore {
@@ -32,6 +34,9 @@ impl MemoryStore {
         let now = self.clock.now_ms();
         registries
             .workers
+            .retain(|_, (_, _, expires)| *expires > now);
+        registries
+            .outboxes
             .retain(|_, (_, _, expires)| *expires > now);
         step(&mut registries, now)
     }
@@ -86,6 +91,23 @@ impl OpsStore for MemoryStore {
                     beat_at_ms: *beat,
                     expires_at_ms: *expires,
                 })
+                .collect()
+        }))
+    }
+
+    async fn outbox_report(&self, name: &str, report: &str, ttl_ms: u64) -> Result<()> {
+        self.registries(|r, now| {
+            let entry = (report.to_owned(), now, add_ms(now, ttl_ms.max(1)));
+            r.outboxes.insert(name.to_owned(), entry);
+        });
+        Ok(())
+    }
+
+    async fn outbox_reports(&self) -> Result<Vec<(String, i64, String)>> {
+        Ok(self.registries(|r, _| {
+            r.outboxes
+                .iter()
+                .map(|(name, (report, at, _))| (name.clone(), *at, report.clone()))
                 .collect()
         }))
     }

@@ -30,6 +30,8 @@
 //! postpone:{<ns>}:topics                hash  topic -> partitions (every topic ever used)
 //! postpone:{<ns>}:workers               zset  worker id -> when its entry expires (ms)
 //! postpone:{<ns>}:worker_info           hash  worker id -> "<beat ms> <json>"
+//! postpone:{<ns>}:outboxes              hash  outbox name -> "<expires ms> <reported ms> <report>": the
+//!                                             reports of transactional outboxes' relays
 //! ```
 //!
 //! A job with a priority is also in `due` at its due time (so every lookup, listing and count is the
@@ -112,6 +114,11 @@ pub(super) fn wake_channel(ns: &str) -> String {
 /// The namespace's registries: topics, live workers and their entries (one slot).
 pub(super) fn registries(ns: &str) -> [String; 3] {
     ["topics", "workers", "worker_info"].map(|s| format!("postpone:{{{ns}}}:{s}"))
+}
+
+/// The namespace's outbox reports (in the registries' slot).
+pub(super) fn outboxes(ns: &str) -> String {
+    format!("postpone:{{{ns}}}:outboxes")
 }
 
 #[cfg(test)]

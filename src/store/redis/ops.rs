@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use redis::Value;
 
+use super::keys;
 use super::reply::Reply;
 use super::scripts::SCRIPTS;
 use super::RedisStore;
@@ -59,6 +60,16 @@ fn page_entries(r: &mut Reply, state: PageState) -> Result<Vec<PageEntry>> {
 }
 
 impl RedisStore {
+    async fn outboxes(&self, context: &'static str, args: &[&str]) -> Result<Value> {
+        let key = [keys::outboxes(&self.inner.namespace)];
+        self.eval_with(context, &SCRIPTS.outboxes, &key, |inv| {
+            for a in args {
+                inv.arg(*a);
+            }
+        })
+        .await
+    }
+
     async fn registry(&self, context: &'static str, args: &[&str]) -> Result<Value> {
         self.eval_with(context, &SCRIPTS.registry, &self.inner.registries, |inv| {
             for a in args {
@@ -118,6 +129,30 @@ impl OpsStore for RedisStore {
         self.registry("removing the worker's entry", &["gone", id])
             .await?;
         Ok(())
+    }
+
+    async fn outbox_report(&self, name: &str, report: &str, ttl_ms: u64) -> Result<()> {
+        let ttl = ttl_ms.clamp(1, i64::MAX as u64 / 4).to_string();
+        self.outboxes("recording an outbox report", &["put", name, report, &ttl])
+            .await?;
+        Ok(())
+    }
+
+    async fn outbox_reports(&self) -> Result<Vec<(String, i64, String)>> {
+        const CONTEXT: &str = "listing outbox reports";
+        let reply = self.outboxes(CONTEXT, &["list"]).await?;
+        let mut r = Reply::new(reply, CONTEXT)?;
+        let mut out = Vec::with_capacity(r.remaining() / 3);
+        while r.remaining() > 0 {
+            let (name, at, report) = (r.bytes()?, r.int()?, r.bytes()?);
+            out.push((
+                String::from_utf8_lossy(&name).into_owned(),
+                at,
+                String::from_utf8_lossy(&report).into_owned(),
+            ));
+        }
+        out.sort();
+        Ok(out)
     }
 
     async fn workers(&self) -> Result<Vec<WorkerBeat>> {
