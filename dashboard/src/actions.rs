@@ -58,7 +58,8 @@ pub(crate) async fn act(
     headers: HeaderMap,
     Form(form): Form<ActionForm>,
 ) -> Response {
-    if let Some(why) = shared.csrf.refuse(&headers, form.csrf.as_deref()) {
+    let host = shared.hosts.of(&headers);
+    if let Some(why) = shared.csrf.refuse(&headers, host, form.csrf.as_deref()) {
         return (StatusCode::FORBIDDEN, format!("{why}\n")).into_response();
     }
     let message = match run(&shared.ops, &name, &form).await {
