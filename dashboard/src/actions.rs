@@ -1,5 +1,6 @@
 //! The actions: POSTs from the pages' forms, each checked (read-only, CSRF token, same origin), done
-//! through the operations API, then answered with a redirect back to the page with what happened.
+//! through the operations API, then answered with a redirect back to the page with what happened (a
+//! message the server keeps: the address carries only its key).
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -73,7 +74,7 @@ pub(crate) async fn act(
     };
     let sep = if back.contains('?') { '&' } else { '?' };
     // The action's URL is `action/<name>`: the dashboard's root is one level up.
-    let location = format!("../{back}{sep}done={}", links::encode(&message));
+    let location = format!("../{back}{sep}done={}", shared.flashes.put(message));
     (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response()
 }
 
@@ -209,7 +210,9 @@ async fn bulk(ops: &Ops, topic: &str, group: &str, requeue: bool) -> postpone::R
     Ok(format!(
         "{verb} {done} dead letter(s) of “{group}”{}",
         if skipped > 0 {
-            format!(" ({skipped} skipped: a live job has the id, or it went meanwhile)")
+            format!(
+                " ({skipped} skipped: a live job has the id, or the dead letter went meanwhile)"
+            )
         } else {
             String::new()
         }

@@ -27,7 +27,8 @@
 //! - workers (`workers`): live workers, and the store's health (the `doctor` checks).
 //!
 //! Actions are POSTs checked for a CSRF token and a same-origin `Origin`/`Referer`; a read-only
-//! dashboard refuses them (403) whatever the page showed. Everything shown is HTML-escaped.
+//! dashboard refuses them (403) whatever the page showed. Everything shown is HTML-escaped; the
+//! message after an action is one the server kept, never text from the address.
 //!
 //! Host names: a DNS-rebinding page (a name of the attacker's that resolves to the dashboard's
 //! address) sends its own name as `Host`. [`Dashboard::allowed_hosts`] lists the names the dashboard
@@ -46,6 +47,7 @@ mod actions;
 mod auth;
 mod csrf;
 mod fingerprint;
+mod flash;
 mod hosts;
 mod links;
 mod live;
@@ -82,6 +84,7 @@ pub(crate) struct Shared {
     pub(crate) csrf: csrf::Csrf,
     pub(crate) live: live::Live,
     pub(crate) hosts: Arc<hosts::Hosts>,
+    pub(crate) flashes: flash::Flashes,
 }
 
 pub(crate) type State = Arc<Shared>;
@@ -148,6 +151,7 @@ impl Dashboard {
             csrf: csrf::Csrf::new(),
             live: live::Live::new(),
             hosts: hosts.clone(),
+            flashes: flash::Flashes::default(),
         });
         let router = Router::new()
             .route("/", get(pages::overview::page))
