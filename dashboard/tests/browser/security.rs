@@ -196,3 +196,30 @@ async fn dashboard_banner_shows_only_messages_the_server_set() {
     assert!(!url.as_str().contains("paused"), "{url}");
     h.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_overview_skips_an_invalid_name_in_the_topics_registry() {
+    let h = Harness::start(false).await;
+    h.client
+        .enqueue(Timer { n: 1 })
+        .id("timer:1")
+        .after(Duration::from_secs(3600))
+        .await
+        .unwrap();
+    // Written by something else than postpone (an older version, a hand): not a valid topic name.
+    h.redis
+        .cli(&["HSET", "postpone:{default}:topics", "bad name!", "1"])
+        .unwrap();
+    let host = h.origin.trim_start_matches("http://");
+    let (status, page) = crate::support::http(host, "GET", "/jobs", &[("Host", host)], "").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("live.timers"), "{page}");
+    assert!(!page.contains("bad name!"), "{page}");
+    h.goto("").await;
+    h.wait_for(
+        "the live figures (read through the same registry)",
+        "document.body.hasAttribute('data-live-at')",
+    )
+    .await;
+    h.finish().await;
+}
