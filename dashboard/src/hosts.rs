@@ -42,7 +42,7 @@ impl Hosts {
             headers
                 .get_all(name)
                 .iter()
-                .last()
+                .next_back()
                 .and_then(|v| v.to_str().ok())
         };
         if self.trust_forwarded {
