@@ -123,16 +123,18 @@ const BETA: &str = "beta: bad address";
 /// Job `x` dies with ALPHA then with BETA (two deaths of one id, in two groups), `y` with ALPHA; the
 /// worker is stopped before the test acts, so that nothing requeued runs.
 async fn two_deaths_of_x_in_two_groups(h: &Harness) {
+    deaths(h, &[("x", ALPHA), ("x", BETA), ("y", ALPHA)]).await;
+}
+
+/// Each (id, error) dies in turn, on a worker stopped at the end.
+async fn deaths(h: &Harness, deaths: &[(&str, &str)]) {
     let worker = postpone::Worker::with_state(&h.client, Flags::default())
         .handle(bounce)
         .build()
         .expect("a worker");
     let stop = worker.shutdown_handle();
     let running = tokio::spawn(worker.run());
-    for (n, (id, error)) in [("x", ALPHA), ("x", BETA), ("y", ALPHA)]
-        .into_iter()
-        .enumerate()
-    {
+    for (n, &(id, error)) in deaths.iter().enumerate() {
         h.client
             .enqueue(Bounce {
                 error: error.into(),
@@ -234,5 +236,48 @@ async fn dashboard_group_requeue_takes_only_the_deaths_in_the_group() {
     }
     assert_eq!(h.count("section.group").await, 1);
     h.screenshot("dead-after-group-requeue").await;
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_group_requeue_takes_one_death_of_an_id_and_counts_the_other_skipped() {
+    let h = Harness::start(false).await;
+    deaths(&h, &[("x", ALPHA), ("x", BETA), ("x", ALPHA)]).await;
+    h.goto("dead?topic=mail.bounces").await;
+    assert_eq!(
+        h.text("section.group button.requeue-group").await,
+        "Requeue 2"
+    );
+    h.click("section.group button.requeue-group").await;
+    h.wait_for(
+        "the group's requeue",
+        "document.querySelector('.flash') && document.querySelector('.flash').textContent.includes('requeued')",
+    )
+    .await;
+    let flash = h.text(".flash").await;
+    assert!(
+        flash.contains("requeued 1 dead letter(s)") && flash.contains("1 skipped"),
+        "{flash}"
+    );
+    // x is live again (its newest alpha death); its older alpha death and its beta death stay.
+    assert_eq!(
+        dead_letters(&h).await,
+        [
+            ("x".to_owned(), ALPHA.to_owned()),
+            ("x".to_owned(), BETA.to_owned())
+        ]
+    );
+    let x = h
+        .client
+        .ops()
+        .job("mail.bounces", "x")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(x.state, postpone::JobState::Scheduled { .. }),
+        "{:?}",
+        x.state
+    );
     h.finish().await;
 }
