@@ -17,6 +17,15 @@ the postpone-cli crate); on failure {\"error\": {\"kind\", \"message\", \"hint\"
 
 Exit codes: 0 ok, 1 failure (doctor: a check is bad), 2 usage, 3 not found (topic, job, dead letter).";
 
+/// What `serve --help` shows after its options.
+const SERVE_AFTER_HELP: &str = "\
+The token: POSTPONE_DASHBOARD_TOKEN=... postpone serve --addr 0.0.0.0:8080 (--token works too, but any
+user of the machine sees it in the process list).
+
+Host names: without a token the dashboard answers only to 127.0.0.1:PORT, localhost:PORT and
+[::1]:PORT, so that a page of another site whose name resolves to 127.0.0.1 (DNS rebinding) reads and
+changes nothing; with a token, to any name unless --allowed-host lists them.";
+
 /// See and steer postpone's job queues on Redis.
 #[derive(Debug, Parser)]
 #[command(name = "postpone", version, after_help = AFTER_HELP)]
@@ -127,7 +136,9 @@ pub(crate) enum Command {
     /// Periodic schedules: list, run one now
     #[command(subcommand)]
     Periodic(PeriodicCommand),
-    /// Serve the web dashboard (loopback unless a token is set) until interrupted
+    /// Serve the web dashboard until interrupted: loopback unless a token is set (in
+    /// POSTPONE_DASHBOARD_TOKEN); without a token it answers only to 127.0.0.1, localhost and [::1]
+    #[command(after_help = SERVE_AFTER_HELP)]
     Serve {
         /// Where to listen
         #[arg(long, default_value = "127.0.0.1:8080")]
@@ -135,10 +146,30 @@ pub(crate) enum Command {
         /// No actions: every request but GET is refused (403)
         #[arg(long)]
         read_only: bool,
-        /// Require this token (HTTP basic auth password, any user, or a bearer token); needed to
-        /// listen on an address other than loopback
-        #[arg(long, env = "POSTPONE_DASHBOARD_TOKEN", hide_env_values = true)]
+        /// The token every request must carry (HTTP basic auth password, any user, or a bearer
+        /// token); needed to listen on an address other than loopback. Set it in the environment
+        /// variable POSTPONE_DASHBOARD_TOKEN: --token shows it to anyone who lists processes
+        #[arg(
+            long,
+            env = "POSTPONE_DASHBOARD_TOKEN",
+            hide_env_values = true,
+            value_name = "TOKEN"
+        )]
         token: Option<String>,
+        /// With a token: the host names the dashboard answers to (NAME for any port, or NAME:PORT);
+        /// repeat it, or separate names with commas. Default: any name
+        #[arg(
+            long = "allowed-host",
+            env = "POSTPONE_DASHBOARD_ALLOWED_HOSTS",
+            hide_env_values = true,
+            value_name = "NAME[:PORT]",
+            value_delimiter = ','
+        )]
+        allowed_hosts: Vec<String>,
+        /// Read the host a request was sent to from X-Forwarded-Host: only behind your own proxy,
+        /// which sets that header
+        #[arg(long)]
+        trust_forwarded_headers: bool,
     },
 }
 

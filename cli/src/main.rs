@@ -68,9 +68,18 @@ async fn run(cli: Cli, target: &Target, out: &mut Out) -> Result<(), Failure> {
         addr,
         read_only,
         token,
+        allowed_hosts,
+        trust_forwarded_headers,
     } = cli.command
     {
-        return commands::serve::serve(client, out, &where_, addr, read_only, token).await;
+        let options = commands::serve::Options {
+            addr,
+            read_only,
+            token,
+            allowed_hosts,
+            trust_forwarded_headers,
+        };
+        return commands::serve::serve(client, out, &where_, options).await;
     }
     out.now_ms = now_ms(&ops).await;
     use commands::{control, dead, doctor, jobs, overview, periodic};

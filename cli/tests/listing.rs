@@ -292,3 +292,22 @@ async fn stats_watch_redraws_until_stopped() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topics_skip_an_invalid_name_in_the_registry() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let ns = "registry";
+    seed(&client(&server, ns).await, 1, &[]).await;
+    // Written by something other than postpone: not a valid topic name.
+    server
+        .cli(&["HSET", "postpone:{registry}:topics", "bad name!", "1"])
+        .unwrap();
+    let run = postpone(&url, ns, &["topics"]);
+    run.expect(0);
+    assert!(run.stdout.contains("cli.orders"), "{run:#?}");
+    assert!(!run.stdout.contains("bad name!"), "{run:#?}");
+    let json = postpone(&url, ns, &["topics", "--json"]).expect(0).json();
+    assert_eq!(json["topics"].as_array().unwrap().len(), 1, "{json}");
+    postpone(&url, ns, &["periodic", "ls"]).expect(0);
+}

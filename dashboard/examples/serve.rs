@@ -6,7 +6,7 @@
 //! ADDR=127.0.0.1:8080 READ_ONLY=1 cargo run -p postpone-dashboard --example serve
 //! ```
 //!
-//! Then open http://127.0.0.1:3000/jobs. Demo topics: `orders.close` (timers over the next hours),
+//! Then open http://127.0.0.1:3000/jobs (it answers only to 127.0.0.1, localhost and [::1]). Demo topics: `orders.close` (timers over the next hours),
 //! `webhooks.deliver` (a partner that fails now and then, so jobs retry and some die), `mail.send`
 //! (quick jobs, enqueued continuously so the charts move). One job's payload and id hold
 //! `<script>alert(1)</script>`: it shows as text.
@@ -141,8 +141,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
 
     let read_only = std::env::var("READ_ONLY").is_ok_and(|v| v == "1");
-    let dashboard = Dashboard::new(client).read_only(read_only);
-    // An application would add its own auth layer here.
+    // No auth here, on loopback: answer only to loopback names (a DNS-rebinding page names its own).
+    let dashboard = Dashboard::new(client).read_only(read_only).allowed_hosts([
+        "127.0.0.1",
+        "localhost",
+        "[::1]",
+    ]);
+    // An application would add its own auth layer here (and list its own host names).
     let app = Router::new()
         .route("/", get(|| async { Redirect::to("/jobs") }))
         // axum serves a router nested at /jobs at /jobs, not /jobs/: send the latter to the former.

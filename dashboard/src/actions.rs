@@ -1,7 +1,8 @@
 //! The actions: POSTs from the pages' forms, each checked (read-only, CSRF token, same origin), done
-//! through the operations API, then answered with a redirect back to the page with what happened.
+//! through the operations API, then answered with a redirect back to the page with what happened (a
+//! message the server keeps: the address carries only its key).
 
-use std::collections::BTreeSet;
+use std::collections::HashSet;
 use std::time::Duration;
 
 use axum::extract::{Form, OriginalUri, Path, Request, State};
@@ -58,7 +59,8 @@ pub(crate) async fn act(
     headers: HeaderMap,
     Form(form): Form<ActionForm>,
 ) -> Response {
-    if let Some(why) = shared.csrf.refuse(&headers, form.csrf.as_deref()) {
+    let host = shared.hosts.of(&headers);
+    if let Some(why) = shared.csrf.refuse(&headers, host, form.csrf.as_deref()) {
         return (StatusCode::FORBIDDEN, format!("{why}\n")).into_response();
     }
     let message = match run(&shared.ops, &name, &form).await {
@@ -72,7 +74,7 @@ pub(crate) async fn act(
     };
     let sep = if back.contains('?') { '&' } else { '?' };
     // The action's URL is `action/<name>`: the dashboard's root is one level up.
-    let location = format!("../{back}{sep}done={}", links::encode(&message));
+    let location = format!("../{back}{sep}done={}", shared.flashes.put(message));
     (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response()
 }
 
@@ -165,30 +167,38 @@ async fn run(ops: &Ops, name: &str, f: &ActionForm) -> Result<String, String> {
     })
 }
 
-/// Requeues or purges a group's dead letters one by one: the ids whose dead letter has this
-/// fingerprint, read again now (the newest [`SCAN`](crate::pages::dead::SCAN)).
+/// Requeues or purges a group's dead letters one by one, each named by its id and death: the dead
+/// letters whose reason has this fingerprint, read again now (the newest
+/// [`SCAN`](crate::pages::dead::SCAN)). Another death of the same id, in another group, is never
+/// touched. A requeue takes an id's newest death in the group: its older ones there stay dead (the id
+/// has a live job again) and count as skipped.
 async fn bulk(ops: &Ops, topic: &str, group: &str, requeue: bool) -> postpone::Result<String> {
     let (dead, _) = crate::pages::dead::scan(ops, topic).await?;
-    let ids: BTreeSet<String> = dead
+    // Newest first, as scanned.
+    let mut deaths: Vec<(String, u64)> = dead
         .into_iter()
         .filter(|j| fingerprint(j.reason.as_deref().unwrap_or("")) == group)
-        .map(|j| j.id)
+        .filter_map(|j| Some((j.id, j.death?)))
         .collect();
-    let ids: Vec<String> = ids.into_iter().collect();
     let (mut done, mut skipped) = (0, 0);
-    for chunk in ids.chunks(CONCURRENCY) {
-        let results = join_all(chunk.iter().map(|id| async move {
-            let all = DeadFilter::all();
+    if requeue {
+        let mut seen = HashSet::new();
+        let before = deaths.len();
+        deaths.retain(|(id, _)| seen.insert(id.clone()));
+        skipped += before - deaths.len();
+    }
+    for chunk in deaths.chunks(CONCURRENCY) {
+        let results = join_all(chunk.iter().map(|(id, death)| async move {
             if requeue {
-                ops.requeue_dead(topic, Some(id), &all, |_| {}).await
+                ops.requeue_death(topic, id, *death).await
             } else {
-                ops.purge_dead(topic, Some(id), &all, |_| {}).await
+                ops.purge_death(topic, id, *death).await
             }
         }))
         .await;
         for r in results {
             match r {
-                Ok(_) => done += 1,
+                Ok(()) => done += 1,
                 Err(postpone::Error::JobExists { .. } | postpone::Error::JobNotFound { .. }) => {
                     skipped += 1
                 }
@@ -200,7 +210,9 @@ async fn bulk(ops: &Ops, topic: &str, group: &str, requeue: bool) -> postpone::R
     Ok(format!(
         "{verb} {done} dead letter(s) of “{group}”{}",
         if skipped > 0 {
-            format!(" ({skipped} skipped: a live job has the id, or it went meanwhile)")
+            format!(
+                " ({skipped} skipped: a live job has the id, or the dead letter went meanwhile)"
+            )
         } else {
             String::new()
         }

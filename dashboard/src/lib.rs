@@ -27,7 +27,18 @@
 //! - workers (`workers`): live workers, and the store's health (the `doctor` checks).
 //!
 //! Actions are POSTs checked for a CSRF token and a same-origin `Origin`/`Referer`; a read-only
-//! dashboard refuses them (403) whatever the page showed. Everything shown is HTML-escaped.
+//! dashboard refuses them (403) whatever the page showed. Everything shown is HTML-escaped; the
+//! message after an action is one the server kept, never text from the address.
+//!
+//! Host names: a DNS-rebinding page (a name of the attacker's that resolves to the dashboard's
+//! address) sends its own name as `Host`. [`Dashboard::allowed_hosts`] lists the names the dashboard
+//! answers to (any other gets 403, before any page or action). Its default: mounted with
+//! [`Dashboard::router`], any name (the application chooses its names, and its auth is not sent to
+//! another name; list yours, e.g. `["127.0.0.1", "localhost", "[::1]"]` for an app on loopback without
+//! auth); served alone with [`Dashboard::serve`] without a token, only loopback names with the bound
+//! port (`127.0.0.1:PORT`, `localhost:PORT`, `[::1]:PORT`); with a token, any name. The same-origin
+//! check compares `Origin` with `Host`, and trusts `X-Forwarded-Host` only after
+//! [`Dashboard::trust_forwarded_headers`].
 //!
 //! Standalone (what `postpone serve` runs): [`Dashboard::serve`], loopback unless a token is set with
 //! [`Dashboard::with_token`].
@@ -36,6 +47,8 @@ mod actions;
 mod auth;
 mod csrf;
 mod fingerprint;
+mod flash;
+mod hosts;
 mod links;
 mod live;
 mod pages;
@@ -59,6 +72,8 @@ pub struct Dashboard {
     ops: Ops,
     read_only: bool,
     token: Option<String>,
+    allowed_hosts: Option<Vec<String>>,
+    trust_forwarded_headers: bool,
 }
 
 /// What every handler shares.
@@ -68,6 +83,8 @@ pub(crate) struct Shared {
     pub(crate) read_only: bool,
     pub(crate) csrf: csrf::Csrf,
     pub(crate) live: live::Live,
+    pub(crate) hosts: Arc<hosts::Hosts>,
+    pub(crate) flashes: flash::Flashes,
 }
 
 pub(crate) type State = Arc<Shared>;
@@ -79,6 +96,8 @@ impl Dashboard {
             ops: client.ops(),
             read_only: false,
             token: None,
+            allowed_hosts: None,
+            trust_forwarded_headers: false,
         }
     }
 
@@ -96,14 +115,43 @@ impl Dashboard {
         self
     }
 
+    /// The host names the dashboard answers to: each `name` (any port) or `name:port`, IPv6 literals
+    /// in brackets (`[::1]:8080`); a request whose `Host` is another name gets 403 (a DNS-rebinding
+    /// page reads nothing and can act on nothing). Without this: any name when mounted with
+    /// [`router`](Self::router); loopback names with the bound port when served alone without a
+    /// token; any name with a token.
+    pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Reads the host a request was sent to from `X-Forwarded-Host` (its last value) instead of
+    /// `Host`, for the host check and the same-origin check of actions. Only behind your own proxy,
+    /// which sets that header (and drops one sent by the client): else a client chooses it. Default:
+    /// false.
+    pub fn trust_forwarded_headers(mut self, trust: bool) -> Self {
+        self.trust_forwarded_headers = trust;
+        self
+    }
+
     /// The router, with its own state: mount it with `Router::nest("/any/path", ...)` (or serve it
     /// as it is). Each call makes a new CSRF secret.
     pub fn router(self) -> Router {
+        let hosts = Arc::new(hosts::Hosts::new(
+            self.allowed_hosts.as_deref(),
+            self.trust_forwarded_headers,
+        ));
         let shared = Arc::new(Shared {
             ops: self.ops,
             read_only: self.read_only,
             csrf: csrf::Csrf::new(),
             live: live::Live::new(),
+            hosts: hosts.clone(),
+            flashes: flash::Flashes::default(),
         });
         let router = Router::new()
             .route("/", get(pages::overview::page))
@@ -120,19 +168,23 @@ impl Dashboard {
                 actions::guard,
             ))
             .with_state(shared);
-        match self.token {
+        let router = match self.token {
             Some(token) => router.layer(axum::middleware::from_fn_with_state(
                 Arc::new(auth::Token::new(token)),
                 auth::require,
             )),
             None => router,
-        }
+        };
+        // Outermost: a host it does not answer to gets neither a page nor an auth challenge.
+        router.layer(axum::middleware::from_fn_with_state(hosts, hosts::guard))
     }
 
     /// Serves the dashboard alone at `addr` until the process ends (what `postpone serve` runs).
     /// Refuses an address other than loopback unless [`with_token`](Self::with_token) was set: put
-    /// it behind your own auth instead, or set a token.
-    pub async fn serve(self, addr: SocketAddr) -> std::io::Result<()> {
+    /// it behind your own auth instead, or set a token. Without a token (and without
+    /// [`allowed_hosts`](Self::allowed_hosts)) it answers only to loopback names with the bound port:
+    /// `127.0.0.1:PORT`, `localhost:PORT`, `[::1]:PORT` (and the bound address itself).
+    pub async fn serve(mut self, addr: SocketAddr) -> std::io::Result<()> {
         if !addr.ip().is_loopback() && self.token.is_none() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::PermissionDenied,
@@ -143,7 +195,19 @@ impl Dashboard {
             ));
         }
         let listener = tokio::net::TcpListener::bind(addr).await?;
-        tracing::info!(addr = %listener.local_addr()?, "postpone dashboard serving");
+        let bound = listener.local_addr()?;
+        if self.token.is_none() && self.allowed_hosts.is_none() {
+            let port = bound.port();
+            let mut names = vec![
+                format!("127.0.0.1:{port}"),
+                format!("localhost:{port}"),
+                format!("[::1]:{port}"),
+            ];
+            // SocketAddr shows an IPv6 address in brackets, as a Host header names it.
+            names.push(bound.to_string());
+            self.allowed_hosts = Some(names);
+        }
+        tracing::info!(addr = %bound, "postpone dashboard serving");
         axum::serve(listener, self.router()).await
     }
 }

@@ -26,7 +26,7 @@ pub(crate) struct Chrome {
     pub(crate) csrf: String,
     /// Whether actions are hidden (and refused).
     pub(crate) read_only: bool,
-    /// What the last action did, shown once.
+    /// What the last action did, shown once: a message the server kept (see [`crate::flash`]).
     pub(crate) flash: Option<String>,
     /// The nav entry that is current: "overview", "workers", or "" for a topic.
     pub(crate) nav: &'static str,
@@ -34,7 +34,7 @@ pub(crate) struct Chrome {
     pub(crate) title: String,
 }
 
-/// A message handed to the page an action redirects to.
+/// The key of a message handed to the page an action redirects to (never the message itself).
 #[derive(Debug, Deserialize)]
 pub(crate) struct Flash {
     done: Option<String>,
@@ -54,7 +54,7 @@ impl Chrome {
             home: home_href(original.0.path(), uri.path()),
             csrf: shared.csrf.token().to_owned(),
             read_only: shared.read_only,
-            flash: flash.done.filter(|m| !m.is_empty()),
+            flash: flash.done.and_then(|key| shared.flashes.take(&key)),
             nav,
             title,
         }

@@ -108,9 +108,10 @@ impl Ops {
         }
     }
 
-    /// Every topic of the namespace, by name, with its counts (read concurrently).
+    /// Every topic of the namespace, by name, with its counts (read concurrently). An entry of the
+    /// registry that is not a valid topic name is skipped, with a warning.
     pub async fn topics(&self) -> Result<Vec<TopicInfo>> {
-        let topics = self.client.inner.store.topics().await?;
+        let topics = self.registered().await?;
         let infos = topics.into_iter().map(|(name, partitions)| async move {
             let topic = self.client.topic_partitioned(&name, partitions)?;
             let partial = topic.counts_partial().await?;
@@ -126,6 +127,23 @@ impl Ops {
             })
         });
         join_all(infos).await.into_iter().collect()
+    }
+
+    /// The registry of topics, without its entries that are not a valid topic (written by another
+    /// program or by hand): each is skipped with a warning, so that one bad entry hides no other topic.
+    pub(crate) async fn registered(&self) -> Result<Vec<(String, u16)>> {
+        let topics = self.client.inner.store.topics().await?;
+        Ok(topics
+            .into_iter()
+            .filter(|(name, partitions)| {
+                let valid = crate::validate::validate_topic(name)
+                    .and_then(|()| crate::partition::validate_partitions(name, *partitions));
+                if let Err(e) = &valid {
+                    tracing::warn!(topic = %name, error = %e, "postpone: skipping an entry of the topics registry that is not a valid topic");
+                }
+                valid.is_ok()
+            })
+            .collect())
     }
 
     /// The live workers, by id.

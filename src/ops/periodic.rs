@@ -18,7 +18,7 @@ impl Ops {
     /// The periodic schedules of every registered topic (a worker registers the topics of the
     /// schedules it runs), as (topic, schedule), by topic then name.
     pub async fn all_schedules(&self) -> Result<Vec<(String, ScheduleInfo)>> {
-        let topics = self.client.inner.store.topics().await?;
+        let topics = self.registered().await?;
         let lists = topics.into_iter().map(|(name, _)| async move {
             let list = self.schedules(&name).await?;
             Ok::<_, crate::Error>(list.into_iter().map(move |s| (name.clone(), s)))

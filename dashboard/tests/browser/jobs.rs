@@ -36,6 +36,13 @@ pub(crate) struct Counted {
     pub(crate) n: u32,
 }
 
+/// A mail whose handler fails with the error its payload names; one attempt, then the dead letters.
+#[derive(Serialize, Deserialize, Job)]
+#[job(topic = "mail.bounces", retry = ["0", "0"])]
+pub(crate) struct Bounce {
+    pub(crate) error: String,
+}
+
 pub(crate) const XSS: &str = "<script>alert(1)</script>";
 
 #[derive(Clone, Default)]
@@ -56,6 +63,10 @@ pub(crate) async fn evil(job: Evil, _ctx: JobContext, _flags: Flags) -> Result<(
     Err(JobError::msg(format!("partner said {}", job.html)))
 }
 
+pub(crate) async fn bounce(job: Bounce, _ctx: JobContext, _flags: Flags) -> Result<(), JobError> {
+    Err(JobError::msg(job.error))
+}
+
 pub(crate) async fn timer(_job: Timer, _ctx: JobContext, flags: Flags) -> Result<(), JobError> {
     flags.ran_ok.fetch_add(1, Ordering::SeqCst);
     Ok(())
@@ -72,6 +83,7 @@ pub(crate) fn worker(h: &Harness, flags: &Flags) -> ShutdownHandle {
         .handle(evil)
         .handle(counted)
         .handle(timer)
+        .handle(bounce)
         .build()
         .expect("a worker");
     let shutdown = worker.shutdown_handle();

@@ -10,6 +10,7 @@ mod support;
 
 mod actions;
 mod dead_letters;
+mod hosts;
 mod jobs;
 mod live;
 mod security;

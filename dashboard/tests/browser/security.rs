@@ -159,3 +159,67 @@ async fn a_post_without_the_csrf_token_or_from_another_origin_is_refused() {
     assert!(counts(&h, "live.timers").await.paused);
     h.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_banner_shows_only_messages_the_server_set() {
+    let h = Harness::start(false).await;
+    h.client
+        .enqueue(Timer { n: 1 })
+        .id("timer:1")
+        .after(Duration::from_secs(3600))
+        .await
+        .unwrap();
+    // A link anyone can send: its text is not shown as if the dashboard said it.
+    let spoof = "Session%20expired%3A%20sign%20in%20again%20at%20evil.example";
+    for page in [
+        format!("topic?name=live.timers&done={spoof}"),
+        format!("dead?topic=live.timers&done={spoof}"),
+        format!("workers?done={spoof}"),
+    ] {
+        h.goto(&page).await;
+        assert_eq!(h.count(".flash").await, 0, "{page}");
+        let text = h.js("return document.body.innerText").await;
+        assert!(
+            !text.as_str().unwrap().contains("evil.example"),
+            "{page}: {text}"
+        );
+    }
+    // An action's own message is shown, and the address does not carry its text.
+    h.goto("topic?name=live.timers").await;
+    h.click("#pause").await;
+    h.wait_for(
+        "the pause's message",
+        "document.querySelector('.flash') && document.querySelector('.flash').textContent.includes('paused live.timers')",
+    )
+    .await;
+    let url = h.browser().current_url().await.unwrap();
+    assert!(!url.as_str().contains("paused"), "{url}");
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_overview_skips_an_invalid_name_in_the_topics_registry() {
+    let h = Harness::start(false).await;
+    h.client
+        .enqueue(Timer { n: 1 })
+        .id("timer:1")
+        .after(Duration::from_secs(3600))
+        .await
+        .unwrap();
+    // Written by something else than postpone (an older version, a hand): not a valid topic name.
+    h.redis
+        .cli(&["HSET", "postpone:{default}:topics", "bad name!", "1"])
+        .unwrap();
+    let host = h.origin.trim_start_matches("http://");
+    let (status, page) = crate::support::http(host, "GET", "/jobs", &[("Host", host)], "").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("live.timers"), "{page}");
+    assert!(!page.contains("bad name!"), "{page}");
+    h.goto("").await;
+    h.wait_for(
+        "the live figures (read through the same registry)",
+        "document.body.hasAttribute('data-live-at')",
+    )
+    .await;
+    h.finish().await;
+}

@@ -43,7 +43,7 @@ pub struct Harness {
     driver: Child,
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free loopback port")
@@ -215,25 +215,11 @@ impl Harness {
     /// A POST sent by hand (as a forger would), with these headers: the status code.
     pub async fn raw_post(&self, path: &str, headers: &[(&str, &str)], body: &str) -> u16 {
         let host = self.origin.trim_start_matches("http://");
-        let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
-        let mut request = format!(
-            "POST /jobs/{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/x-www-form-urlencoded\r\n\
-             Content-Length: {}\r\nConnection: close\r\n",
-            body.len()
-        );
-        for (k, v) in headers {
-            request.push_str(&format!("{k}: {v}\r\n"));
-        }
-        request.push_str("\r\n");
-        request.push_str(body);
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await.unwrap();
-        response
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("no status in {response:?}"))
+        let mut all = vec![("Host", host)];
+        all.extend_from_slice(headers);
+        http(host, "POST", &format!("/jobs/{path}"), &all, body)
+            .await
+            .0
     }
 
     /// Waits until `check` (on the operations API) holds.
@@ -264,5 +250,55 @@ impl Drop for Harness {
             .args(["-KILL", "--", &format!("-{}", self.driver.id())])
             .status();
         let _ = self.driver.wait();
+    }
+}
+
+/// An HTTP/1.1 request sent by hand to `addr` (`127.0.0.1:PORT`) with exactly these headers (a Host of
+/// the sender's choosing among them): the status code and the whole response.
+pub async fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+         Content-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let status = response
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {response:?}"));
+    (status, response)
+}
+
+/// The CSRF token of a page's forms.
+pub fn csrf_of(page: &str) -> String {
+    let start = page
+        .find("name=\"csrf\" value=\"")
+        .unwrap_or_else(|| panic!("no CSRF token in the page:\n{page}"))
+        + "name=\"csrf\" value=\"".len();
+    page[start..].split('"').next().unwrap().to_owned()
+}
+
+/// Waits until something listens on `addr`.
+pub async fn listening(addr: &str) {
+    let started = Instant::now();
+    while tokio::net::TcpStream::connect(addr).await.is_err() {
+        assert!(started.elapsed() < DEADLINE, "nothing listens on {addr}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
