@@ -45,8 +45,9 @@
 //! finish (10 s at most) and hands the rest back.
 //!
 //! `examples/apps/tests/order_timeout.rs` drives this service over HTTP with a payment window of
-//! seconds and checks the database, the outbox and the queue; `order_timeout_curl.rs` runs the `curl`
-//! lines above, as written, against the example's binary.
+//! seconds and checks the database, the outbox and the queue (a request that rolls back leaves no
+//! timer; a payment and its cancel commit together); `order_timeout_curl.rs` runs the `curl` lines
+//! above, as written, against the example's binary.
 
 #[path = "../support/flags.rs"]
 mod flags;

@@ -1,6 +1,8 @@
 //! The order-timeout example (`examples/apps/order_timeout/`), driven over HTTP against a redis-server of its
 //! own and a PostgreSQL schema of its own, with a payment window of seconds: orders are placed, paid,
-//! extended and abandoned, and the database, the outbox and the queue show what happened to each.
+//! extended and abandoned, and the database, the outbox and the queue show what happened to each. The
+//! `outbox` tests show transactional enqueue: a request that rolls back leaves no timer, a payment and
+//! its cancel commit together, and an order placed while Redis is away gets its timer when it is back.
 
 #[path = "../order_timeout/api.rs"]
 mod api;
@@ -179,6 +181,28 @@ async fn has_timer(jobs: &Client, id: i64) -> bool {
     timer.unwrap().is_some()
 }
 
+/// Makes some commits fail after everything in them was written, the outbox row included: a deferred
+/// constraint trigger refuses, at commit, an order with the item `refused at commit`, and the payment
+/// of an order with the item `payment refused at commit`.
+async fn refuse_some_commits(schema: &TestSchema) {
+    schema
+        .db()
+        .batch_execute(
+            "CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF NEW.item = 'refused at commit'
+                    OR (NEW.item = 'payment refused at commit' AND NEW.status = 'paid') THEN
+                     RAISE EXCEPTION 'refused at commit: order %', NEW.id;
+                 END IF;
+                 RETURN NULL;
+             END $$;
+             CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT OR UPDATE ON orders
+                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_at_commit();",
+        )
+        .await
+        .unwrap();
+}
+
 async fn redis_client(server: &RedisServer) -> Client {
     Client::builder()
         .namespace("shop")
@@ -322,6 +346,110 @@ async fn paid_orders_stay_paid_abandoned_ones_close_and_extensions_move_the_dead
     );
     assert!(value(&format!("postpone_job_start_lag_seconds_count{{{topic}}}")) >= 2.0);
 
+    service.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_a_rolled_back_order_leaves_no_timer_and_a_payment_commits_with_its_cancel() {
+    let server = RedisServer::start();
+    let schema = TestSchema::create("order_outbox").await;
+    let jobs = redis_client(&server).await;
+    let window = Duration::from_secs(6);
+    let service = Service::start(&jobs, &schema, window).await;
+    refuse_some_commits(&schema).await;
+
+    // An order whose transaction fails at its commit, after the order's row and its timer's outbox
+    // row were written: neither is kept.
+    let before = service.place("placed before").await;
+    let (status, body) = service.try_place("refused at commit").await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    let after = service.place("placed after").await;
+    // The refused order took the id between the two (a sequence does not roll back).
+    let refused = before.id + 1;
+    assert_eq!(after.id, refused + 1);
+
+    // A payment that commits takes its cancel with it.
+    let (status, order) = service.act(before.id, "pay").await;
+    assert_eq!(
+        (status, order.unwrap().status),
+        (StatusCode::OK, Status::Paid)
+    );
+
+    // The relay delivers the outbox in order: once it is empty, the timers of the orders placed
+    // before and after are in the queue, and so would the refused order's be.
+    outbox_delivered(&schema).await;
+    assert!(scheduled(&jobs, after.id).await.is_some());
+    assert!(
+        !has_timer(&jobs, before.id).await,
+        "cancelled with the payment"
+    );
+    assert!(
+        !has_timer(&jobs, refused).await,
+        "no timer for a rolled-back order"
+    );
+    let rows = schema
+        .db()
+        .query_one("SELECT count(*) FROM orders WHERE id = $1", &[&refused])
+        .await
+        .unwrap();
+    assert_eq!(rows.get::<_, i64>(0), 0, "no row for a rolled-back order");
+
+    // A payment whose transaction fails at its commit, after its cancel was written to the outbox:
+    // the order stays pending and keeps its timer, which closes it at its deadline.
+    let unpaid = service.place("payment refused at commit").await;
+    outbox_delivered(&schema).await;
+    let due_at = scheduled(&jobs, unpaid.id).await;
+    assert!(due_at.is_some());
+    assert_eq!(
+        service.act(unpaid.id, "pay").await.0,
+        StatusCode::INTERNAL_SERVER_ERROR
+    );
+    assert_eq!(outbox_rows(&schema).await, 0, "the cancel rolled back");
+    assert_eq!(stored(&schema, unpaid.id).await.status, Status::Pending);
+    assert_eq!(scheduled(&jobs, unpaid.id).await, due_at);
+    let closed_order = closed(&schema, unpaid.id).await;
+    assert!(closed_order.closed_at.unwrap() >= unpaid.pay_by);
+    assert_eq!(closed_order.paid_at, None);
+
+    // The order placed after is closed by its timer too; the paid one never is.
+    closed(&schema, after.id).await;
+    let paid_row = stored(&schema, before.id).await;
+    assert_eq!((paid_row.status, paid_row.closed_at), (Status::Paid, None));
+    let counts = jobs.topic::<CloseUnpaidOrder>().counts().await.unwrap();
+    assert_eq!(
+        (counts.processed, counts.cancelled, counts.dead),
+        (2, 1, 0),
+        "{counts:?}"
+    );
+    service.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_keeps_the_timer_of_an_order_placed_while_redis_is_away() {
+    let server = RedisServer::start();
+    let schema = TestSchema::create("order_outbox_redis_away").await;
+    let jobs = redis_client(&server).await;
+    let window = Duration::from_secs(2);
+    let service = Service::start(&jobs, &schema, window).await;
+    // Redis goes away once the service's worker runs (it is in the registry of live workers).
+    eventually("the worker to start", || async {
+        let workers = jobs.ops().workers().await.unwrap();
+        (!workers.is_empty()).then_some(())
+    })
+    .await;
+
+    // Placing an order touches only PostgreSQL: it succeeds, and its timer waits in the outbox.
+    server.kill9();
+    let order = service.place("placed while Redis is away").await;
+    assert_eq!(outbox_rows(&schema).await, 1);
+
+    // Redis is back (empty): the relay delivers the timer, and the timer closes the order.
+    server.restart();
+    let closed_order = closed(&schema, order.id).await;
+    assert!(closed_order.closed_at.unwrap() >= order.pay_by);
+    assert_eq!(outbox_rows(&schema).await, 0);
+    let counts = jobs.topic::<CloseUnpaidOrder>().counts().await.unwrap();
+    assert_eq!((counts.processed, counts.dead), (1, 0), "{counts:?}");
     service.stop().await;
 }
 
