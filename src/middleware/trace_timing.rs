@@ -90,8 +90,25 @@ impl Middleware for TraceTiming {
         let outcome = outcome_name(&result);
         let _in = span.enter();
         match self.level {
-            Level::ERROR => tracing::error!(elapsed_ms, outcome, "handler finished"),
-            Level::WARN => tracing::warn!(elapsed_ms, outcome, "handler finished"),
+            // At `warn` and above an event names its job itself, for logs filtered without spans.
+            Level::ERROR => {
+                tracing::error!(
+                    topic = job.topic(),
+                    job_id = job.id(),
+                    elapsed_ms,
+                    outcome,
+                    "handler finished"
+                )
+            }
+            Level::WARN => {
+                tracing::warn!(
+                    topic = job.topic(),
+                    job_id = job.id(),
+                    elapsed_ms,
+                    outcome,
+                    "handler finished"
+                )
+            }
             Level::INFO => tracing::info!(elapsed_ms, outcome, "handler finished"),
             Level::DEBUG => tracing::debug!(elapsed_ms, outcome, "handler finished"),
             _ => tracing::trace!(elapsed_ms, outcome, "handler finished"),
