@@ -87,6 +87,34 @@ impl Next {
         }
     }
 
+    /// A `Next` that runs `handler` alone, for calling a middleware directly in a test (with
+    /// [`JobContext::for_test`]): `handler` stands in for the job's handler.
+    ///
+    /// ```
+    /// use postpone::middleware::{Middleware, Next};
+    /// use postpone::{middleware_fn, JobContext, JobError, Outcome};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let skip_deleted = middleware_fn(|job, next| async move {
+    ///     if job.meta("tenant") == Some("deleted-co") {
+    ///         return Err(JobError::fail("tenant deleted"));
+    ///     }
+    ///     next.run().await
+    /// });
+    /// let job = JobContext::for_test("invoices", "invoice:7").with_meta("tenant", "deleted-co");
+    /// let next = Next::for_test(job.clone(), async { panic!("the handler must not run") });
+    /// let e = skip_deleted.call(&job, next).await.unwrap_err();
+    /// assert_eq!(e.outcome(), Outcome::Fail);
+    /// # }
+    /// ```
+    pub fn for_test(
+        ctx: JobContext,
+        handler: impl Future<Output = Result<(), JobError>> + Send + 'static,
+    ) -> Self {
+        Next::start(Arc::new([]), ctx, Box::pin(handler))
+    }
+
     /// Runs the rest of the chain and the handler; returns the handler's result as the middleware
     /// inside this one left it. Dropping a `Next` without running it skips the handler.
     // Not an `async fn`: the signature promises `Send + 'static`, which a closure given to
