@@ -53,6 +53,8 @@
 //!   [`Client::reschedule`], and per-topic inspection and dead letters through [`Topic`].
 //! - [`Worker`]: handlers ([`Handler`], [`JobHandler`]), [`JobContext`], [`JobError`], limits, leases,
 //!   shutdown; [`DeadLetterSink`]: where dead jobs go (implement it with [`macro@async_trait`]).
+//! - [`middleware`]: code around every handler of a worker or of one job type ([`Middleware`],
+//!   [`middleware_fn`], [`middleware::TraceTiming`]).
 //! - [`ops`]: the operations API ([`Client::ops`]): topics and live workers, jobs by state paged by
 //!   cursor, one job with why it is not running, pause and resume, run now, dead letters in bulk,
 //!   per-minute history; what the `postpone` command and the dashboard are built on.
@@ -85,6 +87,7 @@ mod handler;
 mod id;
 mod job;
 mod meta;
+pub mod middleware;
 mod observe;
 pub mod ops;
 mod partition;
@@ -111,6 +114,7 @@ pub use flow::RateLimit;
 pub use handler::{Handler, HandlerFuture, JobContext, JobError, JobHandler, Outcome, StopReason};
 pub use job::Job;
 pub use meta::{MAX_META_ENTRIES, MAX_META_KEY_LEN, MAX_META_VALUE_LEN};
+pub use middleware::{middleware_fn, Middleware};
 #[cfg(feature = "opentelemetry")]
 pub use observe::trace::TraceParent;
 pub use partition::{partition_of, MAX_PARTITIONS};

@@ -2,15 +2,17 @@
 
 use std::any::Any;
 use std::borrow::Cow;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures_util::future::{abortable, Aborted};
 use futures_util::FutureExt;
-use tracing::Instrument;
+use tracing::{Instrument, Span};
 
 use super::shared::{ServedTopic, Shared, Slot, TrackGuard};
-use crate::handler::{JobContext, JobError, Outcome};
+use crate::handler::{JobContext, JobError, Outcome, StopSender};
+use crate::middleware::Next;
 use crate::observe::{trace, Tally};
 use crate::record::{AttemptError, Record};
 use crate::schedule::RetrySchedule;
@@ -114,6 +116,11 @@ async fn execute<S: Send + Sync + 'static>(
         record.errors.clone(),
         record.meta.clone(),
     );
+    // Middleware gets its own handle on the context (a reference count, and only when there is some).
+    let chain = topic
+        .middleware
+        .as_ref()
+        .map(|chain| (chain.clone(), ctx.clone()));
     let future = match handler.start(payload, ctx, &shared.state) {
         Ok(f) => f,
         Err(e) => {
@@ -130,33 +137,39 @@ async fn execute<S: Send + Sync + 'static>(
     };
     topic.metrics.started(due_at_ms);
     let timeout = handler.timeout();
-    // The handler runs in this task (one task per job): `abortable` stands in for a task's abort
-    // handle (the shutdown grace period), `catch_unwind` for its panic catching.
-    let (future, abort) = abortable(async move {
+    let handler_run = async move {
         match timeout {
             Some(t) => tokio::time::timeout(t, future)
                 .await
                 .unwrap_or_else(|_| Err(JobError::msg(format!("timed out after {t:?}")))),
             None => future.await,
         }
-    });
-    topic.in_flight.insert(id.to_owned(), token, stop, abort);
-    let ran = std::time::Instant::now();
-    let returned = AssertUnwindSafe(future.instrument(span.clone()))
-        .catch_unwind()
-        .await;
-    if !matches!(returned, Ok(Err(Aborted))) {
-        topic.metrics.ran(ran.elapsed());
-    }
-    // From here the job's outcome is on its way to the acker: its lease is no longer renewed.
-    topic.in_flight.finishing(id, token);
+    };
+    // Without middleware, the handler alone, as if middleware did not exist. With it, the chain around
+    // the handler, which sees the handler's panic as the error it becomes.
+    let (returned, who) = match chain {
+        None => (
+            supervise(topic, id, token, stop, &span, handler_run).await,
+            "handler",
+        ),
+        Some((chain, ctx)) => {
+            let handler_run = AssertUnwindSafe(handler_run)
+                .catch_unwind()
+                .map(|returned| returned.unwrap_or_else(|panic| Err(handler_panicked(panic))));
+            let next = Next::start(chain, ctx, Box::pin(handler_run));
+            (
+                supervise(topic, id, token, stop, &span, next.run()).await,
+                "middleware",
+            )
+        }
+    };
     let error = match returned {
         Ok(Ok(Ok(()))) => {
             tracing::debug!(parent: &span, "job done");
             return (Finish::Done, Tally::Done);
         }
         Ok(Ok(Err(e))) => e,
-        Err(panic) => JobError::msg(format!("handler panicked: {}", panic_message(panic))),
+        Err(panic) => JobError::msg(format!("{who} panicked: {}", panic_message(panic))),
         Ok(Err(Aborted)) => {
             // Aborted at the end of the shutdown grace period: hand the job back, no attempt used.
             span.in_scope(|| tracing::info!("shutdown: job handed back"));
@@ -184,6 +197,41 @@ async fn execute<S: Send + Sync + 'static>(
         _ => Tally::Uncounted,
     };
     (finish, tally)
+}
+
+/// The error a handler's panic becomes.
+fn handler_panicked(panic: Box<dyn Any + Send>) -> JobError {
+    JobError::msg(format!("handler panicked: {}", panic_message(panic)))
+}
+
+/// What running a job's future returned: its result, `Err(Aborted)` when it was stopped at the end of
+/// the shutdown grace period, or the panic it raised.
+type Returned = Result<Result<Result<(), JobError>, Aborted>, Box<dyn Any + Send>>;
+
+/// Runs `future` (the handler, or the middleware chain around it) in the job's span, stoppable and
+/// with its panics caught, and counts its run time.
+async fn supervise<S>(
+    topic: &ServedTopic<S>,
+    id: &str,
+    token: u64,
+    stop: StopSender,
+    span: &Span,
+    future: impl Future<Output = Result<(), JobError>>,
+) -> Returned {
+    // The job runs in this task (one task per job): `abortable` stands in for a task's abort handle
+    // (the shutdown grace period), `catch_unwind` for its panic catching.
+    let (future, abort) = abortable(future);
+    topic.in_flight.insert(id.to_owned(), token, stop, abort);
+    let ran = std::time::Instant::now();
+    let returned = AssertUnwindSafe(future.instrument(span.clone()))
+        .catch_unwind()
+        .await;
+    if !matches!(returned, Ok(Err(Aborted))) {
+        topic.metrics.ran(ran.elapsed());
+    }
+    // From here the job's outcome is on its way to the acker: its lease is no longer renewed.
+    topic.in_flight.finishing(id, token);
+    returned
 }
 
 /// Which job an event is about: every warning and error names it in its own fields, so that a log

@@ -20,6 +20,7 @@ mod execute;
 pub mod failpoint;
 mod heartbeat;
 mod in_flight;
+mod middleware;
 mod observe_options;
 mod periodic;
 mod presence;
@@ -45,6 +46,7 @@ use crate::job::Job;
 use crate::periodic::{PeriodicJob, Scheduled};
 use crate::Client;
 use config::Config;
+use middleware::Layers;
 use registry::{ErasedHandler, Registered};
 pub use slots::SlotSharing;
 
@@ -88,6 +90,8 @@ pub struct WorkerBuilder<S = ()> {
     sharing: SlotSharing,
     weights: HashMap<String, u32>,
     sink: Arc<dyn DeadLetterSink>,
+    /// Middleware around the handlers.
+    layers: Layers,
     config: Config,
     errors: Vec<Error>,
 }
@@ -97,6 +101,7 @@ impl<S: 'static> fmt::Debug for WorkerBuilder<S> {
         let topics: Vec<_> = self.handlers.iter().map(|h| h.topic()).collect();
         f.debug_struct("WorkerBuilder")
             .field("topics", &topics)
+            .field("middleware", &self.layers.len())
             .field("config", &self.config)
             .finish()
     }
@@ -149,6 +154,7 @@ impl<S: Send + Sync + 'static> Worker<S> {
             sharing: SlotSharing::FirstCome,
             weights: HashMap::new(),
             sink: Arc::new(LogSink),
+            layers: Layers::default(),
             config: Config::default(),
             errors: Vec::new(),
         }
@@ -464,10 +470,12 @@ impl<S: Send + Sync + 'static> WorkerBuilder<S> {
             .keys()
             .chain(self.max_running.keys())
             .chain(self.weights.keys())
+            .map(String::as_str)
+            .chain(self.layers.typed_topics())
         {
             if !self.handlers.iter().any(|h| h.topic() == topic) {
                 return Err(Error::UnknownTopic {
-                    topic: topic.clone(),
+                    topic: topic.to_owned(),
                 });
             }
         }

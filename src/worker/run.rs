@@ -94,6 +94,7 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
         // One limit per topic, shared by its partitions.
         let limit_n = builder.topic_limits.get(name).copied();
         let limit = limit_n.map(|n| Arc::new(Semaphore::new(n)));
+        let chain = builder.layers.chain(name);
         // The slots each partition may count on.
         let share =
             limit_n.unwrap_or(usize::MAX).min(shared.config.concurrency) / partitions as usize;
@@ -111,7 +112,8 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
                 )
                 .with_share(share)
                 .with_flow(flow.per_partition(partitions))
-                .with_lane(lane),
+                .with_lane(lane)
+                .with_middleware(chain.clone()),
             );
             let (sh, st, stop) = (&shared, &served, &stop_rx);
             let acker = acker::acker(sh.clone(), st.clone(), rx, stop.clone());

@@ -14,6 +14,7 @@ use super::registry::ErasedHandler;
 use super::slots::{Permit, SlotPool};
 use crate::dead_letter::DeadLetterSink;
 use crate::flow::Flow;
+use crate::middleware::Middleware;
 use crate::observe::{Tally, TopicMetrics};
 use crate::store::{FinishItem, Store};
 
@@ -41,6 +42,8 @@ pub(crate) struct ServedTopic<S> {
     /// The store's name for it (`<topic>#<p>` on a partitioned topic).
     pub(crate) stored_as: String,
     pub(crate) handler: Arc<dyn ErasedHandler<S>>,
+    /// The middleware around the handler, outermost first; `None` when there is none.
+    pub(crate) middleware: Option<Arc<[Arc<dyn Middleware>]>>,
     pub(crate) lease_ms: u64,
     /// The topic's own concurrency limit, shared by its partitions.
     pub(crate) limit: Option<Arc<Semaphore>>,
@@ -81,6 +84,7 @@ impl<S> ServedTopic<S> {
             partition,
             stored_as,
             handler,
+            middleware: None,
             lease_ms,
             limit,
             wake: Notify::new(),
@@ -105,6 +109,12 @@ impl<S> ServedTopic<S> {
     /// Sets the topic's lane in the worker's slot pool.
     pub(crate) fn with_lane(mut self, lane: usize) -> Self {
         self.lane = lane;
+        self
+    }
+
+    /// Sets the middleware around the handler.
+    pub(crate) fn with_middleware(mut self, chain: Option<Arc<[Arc<dyn Middleware>]>>) -> Self {
+        self.middleware = chain;
         self
     }
 

@@ -15,6 +15,7 @@ pub(crate) mod flow;
 pub(crate) mod growth;
 pub(crate) mod jobs;
 pub(crate) mod lifecycle;
+pub(crate) mod middleware;
 pub(crate) mod ops;
 pub(crate) mod partitions;
 pub(crate) mod periodic;
@@ -170,6 +171,14 @@ macro_rules! conformance_tests {
             flow::a_provider_limit_holds_every_partition,
             flow::ops_say_why_a_due_job_is_held_back,
             periodic::two_workers_enqueue_each_tick_once_and_run_now_adds_one,
+            middleware::middleware_runs_worker_wide_layers_outside_per_type_ones,
+            middleware::middleware_that_fails_fast_skips_the_handler,
+            middleware::middleware_error_retries_by_schedule_without_the_handler,
+            middleware::middleware_turns_a_handler_error_into_success,
+            middleware::middleware_sees_a_handler_panic_or_timeout_as_an_error,
+            middleware::middleware_that_panics_fails_the_attempt,
+            middleware::middleware_for_one_job_type_leaves_other_types_alone,
+            middleware::middleware_sees_the_job_context,
         );
     };
     (@each $factory:path, $($module:ident :: $name:ident),* $(,)?) => {
