@@ -101,9 +101,10 @@ mod worker;
 /// later at most once per delivery token.
 pub use client::outbox;
 pub use client::{
-    CancelStatus, Client, ClientBuilder, Enqueue, EnqueueItem, EnqueueStatus, Enqueued, JobInfo,
-    JobState, Namespaced, NoNamespace, PartialCounts, ScheduleInfo, StoreKeepsItsOwnNamespace,
-    Topic, UnreadablePartition, When, DEFAULT_MAX_PAYLOAD, DEFAULT_NAMESPACE,
+    CancelStatus, Client, ClientBuilder, Debounce, Enqueue, EnqueueItem, EnqueueStatus, Enqueued,
+    JobInfo, JobState, Namespaced, NoNamespace, PartialCounts, ScheduleInfo,
+    StoreKeepsItsOwnNamespace, Topic, Unique, UnreadablePartition, When, DEFAULT_MAX_PAYLOAD,
+    DEFAULT_NAMESPACE,
 };
 pub use dead_letter::{sink_fn, DeadLetter, DeadLetterSink, FnSink, LogSink};
 pub use error::{BoxError, Error, Report, Result};
@@ -117,7 +118,7 @@ pub use partition::{partition_of, MAX_PARTITIONS};
 pub use periodic::{Missed, Overlap, Periodic, PeriodicJob, MAX_CATCH_UP, SKIP_GRACE};
 pub use record::AttemptError;
 pub use schedule::{RetrySchedule, MAX_DELAY, MAX_SLOTS};
-pub use store::TopicCounts;
+pub use store::{TopicCounts, UniqueStates};
 pub use validate::{validate_id, validate_namespace, validate_topic, MAX_ID_LEN};
 pub use worker::{ShutdownHandle, SlotSharing, Worker, WorkerBuilder};
 

@@ -66,6 +66,9 @@ pub(crate) fn enqueued(topic: &'static str, status: EnqueueStatus) {
             EnqueueStatus::Replaced => "replaced",
             EnqueueStatus::AlreadyScheduled => "already_scheduled",
             EnqueueStatus::AlreadyRunning => "already_running",
+            EnqueueStatus::Duplicate => "duplicate",
+            EnqueueStatus::Throttled => "throttled",
+            EnqueueStatus::Debounced => "debounced",
         };
         on::describe();
         ::metrics::counter!("postpone_jobs_enqueued_total", "topic" => topic, "status" => status)
