@@ -5,12 +5,14 @@
 #   bench/run.sh                       # all workloads, 3 runs each, against redis://127.0.0.1:6379
 #   RUNS=5 bench/run.sh drain enqueue  # some workloads
 #   REDIS_URL=redis://127.0.0.1:6400 bench/run.sh
+#   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test bench/run.sh outbox
+#                                      # outbox needs PostgreSQL (that URL is its default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 URL=${REDIS_URL:-redis://127.0.0.1:6379}
 WORKLOADS=("$@")
-[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(enqueue enqueue-bulk enqueue-concurrent drain drain-io delayed memory backlog idle)
+[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(enqueue enqueue-bulk enqueue-concurrent drain drain-io delayed memory backlog idle outbox)
 cargo build --release -q -p postpone-bench
 BIN=${CARGO_TARGET_DIR:-target}/release/postpone-bench
 OUT=$(mktemp)
@@ -26,7 +28,8 @@ echo "== medians of $RUNS runs" >&2
 python3 - "$OUT" "${WORKLOADS[@]}" <<'PY'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-key = {"delayed": "p99_ms", "memory": "bytes_per_job", "idle": "commands_per_sec", "backlog": "ratio_to_drain"}
+key = {"delayed": "p99_ms", "memory": "bytes_per_job", "idle": "commands_per_sec", "backlog": "ratio_to_drain",
+       "outbox": "commit_to_queued_p99_ms"}
 for w in sys.argv[2:]:
     runs = [l for l in lines if l["workload"] == w]
     if not runs:

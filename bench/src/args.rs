@@ -15,10 +15,11 @@ pub(crate) enum Workload {
     EnqueueConcurrent,
     DrainIo,
     Page,
+    Outbox,
 }
 
 impl Workload {
-    const ALL: [(&'static str, Workload); 10] = [
+    const ALL: [(&'static str, Workload); 11] = [
         ("enqueue", Workload::Enqueue),
         ("enqueue-bulk", Workload::EnqueueBulk),
         ("drain", Workload::Drain),
@@ -29,6 +30,7 @@ impl Workload {
         ("enqueue-concurrent", Workload::EnqueueConcurrent),
         ("drain-io", Workload::DrainIo),
         ("page", Workload::Page),
+        ("outbox", Workload::Outbox),
     ];
 
     fn parse(s: &str) -> Option<Self> {
@@ -51,15 +53,16 @@ impl Workload {
             Workload::Page => 1_000_000,
             Workload::Idle => 0,
             Workload::EnqueueConcurrent | Workload::DrainIo => 64_000,
+            Workload::Outbox => 64 * 500,
             _ => 50_000,
         }
     }
 
-    /// The concurrency of BENCHMARKS.md: enqueueing tasks for `enqueue-concurrent`, the worker's
-    /// concurrency otherwise.
+    /// The concurrency of BENCHMARKS.md: enqueueing tasks for `enqueue-concurrent`, committing tasks
+    /// for `outbox`, the worker's concurrency otherwise.
     fn default_concurrency(self) -> usize {
         match self {
-            Workload::EnqueueConcurrent => 64,
+            Workload::EnqueueConcurrent | Workload::Outbox => 64,
             _ => 50,
         }
     }
@@ -78,6 +81,8 @@ pub(crate) struct Args {
     pub(crate) jobs: u64,
     pub(crate) concurrency: usize,
     pub(crate) redis: String,
+    /// `outbox`: the PostgreSQL to use (`--database`, else `DATABASE_URL`, else [`DEFAULT_DATABASE`]).
+    pub(crate) database: String,
     /// `backlog`: jobs due in an hour sitting beside the drained ones.
     pub(crate) backlog: u64,
     /// `idle`: registered topics, and seconds measured.
@@ -94,9 +99,12 @@ pub(crate) struct Args {
     pub(crate) flush: bool,
 }
 
+/// `outbox`'s PostgreSQL when neither `--database` nor `DATABASE_URL` says otherwise.
+pub(crate) const DEFAULT_DATABASE: &str = "postgres://postgres@127.0.0.1:5432/test";
+
 pub(crate) const USAGE: &str = "\
 usage: postpone-bench <workload> [--jobs N] [--concurrency C] [--redis URL] [--flush]
-                      [--backlog N] [--topics N] [--secs S] [--observe]
+                      [--backlog N] [--topics N] [--secs S] [--observe] [--database URL]
 
 workloads (see BENCHMARKS.md):
   enqueue             one task enqueues jobs one at a time, each awaited
@@ -111,12 +119,19 @@ workloads (see BENCHMARKS.md):
   idle                a worker with registered topics and no jobs; commands/s it sends
   page                the operations API's listing: a page of a topic of --jobs scheduled jobs
                       (default 1,000,000) against one of 10 (first, middle, last page)
+  outbox              C tasks (default 64) each commit PostgreSQL transactions that enqueue one job
+                      through postpone-postgres's outbox, a relay moving them to Redis; transactional
+                      enqueues/s, commit-to-queued p50/p99/max by the Redis clock (needs PostgreSQL)
   --jobs N         jobs (defaults: 50,000; enqueue-concurrent and drain-io 64,000; delayed 2,000;
-                   memory 100,000; page 1,000,000)
-  --concurrency C  worker concurrency (default 50); enqueue-concurrent: enqueueing tasks (default 64)
+                   memory 100,000; page 1,000,000; outbox 32,000, 500 per task)
+  --concurrency C  worker concurrency (default 50); enqueue-concurrent: enqueueing tasks, outbox:
+                   committing tasks (default 64)
   --redis URL      Redis to use, empty (default redis://127.0.0.1:6379); a run FLUSHALLs it, so one
                    that holds keys is refused unless --flush
   --flush          delete everything the Redis holds before the run (FLUSHALL)
+  --database URL   outbox: the PostgreSQL (default $DATABASE_URL, else
+                   postgres://postgres@127.0.0.1:5432/test); the run drops and recreates its own
+                   table postpone_bench_outbox there, and drops it at the end
   --backlog N      backlog: jobs due in an hour beside the drained ones (default 1,000,000)
   --topics N       idle: registered topics (default 10, at most 10)
   --secs S         idle: seconds measured (default 10)
@@ -139,6 +154,10 @@ impl Args {
             jobs: workload.default_jobs(),
             concurrency: workload.default_concurrency(),
             redis: "redis://127.0.0.1:6379".into(),
+            database: std::env::var("DATABASE_URL")
+                .ok()
+                .filter(|u| !u.is_empty())
+                .unwrap_or_else(|| DEFAULT_DATABASE.into()),
             backlog: 1_000_000,
             topics: 10,
             secs: 10,
@@ -163,6 +182,7 @@ impl Args {
                 "--jobs" => out.jobs = number(flag, value()?)?,
                 "--concurrency" => out.concurrency = number(flag, value()?)? as usize,
                 "--redis" => out.redis = value()?.clone(),
+                "--database" => out.database = value()?.clone(),
                 "--backlog" => out.backlog = number(flag, value()?)?,
                 "--topics" => out.topics = number(flag, value()?)? as usize,
                 "--secs" => out.secs = number(flag, value()?)?,
@@ -220,6 +240,13 @@ mod tests {
         assert!(parse("drain --observe --jobs 5").unwrap().observe);
         assert!(!parse("drain").unwrap().flush);
         assert!(parse("drain --flush").unwrap().flush);
+        let a = parse("outbox").unwrap();
+        assert_eq!(
+            (a.workload, a.jobs, a.concurrency),
+            (Workload::Outbox, 32_000, 64)
+        );
+        let a = parse("outbox --jobs 2000 --database postgres://u@h:1/d").unwrap();
+        assert_eq!((a.jobs, a.database.as_str()), (2000, "postgres://u@h:1/d"));
         assert!(parse("nope").is_err());
         assert!(parse("drain --jobs").is_err());
         assert!(parse("idle --topics 11").is_err());

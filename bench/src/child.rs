@@ -103,7 +103,7 @@ impl Counter {
         if n == self.target {
             self.done.notify_one();
         }
-        if n % 5000 == 0 && std::env::var_os("BENCH_PROGRESS").is_some() {
+        if n.is_multiple_of(5000) && std::env::var_os("BENCH_PROGRESS").is_some() {
             eprintln!("    {n} handled at {:?}", START.get().map(|s| s.elapsed()));
         }
     }

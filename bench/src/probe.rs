@@ -157,6 +157,12 @@ impl Probe {
         Ok(start.elapsed().as_secs_f64() * 1e6 / f64::from(n))
     }
 
+    /// The Redis clock (`TIME`), microseconds since the epoch.
+    pub(crate) async fn time_us(&mut self) -> BoxResult<i64> {
+        let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut self.conn).await?;
+        Ok(secs * 1_000_000 + micros)
+    }
+
     /// `used_memory`, bytes.
     pub(crate) async fn used_memory(&mut self) -> BoxResult<i64> {
         let info = self.info("memory").await?;

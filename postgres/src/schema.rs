@@ -25,11 +25,13 @@ impl Table {
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
         };
         let parts: Vec<&str> = name.split('.').collect();
-        if parts.len() > 2 || !parts.iter().all(|p| part_ok(p)) {
+        // The whole name is the notification channel's (with `.` as `_`), and PostgreSQL takes at most
+        // 63 bytes for that.
+        if parts.len() > 2 || !parts.iter().all(|p| part_ok(p)) || name.len() > 63 {
             return Err(Error::InvalidConfig {
                 reason: format!(
-                    "outbox table {name:?}: use `name` or `schema.name`, each 1 to 63 of a-z 0-9 _ \
-                     (not starting with a digit)"
+                    "outbox table {name:?}: use `name` or `schema.name`, at most 63 characters of \
+                     a-z 0-9 _ (each part not starting with a digit)"
                 ),
             });
         }

@@ -11,7 +11,7 @@ use super::enqueue::{to_enqueued, EnqueueItem, EnqueueStatus};
 use super::Client;
 use crate::error::Result;
 use crate::job::Job;
-use crate::observe::trace;
+use crate::observe::{metrics, trace};
 use crate::store::NewJob;
 use crate::time::millis;
 
@@ -143,7 +143,13 @@ impl Client {
         Ok(ids
             .into_iter()
             .zip(outcomes)
-            .map(|(id, outcome)| outcome.map(|o| to_enqueued(id, o).status))
+            .map(|(id, outcome)| {
+                outcome.map(|o| {
+                    let status = to_enqueued(id, o).status;
+                    metrics::enqueued_named(topic, status);
+                    status
+                })
+            })
             .collect())
     }
 

@@ -61,21 +61,38 @@ fn outcome(tally: Tally, recorded: FinishOutcome) -> Option<&'static str> {
 pub(crate) fn enqueued(topic: &'static str, status: EnqueueStatus) {
     #[cfg(feature = "metrics")]
     {
-        let status = match status {
-            EnqueueStatus::Created => "created",
-            EnqueueStatus::Replaced => "replaced",
-            EnqueueStatus::AlreadyScheduled => "already_scheduled",
-            EnqueueStatus::AlreadyRunning => "already_running",
-            EnqueueStatus::Duplicate => "duplicate",
-            EnqueueStatus::Throttled => "throttled",
-            EnqueueStatus::Debounced => "debounced",
-        };
         on::describe();
-        ::metrics::counter!("postpone_jobs_enqueued_total", "topic" => topic, "status" => status)
+        ::metrics::counter!("postpone_jobs_enqueued_total", "topic" => topic, "status" => status_label(status))
             .increment(1);
     }
     #[cfg(not(feature = "metrics"))]
     let _ = (topic, status);
+}
+
+/// [`enqueued`] for a topic known only at run time (an outbox's delivery): the label is copied.
+pub(crate) fn enqueued_named(topic: &str, status: EnqueueStatus) {
+    #[cfg(feature = "metrics")]
+    {
+        on::describe();
+        let topic = topic.to_owned();
+        ::metrics::counter!("postpone_jobs_enqueued_total", "topic" => topic, "status" => status_label(status))
+            .increment(1);
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (topic, status);
+}
+
+#[cfg(feature = "metrics")]
+fn status_label(status: EnqueueStatus) -> &'static str {
+    match status {
+        EnqueueStatus::Created => "created",
+        EnqueueStatus::Replaced => "replaced",
+        EnqueueStatus::AlreadyScheduled => "already_scheduled",
+        EnqueueStatus::AlreadyRunning => "already_running",
+        EnqueueStatus::Duplicate => "duplicate",
+        EnqueueStatus::Throttled => "throttled",
+        EnqueueStatus::Debounced => "debounced",
+    }
 }
 
 /// The metrics of one served topic (one partition of it), registered once when the worker starts so

@@ -6,6 +6,7 @@ mod drain;
 mod enqueue;
 mod idle;
 mod memory;
+mod outbox;
 mod page;
 
 use postpone::{Client, EnqueueStatus, Enqueued, TopicCounts};
@@ -37,6 +38,7 @@ pub(crate) async fn run(args: &Args) -> BoxResult<Report> {
         Workload::Memory => memory::run(args, &mut probe).await,
         Workload::Idle => idle::run(args, &mut probe).await,
         Workload::Page => page::run(args, &mut probe).await,
+        Workload::Outbox => outbox::run(args, &mut probe).await,
     }?;
     // Leave the Redis empty, as it was given, so that the next run takes it. (A failed run leaves its
     // jobs there to look at; the next run then wants --flush.)

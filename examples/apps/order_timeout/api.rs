@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 
-use crate::app::{App, NewOrder, Order, Status, COLUMNS};
+use crate::app::{order_columns, App, NewOrder, Order, Status};
 use crate::timer::{timer_id, CloseUnpaidOrder};
 
 /// The HTTP API: `POST /orders`, `GET /orders/{id}`, `POST /orders/{id}/pay`,
@@ -21,8 +21,9 @@ pub(crate) fn router(app: App) -> Router {
         .with_state(app)
 }
 
-/// Places an order and sets its timer: closed at the end of the payment window unless paid. Its span is
-/// the trace that the timer's job carries (see `observe.rs`).
+/// Places an order and sets its timer, in one transaction: the order's row, and the outbox row that
+/// enqueues "close if unpaid" for the end of its payment window. Either both commit or neither does.
+/// Its span is the trace that the timer's job carries (see `observe.rs`).
 #[tracing::instrument(name = "POST /orders", skip_all)]
 async fn place_order(
     State(app): State<App>,
@@ -33,30 +34,27 @@ async fn place_order(
             "an order needs an item and a positive amount_cents".into(),
         ));
     }
-    let sql = format!(
+    let mut tx = app.db.begin().await?;
+    let sql = concat!(
         "INSERT INTO orders (item, amount_cents, pay_by)
          VALUES ($1, $2, now() + make_interval(secs => $3))
-         RETURNING {COLUMNS}"
+         RETURNING ",
+        order_columns!()
     );
-    let window = app.window.as_secs_f64();
-    let row = app
-        .db
-        .query_one(&sql, &[&new.item, &new.amount_cents, &window])
+    let order: Order = sqlx::query_as(sql)
+        .bind(&new.item)
+        .bind(new.amount_cents)
+        .bind(app.window.as_secs_f64())
+        .fetch_one(&mut *tx)
         .await?;
-    let order = Order::from_row(&row)?;
-    let timer = app
-        .jobs
+    // At the order's own deadline (the database's `now()` plus the window), which the handler checks.
+    app.outbox
         .enqueue(CloseUnpaidOrder { order_id: order.id })
         .id(timer_id(order.id))
         .at(order.pay_by)
-        .await;
-    if let Err(e) = timer {
-        // A pending order always has a timer: without one, there is no order.
-        app.db
-            .execute("DELETE FROM orders WHERE id = $1", &[&order.id])
-            .await?;
-        return Err(e.into());
-    }
+        .write(&mut tx)
+        .await?;
+    tx.commit().await?;
     tracing::info!(order_id = order.id, pay_by = %order.pay_by, "order placed");
     Ok((StatusCode::CREATED, Json(order)))
 }
@@ -65,69 +63,64 @@ async fn get_order(State(app): State<App>, Path(id): Path<i64>) -> Result<Json<O
     app.find(id).await?.map(Json).ok_or(ApiError::NotFound(id))
 }
 
-/// Pays an order that is pending and within its payment window, and cancels its timer. Paying a paid
-/// order again changes nothing.
+/// Pays an order that is pending and within its payment window, and cancels its timer, in one
+/// transaction. Paying a paid order again changes nothing.
 async fn pay_order(State(app): State<App>, Path(id): Path<i64>) -> Result<Json<Order>, ApiError> {
-    let sql = format!(
+    let mut tx = app.db.begin().await?;
+    let sql = concat!(
         "UPDATE orders SET status = 'paid', paid_at = now()
          WHERE id = $1 AND status = 'pending' AND pay_by > now()
-         RETURNING {COLUMNS}"
+         RETURNING ",
+        order_columns!()
     );
-    let Some(row) = app.db.query_opt(&sql, &[&id]).await? else {
+    let paid: Option<Order> = sqlx::query_as(sql)
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let Some(order) = paid else {
+        // Nothing was written: dropping the transaction rolls it back.
+        drop(tx);
         return match app.find(id).await? {
             Some(order) if order.status == Status::Paid => Ok(Json(order)),
             other => Err(refusal(id, other)),
         };
     };
-    let order = Order::from_row(&row)?;
-    // The timer is not needed any more. Should this fail, it fires later and finds the order paid.
-    match app.jobs.cancel::<CloseUnpaidOrder>(&timer_id(id)).await {
-        Ok(_) | Err(postpone::Error::JobNotFound { .. }) => {}
-        Err(e) => {
-            tracing::warn!(order_id = id, error = %e, "could not cancel the timer of a paid order")
-        }
-    }
+    // Should the timer fire before the cancel reaches the queue, it finds the order paid.
+    app.outbox
+        .cancel::<CloseUnpaidOrder>(&mut tx, &timer_id(id))
+        .await?;
+    tx.commit().await?;
     tracing::info!(order_id = id, "order paid");
     Ok(Json(order))
 }
 
-/// Gives a pending order one more payment window, and moves its timer to the new deadline.
+/// Gives a pending order one more payment window, and moves its timer to the new deadline, in one
+/// transaction. A timer found running when the move arrives is left alone: its handler reads the new
+/// deadline and snoozes until then.
 async fn extend_payment_window(
     State(app): State<App>,
     Path(id): Path<i64>,
 ) -> Result<Json<Order>, ApiError> {
-    let sql = format!(
+    let mut tx = app.db.begin().await?;
+    let sql = concat!(
         "UPDATE orders SET pay_by = pay_by + make_interval(secs => $2)
          WHERE id = $1 AND status = 'pending' AND pay_by > now()
-         RETURNING {COLUMNS}"
+         RETURNING ",
+        order_columns!()
     );
-    let window = app.window.as_secs_f64();
-    let Some(row) = app.db.query_opt(&sql, &[&id, &window]).await? else {
+    let extended: Option<Order> = sqlx::query_as(sql)
+        .bind(id)
+        .bind(app.window.as_secs_f64())
+        .fetch_optional(&mut *tx)
+        .await?;
+    let Some(order) = extended else {
+        drop(tx);
         return Err(refusal(id, app.find(id).await?));
     };
-    let order = Order::from_row(&row)?;
-    let timer = timer_id(id);
-    match app
-        .jobs
-        .reschedule::<CloseUnpaidOrder>(&timer, order.pay_by)
-        .await
-    {
-        Ok(_) => {}
-        // Firing right now: its handler reads the new deadline and snoozes until then.
-        Err(postpone::Error::JobRunning { .. }) => {}
-        // No timer (it was lost): set one.
-        Err(postpone::Error::JobNotFound { .. }) => {
-            app.jobs
-                .enqueue(CloseUnpaidOrder { order_id: id })
-                .id(timer)
-                .at(order.pay_by)
-                .await?;
-        }
-        // The old timer fires early, finds the deadline moved and snoozes until then.
-        Err(e) => {
-            tracing::warn!(order_id = id, error = %e, "could not move the timer of an extended order")
-        }
-    }
+    app.outbox
+        .reschedule::<CloseUnpaidOrder>(&mut tx, &timer_id(id), order.pay_by)
+        .await?;
+    tx.commit().await?;
     tracing::info!(order_id = id, pay_by = %order.pay_by, "payment window extended");
     Ok(Json(order))
 }
@@ -153,19 +146,24 @@ pub(crate) enum ApiError {
     BadRequest(String),
     NotFound(i64),
     Conflict(String),
-    Database(tokio_postgres::Error),
-    Jobs(postpone::Error),
+    /// PostgreSQL failed (the transaction, if any, rolled back: nothing was written).
+    Database(sqlx::Error),
+    /// The outbox refused the timer (an invalid job: a bug of this service, not the client's).
+    Timer(postpone_postgres::Error),
 }
 
-impl From<tokio_postgres::Error> for ApiError {
-    fn from(e: tokio_postgres::Error) -> Self {
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
         ApiError::Database(e)
     }
 }
 
-impl From<postpone::Error> for ApiError {
-    fn from(e: postpone::Error) -> Self {
-        ApiError::Jobs(e)
+impl From<postpone_postgres::Error> for ApiError {
+    fn from(e: postpone_postgres::Error) -> Self {
+        match e {
+            postpone_postgres::Error::Database(e) => ApiError::Database(e),
+            e => ApiError::Timer(e),
+        }
     }
 }
 
@@ -175,6 +173,11 @@ impl IntoResponse for ApiError {
             ApiError::BadRequest(m) => (StatusCode::BAD_REQUEST, m),
             ApiError::NotFound(id) => (StatusCode::NOT_FOUND, format!("no order {id}")),
             ApiError::Conflict(m) => (StatusCode::CONFLICT, m),
+            // The server refused a statement or the commit.
+            ApiError::Database(sqlx::Error::Database(e)) => {
+                tracing::error!(error = %e, "database error");
+                (StatusCode::INTERNAL_SERVER_ERROR, "database error".into())
+            }
             ApiError::Database(e) => {
                 tracing::error!(error = %e, "database error");
                 (
@@ -182,11 +185,11 @@ impl IntoResponse for ApiError {
                     "database unavailable".into(),
                 )
             }
-            ApiError::Jobs(e) => {
-                tracing::error!(error = %e, "job store error");
+            ApiError::Timer(e) => {
+                tracing::error!(error = %e, "outbox error");
                 (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "job store unavailable".into(),
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the order's timer could not be set".into(),
                 )
             }
         };

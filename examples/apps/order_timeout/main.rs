@@ -1,11 +1,15 @@
-//! Order timeout in a web backend: an axum service that closes orders left unpaid.
+//! Order timeout in a web backend: an axum service that closes orders left unpaid, with transactional
+//! enqueue (PostgreSQL via sqlx, and the outbox of `postpone-postgres`).
 //!
-//! Placing an order (`POST /orders`) stores it in PostgreSQL and enqueues "close if unpaid" for the end
-//! of its payment window (30 minutes) under the job id `order:<id>`. Paying it (`POST /orders/{id}/pay`)
-//! cancels that timer; extending the payment window (`POST /orders/{id}/extend`) moves it. At the
-//! deadline a worker closes the order if it is still unpaid. `app.rs` holds the service and explains why
-//! it stays correct when a timer call fails or races a payment; `timer.rs` has the job and its handler,
-//! `api.rs` the HTTP handlers.
+//! Placing an order (`POST /orders`) is one transaction: it inserts the order and writes "close if
+//! unpaid" for the end of its payment window (30 minutes), under the job id `order:<id>`, to the
+//! outbox. Paying it (`POST /orders/{id}/pay`) is one transaction that records the payment and cancels
+//! that timer; extending the payment window (`POST /orders/{id}/extend`) records the new deadline and
+//! moves the timer in one transaction. A relay inside the service moves committed outbox rows to the
+//! queue, so a timer exists if and only if its order committed, and a cancel takes effect if and only
+//! if its payment did. At the deadline a worker closes the order if it is still unpaid. `app.rs` holds
+//! the service and explains why it stays correct when a timer races a payment; `timer.rs` has the job
+//! and its handler, `api.rs` the HTTP handlers.
 //!
 //! ```text
 //! cargo run -p postpone-examples --example order_timeout     # jobs in memory, orders in PostgreSQL
@@ -13,15 +17,18 @@
 //! ```
 //!
 //! Needs PostgreSQL: `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`); it creates the
-//! schema `postpone_orders` and its table `orders` when missing. Without `REDIS_URL` the timers live in
-//! this process, and at the next start the service sets them again for every pending order. Then, in
-//! another shell (each order's id is taken from the answer that placed it):
+//! schema `postpone_orders` and its tables `orders` and `outbox` when missing. On Redis, timers survive
+//! restarts, and one whose order committed while Redis was away waits in the outbox until it is back.
+//! Without `REDIS_URL` the timers live in this process and die with it: at the next start the service
+//! sets them again for every pending order (a start-up scan that only the in-memory backend needs).
+//! Then, in another
+//! shell (each order's id is taken from the answer that placed it):
 //!
 //! ```sh
 //! a=$(curl -s localhost:3000/orders -H 'content-type: application/json' -d '{"item":"book","amount_cents":1200}' | grep -o '"id":[0-9]*' | cut -d: -f2)
 //! b=$(curl -s localhost:3000/orders -H 'content-type: application/json' -d '{"item":"pen","amount_cents":300}' | grep -o '"id":[0-9]*' | cut -d: -f2)
-//! curl -s -X POST localhost:3000/orders/$a/pay      # paid: its timer is cancelled
-//! curl -s -X POST localhost:3000/orders/$b/extend   # a longer window: its timer moves
+//! curl -s -X POST localhost:3000/orders/$a/pay      # paid: its timer is cancelled with the payment
+//! curl -s -X POST localhost:3000/orders/$b/extend   # a longer window: its timer moves with it
 //! curl -s localhost:3000/orders/$b                  # still pending, closed at pay_by unless paid
 //! ```
 //!
@@ -33,10 +40,14 @@
 //! curl -s localhost:3000/metrics | grep postpone_
 //! ```
 //!
-//! Ctrl-C or SIGTERM stops it gracefully: the HTTP server finishes its requests, then the worker lets
-//! running jobs finish (10 s at most) and hands the rest back. `examples/apps/tests/order_timeout.rs`
-//! drives this service over HTTP with a payment window of seconds and checks the database, and runs the
-//! `curl` lines above, as written, against the example's binary.
+//! Ctrl-C or SIGTERM stops it gracefully: the HTTP server finishes its requests, the relay its round
+//! (rows it has not taken stay in the outbox for the next start), then the worker lets running jobs
+//! finish (10 s at most) and hands the rest back.
+//!
+//! `examples/apps/tests/order_timeout.rs` drives this service over HTTP with a payment window of
+//! seconds and checks the database, the outbox and the queue (a request that rolls back leaves no
+//! timer; a payment and its cancel commit together); `order_timeout_curl.rs` runs the `curl` lines
+//! above, as written, against the example's binary.
 
 #[path = "../support/flags.rs"]
 mod flags;
@@ -61,7 +72,8 @@ usage: order_timeout [--listen ADDR] [--payment-window DURATION] [--schema NAME]
 
   --listen ADDR               where to serve HTTP (default 127.0.0.1:3000)
   --payment-window DURATION   time to pay, and what an extension adds: 500ms, 20s, 30m... (default 30m)
-  --schema NAME               PostgreSQL schema of the orders table (default postpone_orders)
+  --schema NAME               PostgreSQL schema of the orders and outbox tables: a-z 0-9 _
+                              (default postpone_orders)
   --trace stdout              print the spans (OpenTelemetry) on stdout (default off)
 
 environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test), REDIS_URL (default: jobs in
@@ -99,22 +111,21 @@ async fn main() -> ExitCode {
 }
 
 async fn run(listen: SocketAddr, settings: app::Settings) -> Result<(), postpone::BoxError> {
-    // PostgreSQL first: without it there is nothing to serve, and the error says so at once.
-    let db = postgres::connect(&postgres::database_url()).await?;
     let jobs = postpone::Client::from_env().await?;
-    let app = app::App::new(db, jobs.clone(), &settings).await?;
-    let rearmed = app.rearm_timers().await?;
+    // PostgreSQL before serving: without it there is nothing to serve, and the error says so at once.
+    let app = app::App::connect(&postgres::database_url(), jobs.clone(), &settings).await?;
+    let rearmed = app.rearm_in_memory_timers().await?;
     let listener = TcpListener::bind(listen)
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     println!(
-        "order service on http://{} (payment window {}; orders in schema {:?}; timers on {}{})",
+        "order service on http://{} (payment window {}; orders and outbox in schema {:?}; timers on {}{})",
         listener.local_addr()?,
         flags::show_duration(settings.payment_window),
         settings.schema,
         jobs.backend_name(),
         if rearmed > 0 {
-            format!("; set {rearmed} missing timer(s) of pending orders")
+            format!("; in memory, set {rearmed} timer(s) of pending orders again")
         } else {
             String::new()
         }
@@ -122,7 +133,7 @@ async fn run(listen: SocketAddr, settings: app::Settings) -> Result<(), postpone
     let stop = shutdown::signal();
     app.serve(listener, async move {
         let signal = stop.await;
-        println!("{signal}: finishing requests and running jobs, then stopping");
+        println!("{signal}: finishing requests, the outbox relay's round and running jobs, then stopping");
     })
     .await?;
     println!("stopped");

@@ -4,11 +4,10 @@
 //!   at `GET /metrics`. The recorder is installed before the worker starts: a worker registers its
 //!   metrics when it starts.
 //! - Traces: `--trace stdout` sends spans to an OpenTelemetry exporter that prints them on stdout. The
-//!   request that places an order (`POST /orders`) enqueues its timer inside its span, so the job
-//!   carries that trace context (postpone's `opentelemetry` feature); when the timer fires, the
-//!   handler's span `process orders.close_unpaid` links to the enqueue's span `send
-//!   orders.close_unpaid`, itself a child of the request's span: follow the printed `trace_id`s and
-//!   `links`.
+//!   request that places an order (`POST /orders`) writes its timer to the outbox inside its span, so
+//!   the job carries that trace context through the outbox row (postpone's `opentelemetry` feature);
+//!   when the timer fires, the handler's span `process orders.close_unpaid` links to the request's
+//!   span: follow the printed `trace_id`s and `links`.
 
 use std::sync::OnceLock;
 use std::time::Duration;

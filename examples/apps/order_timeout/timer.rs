@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::app::App;
 
 /// Closes an order that is still unpaid at its deadline: one per order, with the id `order:<id>`, so
-/// that paying can cancel it and extending can move it.
+/// that paying can cancel it and extending can move it. It is enqueued, cancelled and moved through
+/// the outbox, in the transaction of the request that places, pays or extends the order.
 #[derive(Debug, Serialize, Deserialize, Job)]
 #[job(topic = "orders.close_unpaid")]
 pub(crate) struct CloseUnpaidOrder {
@@ -27,15 +28,14 @@ pub(crate) async fn close_unpaid(
     ctx: JobContext,
     app: App,
 ) -> Result<(), JobError> {
-    let closed = app
-        .db
-        .execute(
-            "UPDATE orders SET status = 'closed', closed_at = now()
-             WHERE id = $1 AND status = 'pending' AND pay_by <= now()",
-            &[&job.order_id],
-        )
-        .await?;
-    if closed == 1 {
+    let closed = sqlx::query(
+        "UPDATE orders SET status = 'closed', closed_at = now()
+         WHERE id = $1 AND status = 'pending' AND pay_by <= now()",
+    )
+    .bind(job.order_id)
+    .execute(&app.db)
+    .await?;
+    if closed.rows_affected() == 1 {
         tracing::info!(
             order_id = job.order_id,
             attempt = ctx.attempt(),
@@ -47,17 +47,15 @@ pub(crate) async fn close_unpaid(
         return Ok(());
     }
     // Paid, closed already, deleted, or its deadline was moved after this timer was set.
-    let row = app
-        .db
-        .query_opt(
-            "SELECT status, (EXTRACT(EPOCH FROM pay_by - now()) * 1000)::bigint
-             FROM orders WHERE id = $1",
-            &[&job.order_id],
-        )
-        .await?;
-    match row {
-        Some(row) if row.get::<_, &str>(0) == "pending" => {
-            let wait_ms: i64 = row.get(1);
+    let order: Option<(String, i64)> = sqlx::query_as(
+        "SELECT status, (EXTRACT(EPOCH FROM pay_by - now()) * 1000)::bigint
+         FROM orders WHERE id = $1",
+    )
+    .bind(job.order_id)
+    .fetch_optional(&app.db)
+    .await?;
+    match order {
+        Some((status, wait_ms)) if status == "pending" => {
             // Not due yet by the database's clock: run again then, without using an attempt.
             Err(JobError::snooze(Duration::from_millis(
                 wait_ms.max(1) as u64

@@ -1,18 +1,20 @@
 //! The order-timeout example (`examples/apps/order_timeout/`), driven over HTTP against a redis-server of its
 //! own and a PostgreSQL schema of its own, with a payment window of seconds: orders are placed, paid,
-//! extended and abandoned, and the database shows what happened to each.
+//! extended and abandoned, and the database, the outbox and the queue show what happened to each. The
+//! `outbox` tests show transactional enqueue: a request that rolls back leaves no timer, a payment and
+//! its cancel commit together, and an order placed while Redis is away gets its timer when it is back.
 
 #[path = "../order_timeout/api.rs"]
 mod api;
 #[path = "../order_timeout/app.rs"]
 #[allow(dead_code)]
 mod app;
-#[path = "../support/postgres.rs"]
-#[allow(dead_code)]
-mod example_postgres;
 #[path = "../order_timeout/observe.rs"]
 #[allow(dead_code)]
 mod observe;
+// The example's own connection code (`support::postgres` is the tests' schemas).
+#[path = "../support/postgres.rs"]
+mod postgres;
 mod support;
 #[path = "../order_timeout/timer.rs"]
 mod timer;
@@ -39,15 +41,14 @@ struct Service {
 
 impl Service {
     async fn start(jobs: &Client, schema: &TestSchema, window: Duration) -> Self {
-        let db = example_postgres::connect(&support::postgres::database_url())
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
         let settings = Settings {
             payment_window: window,
             schema: schema.name().to_owned(),
         };
-        let app = app::App::new(db, jobs.clone(), &settings).await.unwrap();
-        let rearmed = app.rearm_timers().await.unwrap();
+        let app = app::App::connect(&support::postgres::database_url(), jobs.clone(), &settings)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let rearmed = app.rearm_in_memory_timers().await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
@@ -63,7 +64,8 @@ impl Service {
         }
     }
 
-    async fn place(&self, item: &str) -> Order {
+    /// POSTs a new order; the status and the answer's body.
+    async fn try_place(&self, item: &str) -> (StatusCode, serde_json::Value) {
         let order = NewOrder {
             item: item.into(),
             amount_cents: 1200,
@@ -75,8 +77,13 @@ impl Service {
             .send()
             .await
             .unwrap();
-        assert_eq!(response.status(), StatusCode::CREATED);
-        response.json().await.unwrap()
+        (response.status(), response.json().await.unwrap())
+    }
+
+    async fn place(&self, item: &str) -> Order {
+        let (status, body) = self.try_place(item).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        serde_json::from_value(body).unwrap()
     }
 
     /// POSTs to `/orders/{id}/{action}`; the status, and the order when it succeeded.
@@ -141,6 +148,61 @@ async fn closed(schema: &TestSchema, id: i64) -> Stored {
     .await
 }
 
+/// Rows in the service's outbox table: committed timer changes not yet moved to the queue.
+async fn outbox_rows(schema: &TestSchema) -> i64 {
+    let row = schema
+        .db()
+        .query_one("SELECT count(*) FROM outbox", &[])
+        .await
+        .unwrap();
+    row.get(0)
+}
+
+/// Waits until the relay has moved every committed row of the outbox to the queue.
+async fn outbox_delivered(schema: &TestSchema) {
+    eventually("the outbox to be delivered", || async {
+        (outbox_rows(schema).await == 0).then_some(())
+    })
+    .await
+}
+
+/// When the timer of order `id` is due, if it is scheduled.
+async fn scheduled(jobs: &Client, id: i64) -> Option<chrono::DateTime<chrono::Utc>> {
+    let timer = jobs.topic::<CloseUnpaidOrder>().job(&timer_id(id)).await;
+    match timer.unwrap()?.state {
+        JobState::Scheduled { due_at } => Some(due_at),
+        _ => None,
+    }
+}
+
+/// Whether the queue holds a timer for order `id`, in any state.
+async fn has_timer(jobs: &Client, id: i64) -> bool {
+    let timer = jobs.topic::<CloseUnpaidOrder>().job(&timer_id(id)).await;
+    timer.unwrap().is_some()
+}
+
+/// Makes some commits fail after everything in them was written, the outbox row included: a deferred
+/// constraint trigger refuses, at commit, an order with the item `refused at commit`, and the payment
+/// of an order with the item `payment refused at commit`.
+async fn refuse_some_commits(schema: &TestSchema) {
+    schema
+        .db()
+        .batch_execute(
+            "CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF NEW.item = 'refused at commit'
+                    OR (NEW.item = 'payment refused at commit' AND NEW.status = 'paid') THEN
+                     RAISE EXCEPTION 'refused at commit: order %', NEW.id;
+                 END IF;
+                 RETURN NULL;
+             END $$;
+             CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT OR UPDATE ON orders
+                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_at_commit();",
+        )
+        .await
+        .unwrap();
+}
+
 async fn redis_client(server: &RedisServer) -> Client {
     Client::builder()
         .namespace("shop")
@@ -159,10 +221,14 @@ async fn paid_orders_stay_paid_abandoned_ones_close_and_extensions_move_the_dead
     // Before the worker starts, as the example does: `/metrics` then serves postpone's metrics.
     observe::install_metrics();
     let service = Service::start(&jobs, &schema, window).await;
+    // On Redis nothing is set again at start: a committed order's timer is in Redis or in the outbox.
+    assert_eq!(service.rearmed, 0);
 
     let paid = service.place("paid").await;
     let abandoned = service.place("abandoned").await;
     let extended = service.place("extended").await;
+    // The relay moves the committed timers from the outbox to the queue.
+    outbox_delivered(&schema).await;
     for order in [&paid, &abandoned, &extended] {
         assert_eq!(order.status, Status::Pending);
         assert_eq!((order.pay_by - order.placed_at).to_std().unwrap(), window);
@@ -183,7 +249,8 @@ async fn paid_orders_stay_paid_abandoned_ones_close_and_extensions_move_the_dead
         (status, order.unwrap().status),
         (StatusCode::OK, Status::Paid)
     );
-    assert!(timers.job(&timer_id(paid.id)).await.unwrap().is_none());
+    outbox_delivered(&schema).await;
+    assert!(!has_timer(&jobs, paid.id).await);
     let (status, again) = service.act(paid.id, "pay").await;
     assert_eq!(
         (status, again.unwrap().status),
@@ -195,18 +262,12 @@ async fn paid_orders_stay_paid_abandoned_ones_close_and_extensions_move_the_dead
     assert_eq!(status, StatusCode::OK);
     let new_deadline = order.unwrap().pay_by;
     assert_eq!((new_deadline - extended.pay_by).to_std().unwrap(), window);
-    match timers
-        .job(&timer_id(extended.id))
-        .await
-        .unwrap()
-        .unwrap()
-        .state
-    {
-        JobState::Scheduled { due_at } => {
-            assert_eq!(due_at.timestamp_millis(), new_deadline.timestamp_millis())
-        }
-        other => panic!("the extended order's timer is {other:?}"),
-    }
+    outbox_delivered(&schema).await;
+    let due_at = scheduled(&jobs, extended.id).await;
+    assert_eq!(
+        due_at.map(|t| t.timestamp_millis()),
+        Some(new_deadline.timestamp_millis())
+    );
 
     // The abandoned order is closed at its deadline, not before; then it can be neither paid nor
     // extended.
@@ -233,7 +294,8 @@ async fn paid_orders_stay_paid_abandoned_ones_close_and_extensions_move_the_dead
     assert_eq!(paid_row.closed_at, None);
     assert_eq!(service.act(paid.id, "extend").await.0, StatusCode::CONFLICT);
 
-    // Two timers fired and closed their orders; one was cancelled; none is left.
+    // Two timers fired and closed their orders; one was cancelled; none is left, in the queue or in
+    // the outbox.
     let counts = timers.counts().await.unwrap();
     assert_eq!(
         (counts.processed, counts.cancelled, counts.dead),
@@ -245,6 +307,7 @@ async fn paid_orders_stay_paid_abandoned_ones_close_and_extensions_move_the_dead
         (0, 0, 0),
         "{counts:?}"
     );
+    assert_eq!(outbox_rows(&schema).await, 0);
 
     // Bad requests say what is wrong.
     let missing = service.act(i64::MAX, "pay").await.0;
@@ -258,8 +321,8 @@ async fn paid_orders_stay_paid_abandoned_ones_close_and_extensions_move_the_dead
         .unwrap();
     assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
 
-    // `/metrics` shows the timers in the Prometheus text format (the recorder is the process's: the
-    // other tests of this binary may add to its counts).
+    // `/metrics` shows the timers and the outbox's relay in the Prometheus text format (the recorder
+    // is the process's: the other tests of this binary may add to its counts).
     let scrape = service
         .http
         .get(format!("{}/metrics", service.base))
@@ -274,11 +337,8 @@ async fn paid_orders_stay_paid_abandoned_ones_close_and_extensions_move_the_dead
         value.unwrap_or_else(|| panic!("no {series} in the scrape:\n{text}"))
     };
     let topic = r#"topic="orders.close_unpaid""#;
-    assert!(
-        value(&format!(
-            r#"postpone_jobs_enqueued_total{{{topic},status="created"}}"#
-        )) >= 3.0
-    );
+    // Three enqueues, a cancel and a reschedule went through the outbox.
+    assert!(value("postpone_outbox_delivered_total") >= 5.0);
     assert!(
         value(&format!(
             r#"postpone_jobs_finished_total{{{topic},outcome="done"}}"#
@@ -290,47 +350,133 @@ async fn paid_orders_stay_paid_abandoned_ones_close_and_extensions_move_the_dead
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lost_timer_is_set_again_by_an_extension_or_at_the_next_start() {
+async fn outbox_a_rolled_back_order_leaves_no_timer_and_a_payment_commits_with_its_cancel() {
     let server = RedisServer::start();
-    let schema = TestSchema::create("order_timeout_rearm").await;
+    let schema = TestSchema::create("order_outbox").await;
     let jobs = redis_client(&server).await;
-    let timers = jobs.topic::<CloseUnpaidOrder>();
-    let window = Duration::from_secs(2);
+    let window = Duration::from_secs(6);
     let service = Service::start(&jobs, &schema, window).await;
-    assert_eq!(service.rearmed, 0);
+    refuse_some_commits(&schema).await;
 
-    // A timer lost while its order is pending: extending the order sets a new one.
-    let order = service.place("extended after its timer was lost").await;
-    jobs.cancel::<CloseUnpaidOrder>(&timer_id(order.id))
-        .await
-        .unwrap();
-    let (status, extended) = service.act(order.id, "extend").await;
-    assert_eq!(status, StatusCode::OK);
-    let timer = timers.job(&timer_id(order.id)).await.unwrap().unwrap();
-    assert!(
-        matches!(timer.state, JobState::Scheduled { due_at } if due_at.timestamp_millis() == extended.unwrap().pay_by.timestamp_millis()),
-        "{timer:?}"
+    // An order whose transaction fails at its commit, after the order's row and its timer's outbox
+    // row were written: neither is kept.
+    let before = service.place("placed before").await;
+    let (status, body) = service.try_place("refused at commit").await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    let after = service.place("placed after").await;
+    // The refused order took the id between the two (a sequence does not roll back).
+    let refused = before.id + 1;
+    assert_eq!(after.id, refused + 1);
+
+    // A payment that commits takes its cancel with it.
+    let (status, order) = service.act(before.id, "pay").await;
+    assert_eq!(
+        (status, order.unwrap().status),
+        (StatusCode::OK, Status::Paid)
     );
 
-    // A timer lost while the service is down (a crash between the INSERT and the enqueue): the next
-    // start sets it again, and that instance closes the order.
-    let crashed = service.place("placed just before a crash").await;
-    service.stop().await;
-    jobs.cancel::<CloseUnpaidOrder>(&timer_id(crashed.id))
+    // The relay delivers the outbox in order: once it is empty, the timers of the orders placed
+    // before and after are in the queue, and so would the refused order's be.
+    outbox_delivered(&schema).await;
+    assert!(scheduled(&jobs, after.id).await.is_some());
+    assert!(
+        !has_timer(&jobs, before.id).await,
+        "cancelled with the payment"
+    );
+    assert!(
+        !has_timer(&jobs, refused).await,
+        "no timer for a rolled-back order"
+    );
+    let rows = schema
+        .db()
+        .query_one("SELECT count(*) FROM orders WHERE id = $1", &[&refused])
         .await
         .unwrap();
+    assert_eq!(rows.get::<_, i64>(0), 0, "no row for a rolled-back order");
+
+    // A payment whose transaction fails at its commit, after its cancel was written to the outbox:
+    // the order stays pending and keeps its timer, which closes it at its deadline.
+    let unpaid = service.place("payment refused at commit").await;
+    outbox_delivered(&schema).await;
+    let due_at = scheduled(&jobs, unpaid.id).await;
+    assert!(due_at.is_some());
+    assert_eq!(
+        service.act(unpaid.id, "pay").await.0,
+        StatusCode::INTERNAL_SERVER_ERROR
+    );
+    assert_eq!(outbox_rows(&schema).await, 0, "the cancel rolled back");
+    assert_eq!(stored(&schema, unpaid.id).await.status, Status::Pending);
+    assert_eq!(scheduled(&jobs, unpaid.id).await, due_at);
+    let closed_order = closed(&schema, unpaid.id).await;
+    assert!(closed_order.closed_at.unwrap() >= unpaid.pay_by);
+    assert_eq!(closed_order.paid_at, None);
+
+    // The order placed after is closed by its timer too; the paid one never is.
+    closed(&schema, after.id).await;
+    let paid_row = stored(&schema, before.id).await;
+    assert_eq!((paid_row.status, paid_row.closed_at), (Status::Paid, None));
+    let counts = jobs.topic::<CloseUnpaidOrder>().counts().await.unwrap();
+    assert_eq!(
+        (counts.processed, counts.cancelled, counts.dead),
+        (2, 1, 0),
+        "{counts:?}"
+    );
+    service.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_keeps_the_timer_of_an_order_placed_while_redis_is_away() {
+    let server = RedisServer::start();
+    let schema = TestSchema::create("order_outbox_redis_away").await;
+    let jobs = redis_client(&server).await;
+    let window = Duration::from_secs(2);
     let service = Service::start(&jobs, &schema, window).await;
-    assert_eq!(service.rearmed, 1, "only the missing timer is set again");
-    let closed_order = closed(&schema, crashed.id).await;
-    assert!(closed_order.closed_at.unwrap() >= crashed.pay_by);
-    closed(&schema, order.id).await;
+    // Redis goes away once the service's worker runs (it is in the registry of live workers).
+    eventually("the worker to start", || async {
+        let workers = jobs.ops().workers().await.unwrap();
+        (!workers.is_empty()).then_some(())
+    })
+    .await;
+
+    // Placing an order touches only PostgreSQL: it succeeds, and its timer waits in the outbox.
+    server.kill9();
+    let order = service.place("placed while Redis is away").await;
+    assert_eq!(outbox_rows(&schema).await, 1);
+
+    // Redis is back (empty): the relay delivers the timer, and the timer closes the order.
+    server.restart();
+    let closed_order = closed(&schema, order.id).await;
+    assert!(closed_order.closed_at.unwrap() >= order.pay_by);
+    assert_eq!(outbox_rows(&schema).await, 0);
+    let counts = jobs.topic::<CloseUnpaidOrder>().counts().await.unwrap();
+    assert_eq!((counts.processed, counts.dead), (1, 0), "{counts:?}");
+    service.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_memory_the_timers_of_pending_orders_are_set_again_at_the_next_start() {
+    let schema = TestSchema::create("order_timeout_memory").await;
+    let window = Duration::from_secs(3);
+    let service = Service::start(&Client::memory(), &schema, window).await;
+    assert_eq!(service.rearmed, 0);
+    let order = service.place("placed before a restart").await;
+    outbox_delivered(&schema).await;
+    service.stop().await;
+    assert_eq!(stored(&schema, order.id).await.status, Status::Pending);
+
+    // The next process has a new, empty queue in memory: it sets the pending order's timer again,
+    // and that timer closes the order.
+    let service = Service::start(&Client::memory(), &schema, window).await;
+    assert_eq!(service.rearmed, 1);
+    let closed_order = closed(&schema, order.id).await;
+    assert!(closed_order.closed_at.unwrap() >= order.pay_by);
     service.stop().await;
 }
 
 #[tokio::test]
 async fn an_unreachable_database_is_a_clear_error_that_names_the_url() {
     let url = "postgres://postgres:secret@127.0.0.1:1/test";
-    let error = example_postgres::connect(url).await.unwrap_err();
+    let error = postgres::pool(url, "orders").await.unwrap_err();
     assert!(
         error.contains("postgres://postgres:***@127.0.0.1:1/test"),
         "{error}"
