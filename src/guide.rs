@@ -24,6 +24,7 @@ chapter!(cookbook_order_timeout, "cookbook-order-timeout.md");
 chapter!(cookbook_webhooks, "cookbook-webhooks.md");
 chapter!(periodic, "periodic.md");
 chapter!(flow_control, "flow-control.md");
+chapter!(unique, "unique.md");
 chapter!(operating, "operating.md");
 chapter!(deploying_redis, "deploying-redis.md");
 chapter!(guarantees, "guarantees.md");

@@ -141,6 +141,25 @@ pub mod __private {
     pub use core::option::Option;
     pub use std::time::Duration;
 
+    /// Used by `#[derive(Job)]`: one field's value in a unique key (as JSON).
+    pub fn key_part<T: serde::Serialize + ?Sized>(value: &T) -> String {
+        serde_json::to_string(value).unwrap_or_default()
+    }
+
+    /// Used by `#[derive(Job)]`: a unique key from (field, value) pairs: `product_id=42,region="eu"`.
+    pub fn unique_key(parts: &[(&str, String)]) -> String {
+        let mut key = String::new();
+        for (i, (field, value)) in parts.iter().enumerate() {
+            if i > 0 {
+                key.push(',');
+            }
+            key.push_str(field);
+            key.push('=');
+            key.push_str(value);
+        }
+        key
+    }
+
     /// Used by `#[derive(Job)]`: the schedule it checked at compile time.
     pub fn schedule_from_millis(slots: &[u64]) -> RetrySchedule {
         RetrySchedule::from_millis(slots).expect("postpone-macros checked this schedule")

@@ -355,7 +355,10 @@ impl Client {
                 ),
             });
         }
-        let keyed = match item.keyed {
+        let keyed = match item
+            .keyed
+            .or_else(|| item.job.unique().map(KeyedOption::Unique))
+        {
             Some(k) => Some(self.keyed_option::<J>(k, item.id.is_some(), &item.when)?),
             None => None,
         };

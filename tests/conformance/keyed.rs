@@ -190,6 +190,18 @@ pub(crate) async fn throttle_window_ends_and_then_a_new_job_is_created(b: Backen
         Some("product:42 for 300ms (scheduled, running, finished)"),
         "operators see the key and its window"
     );
+    let detail = b
+        .client
+        .ops()
+        .job("search.reindex", &first.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        detail.meta.get("unique"),
+        job.meta.get("unique"),
+        "in the job view too"
+    );
     let (tx, mut rx) = events();
     let worker = reindexer(&b, tx, None);
     next(&mut rx).await;
