@@ -25,6 +25,7 @@ chapter!(cookbook_webhooks, "cookbook-webhooks.md");
 chapter!(periodic, "periodic.md");
 chapter!(flow_control, "flow-control.md");
 chapter!(middleware, "middleware.md");
+chapter!(unique, "unique.md");
 chapter!(operating, "operating.md");
 chapter!(deploying_redis, "deploying-redis.md");
 chapter!(guarantees, "guarantees.md");

@@ -104,4 +104,12 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     fn max_running() -> Option<u32> {
         None
     }
+
+    /// The uniqueness of this job (`#[job(unique = ["product_id"], unique_for = "10m")]`: the key is
+    /// made of those fields' values), used by every enqueue that sets none of its own with
+    /// [`Enqueue::unique`](crate::Enqueue::unique) or [`Enqueue::debounce`](crate::Enqueue::debounce).
+    /// Default: none.
+    fn unique(&self) -> Option<crate::Unique> {
+        None
+    }
 }

@@ -104,9 +104,10 @@ mod worker;
 /// later at most once per delivery token.
 pub use client::outbox;
 pub use client::{
-    CancelStatus, Client, ClientBuilder, Enqueue, EnqueueItem, EnqueueStatus, Enqueued, JobInfo,
-    JobState, Namespaced, NoNamespace, PartialCounts, ScheduleInfo, StoreKeepsItsOwnNamespace,
-    Topic, UnreadablePartition, When, DEFAULT_MAX_PAYLOAD, DEFAULT_NAMESPACE,
+    CancelStatus, Client, ClientBuilder, Debounce, Enqueue, EnqueueItem, EnqueueStatus, Enqueued,
+    JobInfo, JobState, Namespaced, NoNamespace, PartialCounts, ScheduleInfo,
+    StoreKeepsItsOwnNamespace, Topic, Unique, UnreadablePartition, When, DEFAULT_MAX_PAYLOAD,
+    DEFAULT_NAMESPACE,
 };
 pub use dead_letter::{sink_fn, DeadLetter, DeadLetterSink, FnSink, LogSink};
 pub use error::{BoxError, Error, Report, Result};
@@ -121,7 +122,7 @@ pub use partition::{partition_of, MAX_PARTITIONS};
 pub use periodic::{Missed, Overlap, Periodic, PeriodicJob, MAX_CATCH_UP, SKIP_GRACE};
 pub use record::AttemptError;
 pub use schedule::{RetrySchedule, MAX_DELAY, MAX_SLOTS};
-pub use store::TopicCounts;
+pub use store::{TopicCounts, UniqueStates};
 pub use validate::{validate_id, validate_namespace, validate_topic, MAX_ID_LEN};
 pub use worker::{ShutdownHandle, SlotSharing, Worker, WorkerBuilder};
 
@@ -143,6 +144,25 @@ pub mod __private {
     pub use crate::worker::failpoint;
     pub use core::option::Option;
     pub use std::time::Duration;
+
+    /// Used by `#[derive(Job)]`: one field's value in a unique key (as JSON).
+    pub fn key_part<T: serde::Serialize + ?Sized>(value: &T) -> String {
+        serde_json::to_string(value).unwrap_or_default()
+    }
+
+    /// Used by `#[derive(Job)]`: a unique key from (field, value) pairs: `product_id=42,region="eu"`.
+    pub fn unique_key(parts: &[(&str, String)]) -> String {
+        let mut key = String::new();
+        for (i, (field, value)) in parts.iter().enumerate() {
+            if i > 0 {
+                key.push(',');
+            }
+            key.push_str(field);
+            key.push('=');
+            key.push_str(value);
+        }
+        key
+    }
 
     /// Used by `#[derive(Job)]`: the schedule it checked at compile time.
     pub fn schedule_from_millis(slots: &[u64]) -> RetrySchedule {

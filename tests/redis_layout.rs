@@ -221,3 +221,58 @@ async fn active_and_leases_stay_hashed_and_go_with_the_last_lease() {
     );
     assert_eq!(s.counts(T).await.unwrap().active, 0);
 }
+
+#[tokio::test]
+async fn unique_and_debounce_keys_live_in_the_topic_slot_and_go_once_they_no_longer_hold() {
+    use postpone::store::{Keyed, KeyedJob, UniqueStates};
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    let unique = Keyed::Unique {
+        key: "product:42".into(),
+        window_ms: 300,
+        states: UniqueStates::ALL,
+    };
+    let debounce = Keyed::Debounce {
+        key: "product:7".into(),
+        quiet_ms: 0,
+        max_wait_ms: 0,
+        replace: false,
+    };
+    let jobs = vec![
+        KeyedJob::new(job("a", Due::In(0)), Some(unique)),
+        KeyedJob::new(job("b", Due::In(0)), Some(debounce)),
+    ];
+    s.enqueue_keyed(T, jobs).await.unwrap();
+    let prefix = "postpone:{shop:orders.close}:";
+    let keys = server.keys();
+    for set in ["unique", "unique_until", "debounce", "debounce_at"] {
+        let key = format!("{prefix}{set}");
+        assert!(keys.contains(&key), "{key} missing: {keys:?}");
+    }
+    let batch = s.claim(T, claim(10)).await.unwrap();
+    let done: Vec<_> = batch
+        .jobs
+        .iter()
+        .map(|j| FinishItem::new(j.id.clone(), j.token, Finish::Done))
+        .collect();
+    s.finish(T, done).await.unwrap();
+    // Past the window: the next keyed enqueue drops both keys (its own job has no key).
+    let now = s.now_ms().await.unwrap();
+    while s.now_ms().await.unwrap() <= now + 300 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    s.enqueue_keyed(T, vec![KeyedJob::new(job("c", Due::In(0)), None)])
+        .await
+        .unwrap();
+    s.cancel(T, "c").await.unwrap();
+    let left: Vec<_> = server
+        .keys()
+        .into_iter()
+        .filter(|k| {
+            ["unique", "unique_until", "debounce", "debounce_at"]
+                .iter()
+                .any(|s| k.ends_with(&format!(":{s}")))
+        })
+        .collect();
+    assert!(left.is_empty(), "per-key state left: {left:?}");
+}

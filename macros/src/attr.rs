@@ -33,6 +33,8 @@ pub(crate) struct JobAttr {
     pub(crate) rate: Option<(u32, u64)>,
     /// Most jobs running at once across every worker: at least 1.
     pub(crate) max_running: Option<u32>,
+    /// Unique by these fields for this window (ms, more than 0): both or neither.
+    pub(crate) unique: Option<(Vec<LitStr>, u64)>,
 }
 
 /// A key `#[job(...)]` knows.
@@ -46,6 +48,8 @@ pub(crate) enum Key {
     Partitions,
     Rate,
     MaxRunning,
+    Unique,
+    UniqueFor,
 }
 
 impl Key {
@@ -59,6 +63,8 @@ impl Key {
             "partitions" => Key::Partitions,
             "rate" => Key::Rate,
             "max_running" => Key::MaxRunning,
+            "unique" => Key::Unique,
+            "unique_for" => Key::UniqueFor,
             _ => return None,
         })
     }
@@ -73,6 +79,8 @@ impl Key {
             Key::Partitions => "partitions",
             Key::Rate => "rate",
             Key::MaxRunning => "max_running",
+            Key::Unique => "unique",
+            Key::UniqueFor => "unique_for",
         }
     }
 
@@ -87,12 +95,15 @@ impl Key {
             Key::Partitions => "`partitions = 4`",
             Key::Rate => r#"`rate = "100/s"`"#,
             Key::MaxRunning => "`max_running = 5`",
+            Key::Unique => r#"`unique = ["product_id"], unique_for = "10m"`"#,
+            Key::UniqueFor => r#"`unique_for = "10m"`"#,
         }
     }
 }
 
 const KNOWN_KEYS: &str =
-    "`topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate` or `max_running`";
+    "`topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate`, `max_running`, `unique` or \
+     `unique_for`";
 
 /// One `key = value` inside `#[job(...)]`.
 struct Setting {
@@ -166,7 +177,7 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
     let mut seen = Vec::new();
     let (mut topic, mut retry, mut lease, mut timeout, mut partitions) =
         (None, None, None, None, None);
-    let (mut rate, mut max_running) = (None, None);
+    let (mut rate, mut max_running, mut unique, mut unique_for) = (None, None, None, None);
     let mut schedule_key: Option<&Ident> = None;
     for Setting { ident, key, value } in &settings {
         if seen.contains(key) {
@@ -200,10 +211,21 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
             Key::Partitions => partitions = errors.keep(partitions_value(value)),
             Key::Rate => rate = errors.keep(flow::rate_value(value)),
             Key::MaxRunning => max_running = errors.keep(flow::max_running_value(value)),
+            Key::Unique => unique = errors.keep(unique::unique_value(value)),
+            Key::UniqueFor => unique_for = errors.keep(unique::unique_for_value(value)),
         }
     }
     if !seen.contains(&Key::Topic) {
         errors.push(missing_topic(attr));
+    }
+    if seen.contains(&Key::Unique) != seen.contains(&Key::UniqueFor) {
+        errors.push(syn::Error::new_spanned(
+            attr,
+            format!(
+                "unique and unique_for go together: write {}",
+                Key::Unique.example()
+            ),
+        ));
     }
     errors.check()?;
     let topic = topic.ok_or_else(|| missing_topic(attr))?;
@@ -215,6 +237,7 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
         partitions,
         rate,
         max_running,
+        unique: unique.zip(unique_for),
     })
 }
 
@@ -380,6 +403,7 @@ fn int_millis(lit: &LitInt, key: Key) -> syn::Result<u64> {
 
 mod flow;
 mod retry;
+mod unique;
 
 #[cfg(test)]
 mod tests;

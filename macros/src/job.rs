@@ -28,7 +28,10 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
             ),
         ));
     }
-    let attr = parse_job_attrs(&input.attrs, &input.ident);
+    let attr = parse_job_attrs(&input.attrs, &input.ident).and_then(|attr| {
+        check_unique_fields(input, &attr)?;
+        Ok(attr)
+    });
     match (errors.check(), attr) {
         (Ok(()), Ok(attr)) => Ok(impl_job(input, &attr)),
         (Err(mut err), Err(attr_err)) => {
@@ -37,6 +40,43 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
         }
         (Err(err), Ok(_)) | (Ok(()), Err(err)) => Err(err),
     }
+}
+
+/// Each field of `unique` names a field of the struct (which must have named fields).
+fn check_unique_fields(input: &DeriveInput, attr: &JobAttr) -> syn::Result<()> {
+    let Some((fields, _)) = &attr.unique else {
+        return Ok(());
+    };
+    let named: Vec<String> = match &input.data {
+        Data::Struct(syn::DataStruct {
+            fields: syn::Fields::Named(named),
+            ..
+        }) => named
+            .named
+            .iter()
+            .filter_map(|f| f.ident.as_ref().map(ToString::to_string))
+            .collect(),
+        _ => return Err(syn::Error::new(
+            fields[0].span(),
+            "unique takes fields of a struct with named fields; for other types give the key per \
+                 enqueue with `.unique(Unique::new(key, window))`",
+        )),
+    };
+    let mut errors = Errors::default();
+    for field in fields {
+        if !named.contains(&field.value()) {
+            errors.push(syn::Error::new(
+                field.span(),
+                format!(
+                    "no field {:?} in `{}`: unique names fields of the struct ({})",
+                    field.value(),
+                    input.ident,
+                    named.join(", ")
+                ),
+            ));
+        }
+    }
+    errors.check()
 }
 
 fn impl_job(input: &DeriveInput, attr: &JobAttr) -> TokenStream2 {
@@ -77,6 +117,21 @@ fn impl_job(input: &DeriveInput, attr: &JobAttr) -> TokenStream2 {
             }
         }
     });
+    let unique = attr.unique.as_ref().map(|(fields, ms)| {
+        let ms = Literal::u64_unsuffixed(*ms);
+        let parts = fields.iter().map(|f| {
+            let ident = syn::Ident::new(&f.value(), f.span());
+            quote! { (#f, ::postpone::__private::key_part(&self.#ident)) }
+        });
+        quote! {
+            fn unique(&self) -> ::postpone::__private::Option<::postpone::Unique> {
+                ::postpone::__private::Option::Some(::postpone::Unique::new(
+                    ::postpone::__private::unique_key(&[#(#parts),*]),
+                    ::postpone::__private::Duration::from_millis(#ms),
+                ))
+            }
+        }
+    });
     let max_running = attr.max_running.map(|n| {
         let n = Literal::u32_unsuffixed(n);
         quote! {
@@ -95,6 +150,7 @@ fn impl_job(input: &DeriveInput, attr: &JobAttr) -> TokenStream2 {
             #partitions
             #rate
             #max_running
+            #unique
         }
     }
 }

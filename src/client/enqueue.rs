@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
 use tracing::Instrument;
 
+use super::keyed::{to_keyed, Debounce, KeyedOption, Unique};
 use super::{Client, When};
 use crate::error::{Error, Result};
 use crate::job::Job;
@@ -17,7 +18,7 @@ use crate::observe::{metrics, trace};
 use crate::partition::{partition_error, partition_of, store_topic};
 use crate::record::Record;
 use crate::schedule::RetrySchedule;
-use crate::store::{EnqueueOutcome, NewJob};
+use crate::store::{Due, EnqueueOutcome, KeyedJob, KeyedOutcome, NewJob};
 use crate::time::ms_to_time;
 use crate::validate::validate_id;
 
@@ -33,6 +34,15 @@ pub enum EnqueueStatus {
     AlreadyScheduled,
     /// A job with this id is running; nothing changed.
     AlreadyRunning,
+    /// The unique key is held by another job ([`Enqueued::id`]), scheduled or running: nothing
+    /// created (see [`Unique`](crate::Unique)).
+    Duplicate,
+    /// The unique key's last job ([`Enqueued::id`]) has finished and its window lasts until
+    /// [`Enqueued::held_until`]: nothing created (see [`Unique`](crate::Unique)).
+    Throttled,
+    /// The debounce key's pending job ([`Enqueued::id`]) was pushed back to [`Enqueued::due_at`]
+    /// (see [`Debounce`](crate::Debounce)).
+    Debounced,
 }
 
 /// The result of an enqueue.
@@ -43,8 +53,11 @@ pub struct Enqueued {
     pub id: String,
     /// What happened.
     pub status: EnqueueStatus,
-    /// When the job is due (for `AlreadyScheduled`, the existing job's time; `None` when running).
+    /// When the job is due (for `AlreadyScheduled` and `Duplicate`, the existing job's time; `None`
+    /// when running or throttled).
     pub due_at: Option<DateTime<Utc>>,
+    /// For `Throttled`: when the unique key's window ends (an enqueue after that creates a job).
+    pub held_until: Option<DateTime<Utc>>,
 }
 
 /// One job of a bulk enqueue, with its own id and time.
@@ -68,6 +81,7 @@ pub struct EnqueueItem<J> {
     schedule: Option<RetrySchedule>,
     priority: u8,
     meta: Meta,
+    keyed: Option<KeyedOption>,
 }
 
 impl<J: Job> EnqueueItem<J> {
@@ -81,6 +95,7 @@ impl<J: Job> EnqueueItem<J> {
             schedule: None,
             priority: 0,
             meta: Meta::new(),
+            keyed: None,
         }
     }
 
@@ -93,6 +108,21 @@ impl<J: Job> EnqueueItem<J> {
 
     pub(super) fn has_id(&self) -> bool {
         self.id.is_some()
+    }
+
+    /// Keeps the job unique by key for a window: see [`Unique`](crate::Unique). Replaces a
+    /// [`debounce`](Self::debounce).
+    pub fn unique(mut self, unique: Unique) -> Self {
+        self.keyed = Some(KeyedOption::Unique(unique));
+        self
+    }
+
+    /// Debounces the job by key: see [`Debounce`](crate::Debounce). The job is due the quiet period
+    /// after this enqueue (setting a time as well fails the enqueue). Replaces a
+    /// [`unique`](Self::unique).
+    pub fn debounce(mut self, debounce: Debounce) -> Self {
+        self.keyed = Some(KeyedOption::Debounce(debounce));
+        self
     }
 
     /// Runs after `delay`.
@@ -228,6 +258,18 @@ impl<'a, J: Job> Enqueue<'a, J> {
         self
     }
 
+    /// Keeps the job unique by key for a window: see [`Unique`](crate::Unique).
+    pub fn unique(mut self, unique: Unique) -> Self {
+        self.item = self.item.unique(unique);
+        self
+    }
+
+    /// Debounces the job by key: see [`Debounce`](crate::Debounce).
+    pub fn debounce(mut self, debounce: Debounce) -> Self {
+        self.item = self.item.debounce(debounce);
+        self
+    }
+
     /// Claims this job before due jobs of a lower priority: see [`EnqueueItem::priority`].
     ///
     /// ```
@@ -302,7 +344,7 @@ impl Client {
         now_ms: i64,
         default_first_delay: Option<Duration>,
         carried: &Meta,
-    ) -> Result<(NewJob, bool)> {
+    ) -> Result<Prepared> {
         if item.priority > crate::store::MAX_PRIORITY {
             return Err(Error::InvalidConfig {
                 reason: format!(
@@ -313,22 +355,38 @@ impl Client {
                 ),
             });
         }
-        let generated = item.id.is_none();
-        let id = match item.id {
-            Some(id) => {
+        let keyed = match item
+            .keyed
+            .or_else(|| item.job.unique().map(KeyedOption::Unique))
+        {
+            Some(k) => Some(self.keyed_option::<J>(k, item.id.is_some(), &item.when)?),
+            None => None,
+        };
+        let generated = item.id.is_none() && keyed.is_none();
+        let id = match (item.id, &keyed) {
+            (Some(id), _) => {
                 validate_id(&id)?;
                 id
             }
-            None => crate::id::generate(),
+            // On a partitioned topic a keyed job's id is its key, so that every job of the key goes to
+            // one partition (see keyed_option).
+            (None, Some((k, _, _))) if J::partitions() > 1 => k.key().to_owned(),
+            // Random: never taken, since a keyed enqueue must not fall back to a fresh id.
+            (None, Some(_)) => crate::id::generate_random(),
+            (None, None) => crate::id::generate(),
         };
         let payload = serde_json::to_vec(&item.job).map_err(|e| Error::Encode {
             topic: J::TOPIC.to_owned(),
             source: e.into(),
         })?;
         let mut record = Record::new(now_ms, payload);
-        if !item.meta.is_empty() || !carried.is_empty() {
+        let mut item_meta = item.meta;
+        if let Some((_, name, shown)) = &keyed {
+            item_meta.insert(name.clone(), shown.clone());
+        }
+        if !item_meta.is_empty() || !carried.is_empty() {
             let mut all = carried.clone();
-            all.extend(item.meta);
+            all.extend(item_meta);
             meta::validate(&all)?;
             record.meta = all;
         }
@@ -347,9 +405,55 @@ impl Client {
                 limit: self.inner.max_payload,
             });
         }
-        let due = item.when.to_due(first_delay.unwrap_or_default());
+        let due = match &keyed {
+            // The first push caps nothing, so the first due time is capped here.
+            Some((
+                crate::store::Keyed::Debounce {
+                    quiet_ms,
+                    max_wait_ms,
+                    ..
+                },
+                _,
+                _,
+            )) => Due::In(match max_wait_ms {
+                0 => *quiet_ms,
+                max => (*quiet_ms).min(*max),
+            }),
+            _ => item.when.to_due(first_delay.unwrap_or_default()),
+        };
         let job = NewJob::new(id, bytes, due, item.replace).priority(item.priority);
-        Ok((job, generated))
+        Ok(Prepared {
+            job,
+            generated,
+            keyed: keyed.map(|(k, _, _)| k),
+        })
+    }
+
+    /// Checks a key of a job of `J`: see [`to_keyed`].
+    fn keyed_option<J: Job>(
+        &self,
+        keyed: KeyedOption,
+        has_id: bool,
+        when: &When,
+    ) -> Result<(crate::store::Keyed, String, String)> {
+        let bad = |why: &str| Error::InvalidConfig {
+            reason: format!("a job of topic {:?}: {why}", J::TOPIC),
+        };
+        if J::partitions() > 1 && has_id {
+            return Err(bad(
+                "on a partitioned topic a unique or debounced job takes its key as its id: leave its \
+                 id unset",
+            ));
+        }
+        if let KeyedOption::Debounce(d) = &keyed {
+            if *when != When::Now {
+                return Err(bad(&format!(
+                    "a debounced job is due its quiet period ({}) after the enqueue: set no time",
+                    crate::ops::human_duration(d.quiet())
+                )));
+            }
+        }
+        to_keyed(J::TOPIC, keyed)
     }
 
     /// Enqueues `items` in order. Every item is validated and encoded before any is sent, so a bad item
@@ -364,12 +468,15 @@ impl Client {
         let carried = trace::context_meta(&span);
         let now_ms = Utc::now().timestamp_millis();
         let default_first_delay = J::retry_schedule().delay_before(1);
-        let (jobs, generated): (Vec<NewJob>, Vec<bool>) = items
+        let prepared = items
             .into_iter()
             .map(|item| self.prepare_item(item, now_ms, default_first_delay, &carried))
-            .collect::<Result<Vec<_>>>()?
-            .into_iter()
-            .unzip();
+            .collect::<Result<Vec<_>>>()?;
+        if prepared.iter().any(|p| p.keyed.is_some()) {
+            return self.send_keyed::<J>(prepared).instrument(span).await;
+        }
+        let (jobs, generated): (Vec<NewJob>, Vec<bool>) =
+            prepared.into_iter().map(|p| (p.job, p.generated)).unzip();
         if let [job] = jobs.as_slice() {
             trace::enqueued_id(&span, &job.id);
         }
@@ -476,6 +583,34 @@ impl Client {
         Ok(out.into_iter().flatten().collect())
     }
 
+    /// Sends prepared jobs, some with keys, in chunks, and reports each one's outcome.
+    async fn send_keyed<J: Job>(&self, prepared: Vec<Prepared>) -> Result<Vec<Enqueued>> {
+        let store = self.inner.store.as_ref();
+        let mut out = Vec::with_capacity(prepared.len());
+        let jobs: Vec<KeyedJob> = prepared
+            .into_iter()
+            .map(|p| KeyedJob::new(p.job, p.keyed))
+            .collect();
+        for chunk in jobs.chunks(CHUNK) {
+            let ids: Vec<String> = chunk.iter().map(|k| k.job.id.clone()).collect();
+            let outcomes = self
+                .routed(
+                    J::TOPIC,
+                    J::partitions(),
+                    chunk.to_vec(),
+                    |k| &k.job.id,
+                    |t, batch| async move { store.enqueue_keyed(&t, batch).await },
+                )
+                .await?;
+            for (id, outcome) in ids.into_iter().zip(outcomes) {
+                let enqueued = keyed_to_enqueued(id, outcome);
+                metrics::enqueued(J::TOPIC, enqueued.status);
+                out.push(enqueued);
+            }
+        }
+        Ok(out)
+    }
+
     async fn enqueue_with_fresh_id(
         &self,
         topic: &str,
@@ -514,5 +649,35 @@ pub(super) fn to_enqueued(id: String, outcome: EnqueueOutcome) -> Enqueued {
         id,
         status,
         due_at: due_at.map(ms_to_time),
+        held_until: None,
     }
+}
+
+fn keyed_to_enqueued(id: String, outcome: KeyedOutcome) -> Enqueued {
+    let (id, status, due_at, held_until) = match outcome {
+        KeyedOutcome::Enqueued(o) => return to_enqueued(id, o),
+        KeyedOutcome::Duplicate { id, due_at_ms } => {
+            (id, EnqueueStatus::Duplicate, due_at_ms, None)
+        }
+        KeyedOutcome::Throttled { id, until_ms } => {
+            (id, EnqueueStatus::Throttled, None, Some(until_ms))
+        }
+        KeyedOutcome::Debounced { id, due_at_ms } => {
+            (id, EnqueueStatus::Debounced, Some(due_at_ms), None)
+        }
+    };
+    Enqueued {
+        id,
+        status,
+        due_at: due_at.map(ms_to_time),
+        held_until: held_until.map(ms_to_time),
+    }
+}
+
+/// A job validated and encoded, with what the enqueue needs to know of it.
+pub(super) struct Prepared {
+    pub(super) job: NewJob,
+    /// Its id was generated (a collision with a live job draws a fresh one).
+    pub(super) generated: bool,
+    pub(super) keyed: Option<crate::store::Keyed>,
 }

@@ -3,6 +3,7 @@
 mod builder;
 mod dead_letters;
 mod enqueue;
+mod keyed;
 pub mod outbox;
 mod periodic;
 mod topic;
@@ -14,6 +15,7 @@ use chrono::{DateTime, Utc};
 
 pub use builder::{ClientBuilder, Namespaced, NoNamespace, StoreKeepsItsOwnNamespace};
 pub use enqueue::{Enqueue, EnqueueItem, EnqueueStatus, Enqueued};
+pub use keyed::{Debounce, Unique};
 pub use periodic::ScheduleInfo;
 pub use topic::{CancelStatus, JobInfo, JobState, PartialCounts, Topic, UnreadablePartition};
 pub use when::When;

@@ -65,7 +65,17 @@ impl Client {
         let carried = trace::context_meta(&tracing::Span::current());
         let default_first_delay = J::retry_schedule().delay_before(1);
         let now_ms = Utc::now().timestamp_millis();
-        let (job, _) = self.prepare_item(item, now_ms, default_first_delay, &carried)?;
+        let prepared = self.prepare_item(item, now_ms, default_first_delay, &carried)?;
+        if prepared.keyed.is_some() {
+            return Err(crate::Error::InvalidConfig {
+                reason: format!(
+                    "a job of topic {:?}: unique and debounced jobs cannot go through an outbox \
+                     (their keys are checked when the job reaches the queue)",
+                    J::TOPIC
+                ),
+            });
+        }
+        let job = prepared.job;
         Ok(PreparedJob {
             topic: J::TOPIC,
             partitions: J::partitions(),

@@ -89,6 +89,9 @@ fn status_label(status: EnqueueStatus) -> &'static str {
         EnqueueStatus::Replaced => "replaced",
         EnqueueStatus::AlreadyScheduled => "already_scheduled",
         EnqueueStatus::AlreadyRunning => "already_running",
+        EnqueueStatus::Duplicate => "duplicate",
+        EnqueueStatus::Throttled => "throttled",
+        EnqueueStatus::Debounced => "debounced",
     }
 }
 

@@ -57,6 +57,9 @@ pub struct JobDetail {
     pub node: Option<String>,
     /// Why it is not running (or what it is doing), in a sentence.
     pub why: String,
+    /// Its metadata (see [`Enqueue::meta`](crate::Enqueue::meta)): a unique or debounced job's key and
+    /// window are here too (`unique`, `debounce`).
+    pub meta: std::collections::BTreeMap<String, String>,
 }
 
 /// Whole seconds, minutes, hours and days as `"4m 12s"`, `"3h 5m"`, `"2d 1h"` (two units at most;
@@ -311,6 +314,7 @@ impl JobDetail {
             paused,
             node,
             why,
+            meta: record.meta.into_iter().collect(),
         })
     }
 }

@@ -42,6 +42,7 @@
 
 mod counts;
 mod death;
+mod keyed;
 pub mod memory;
 mod ops;
 mod periodic;
@@ -55,6 +56,7 @@ use crate::error::Result;
 
 pub use counts::{FlowCounts, TopicCounts};
 pub use death::{DeadEntry, DeadSelection, Death, RequeueOutcome, TrimPolicy};
+pub use keyed::{Keyed, KeyedJob, KeyedOutcome, UniqueStates};
 pub use ops::{
     MinuteCounts, OpsStore, PageEntry, PagePosition, PageQuery, PageState, PrefixPage, WorkerBeat,
     HISTORY_MINUTES,
@@ -81,6 +83,24 @@ pub trait JobStore: Send + Sync + std::fmt::Debug + 'static {
     /// A job due earlier than every other due job of its topic sends a [`Hint::Topic`] (one per call,
     /// for the earliest, is enough).
     async fn enqueue(&self, topic: &str, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>>;
+
+    /// Enqueues jobs (all in one topic), each atomically, in order, each under an optional key:
+    /// - no key: as [`enqueue`](Self::enqueue);
+    /// - [`Keyed::Unique`]: when the key's last job (created by such an enqueue within its window) is
+    ///   in one of the stated states (scheduled, running, or finished: gone or dead), nothing is created
+    ///   ([`KeyedOutcome::Duplicate`] naming it, or [`KeyedOutcome::Throttled`] with the window's end);
+    ///   otherwise the job is enqueued as by [`enqueue`](Self::enqueue) and, when created or replaced,
+    ///   holds the key until the store's now + `window_ms`;
+    /// - [`Keyed::Debounce`]: when the key's pending job is still scheduled, it is moved to now +
+    ///   `quiet_ms` (never past its creation + `max_wait_ms`, when not 0), with the new record if
+    ///   `replace` ([`KeyedOutcome::Debounced`]); otherwise the job is enqueued as by
+    ///   [`enqueue`](Self::enqueue) (the caller gives it due in `quiet_ms`) and becomes the key's pending
+    ///   job.
+    ///
+    /// Keys are checked and set in the same atomic step as the enqueue, never read then written. A key
+    /// whose window ended, or whose pending job is gone, is dropped in bounded steps: a topic keeps
+    /// per-key state only while a key holds. A job enqueued without a key never touches them.
+    async fn enqueue_keyed(&self, topic: &str, jobs: Vec<KeyedJob>) -> Result<Vec<KeyedOutcome>>;
 
     /// Enqueues jobs like [`enqueue`](Self::enqueue), each at most once per *delivery token*: for a
     /// relay (a transactional outbox) that may deliver one record twice, having crashed after the

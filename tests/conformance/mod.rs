@@ -14,6 +14,7 @@ pub(crate) mod deaths;
 pub(crate) mod flow;
 pub(crate) mod growth;
 pub(crate) mod jobs;
+pub(crate) mod keyed;
 pub(crate) mod lifecycle;
 pub(crate) mod middleware;
 pub(crate) mod ops;
@@ -179,6 +180,12 @@ macro_rules! conformance_tests {
             middleware::middleware_that_panics_fails_the_attempt,
             middleware::middleware_for_one_job_type_leaves_other_types_alone,
             middleware::middleware_sees_the_job_context,
+            keyed::unique_key_under_64_concurrent_enqueues_creates_exactly_one_job,
+            keyed::unique_scheduled_only_queues_one_while_another_runs,
+            keyed::throttle_window_ends_and_then_a_new_job_is_created,
+            keyed::debounce_under_1000_enqueues_over_2s_runs_once_after_the_last,
+            keyed::debounce_max_wait_runs_a_burst_that_never_goes_quiet,
+            keyed::unique_and_debounce_refuse_bad_keys_and_times,
         );
     };
     (@each $factory:path, $($module:ident :: $name:ident),* $(,)?) => {

@@ -192,6 +192,9 @@ fn print_detail(out: &Out, job: &JobDetail) {
     if job.paused {
         line("topic", out.warn("paused"));
     }
+    for (key, value) in &job.meta {
+        line(&format!("meta {key}"), value.clone());
+    }
     if let Some(delivered) = job.hook_delivered {
         line(
             "hook",

@@ -29,8 +29,9 @@ pub use self::clock::{Clock, ManualClock, SystemClock};
 use self::topic::Topic;
 use super::{
     CancelOutcome, ClaimBatch, ClaimRequest, DeadEntry, DeadLetterStore, DeadSelection, Death, Due,
-    EnqueueOutcome, FinishItem, FinishOutcome, Hint, JobStore, Lease, LeaseStatus, NewJob,
-    RequeueOutcome, RescheduleOutcome, StoredJob, TopicCounts, TrimPolicy, WorkerStore,
+    EnqueueOutcome, FinishItem, FinishOutcome, Hint, JobStore, KeyedJob, KeyedOutcome, Lease,
+    LeaseStatus, NewJob, RequeueOutcome, RescheduleOutcome, StoredJob, TopicCounts, TrimPolicy,
+    WorkerStore,
 };
 use crate::error::Result;
 
@@ -143,6 +144,23 @@ impl JobStore for MemoryStore {
                 .map(|job| {
                     let (outcome, earlier) = state.enqueue(job, now);
                     // Each hint is earlier than the last: only the earliest matters.
+                    hint = earlier.or(hint);
+                    outcome
+                })
+                .collect();
+            (outcomes, hint)
+        });
+        self.hint(topic, hint);
+        Ok(outcomes)
+    }
+
+    async fn enqueue_keyed(&self, topic: &str, jobs: Vec<KeyedJob>) -> Result<Vec<KeyedOutcome>> {
+        let (outcomes, hint) = self.with_topic(topic, |state, now| {
+            let mut hint: Option<i64> = None;
+            let outcomes = jobs
+                .into_iter()
+                .map(|job| {
+                    let (outcome, earlier) = state.enqueue_keyed(job, now);
                     hint = earlier.or(hint);
                     outcome
                 })

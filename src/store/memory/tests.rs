@@ -243,3 +243,44 @@ async fn reads_do_not_create_topics() {
     store.dead_list("never", 0, 10).await.unwrap();
     assert_eq!(store.topics.lock().unwrap().len(), 0);
 }
+
+#[tokio::test]
+async fn unique_and_debounce_keys_leave_no_state_once_they_no_longer_hold() {
+    use crate::store::{Keyed, KeyedJob, UniqueStates};
+    let (clock, store) = store();
+    let unique = Keyed::Unique {
+        key: "product:42".into(),
+        window_ms: 1_000,
+        states: UniqueStates::ALL,
+    };
+    let debounce = Keyed::Debounce {
+        key: "product:7".into(),
+        quiet_ms: 500,
+        max_wait_ms: 0,
+        replace: false,
+    };
+    let jobs = vec![
+        KeyedJob::new(new_job("a", Due::In(0)), Some(unique)),
+        KeyedJob::new(new_job("b", Due::In(500)), Some(debounce)),
+    ];
+    store.enqueue_keyed("t", jobs).await.unwrap();
+    clock.advance(Duration::from_millis(600));
+    let batch = store.claim("t", claim_req(10, 60_000, 10)).await.unwrap();
+    assert_eq!(batch.jobs.len(), 2);
+    let done: Vec<_> = batch
+        .jobs
+        .iter()
+        .map(|j| crate::store::FinishItem::new(j.id.clone(), j.token, Finish::Done))
+        .collect();
+    store.finish("t", done).await.unwrap();
+    assert!(!store.holds_nothing("t"), "the unique window still runs");
+    // Past the window, the next keyed call (with no key of its own) drops both keys.
+    clock.advance(Duration::from_millis(500));
+    store.enqueue_keyed("t", Vec::new()).await.unwrap();
+    store
+        .enqueue_keyed("t", vec![KeyedJob::new(new_job("c", Due::In(0)), None)])
+        .await
+        .unwrap();
+    store.cancel("t", "c").await.unwrap();
+    assert!(store.holds_nothing("t"), "no per-key state is left");
+}

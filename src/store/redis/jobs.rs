@@ -10,8 +10,8 @@ use super::scripts::SCRIPTS;
 use super::{due_args, RedisStore};
 use crate::error::{Error, Result};
 use crate::store::{
-    CancelOutcome, Death, Due, EnqueueOutcome, FlowCounts, JobStore, NewJob, RescheduleOutcome,
-    StoredJob, StoredState, TopicCounts,
+    CancelOutcome, Death, Due, EnqueueOutcome, FlowCounts, JobStore, KeyedJob, KeyedOutcome,
+    NewJob, RescheduleOutcome, StoredJob, StoredState, TopicCounts,
 };
 
 /// Jobs per enqueue script call (each job is atomic on its own; chunks keep scripts short).
@@ -60,6 +60,10 @@ impl JobStore for RedisStore {
             }
             out.extend(queues.submit(self, topic, &keys, chunk).await?);
         }
+    }
+
+    async fn enqueue_keyed(&self, topic: &str, jobs: Vec<KeyedJob>) -> Result<Vec<KeyedOutcome>> {
+        self.enqueue_keyed_chunked(topic, jobs).await
     }
 
     async fn enqueue_once(

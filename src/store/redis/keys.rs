@@ -24,6 +24,10 @@
 //! postpone:{<ns>:<topic>}:claim:<token> string  the ids a claim took, until its lease would end
 //! postpone:{<ns>:<topic>}:delivered     zset  delivery token -> when recorded (ms): jobs an outbox relay
 //!                                             delivered (see `delivered.rs`), kept until forgotten
+//! postpone:{<ns>:<topic>}:unique        hash  unique key -> "<job id> <window end ms>" (see keyed.rs)
+//! postpone:{<ns>:<topic>}:unique_until  zset  unique key -> window end (ms)
+//! postpone:{<ns>:<topic>}:debounce      hash  debounce key -> "<pending job id> <created ms>"
+//! postpone:{<ns>:<topic>}:debounce_at   zset  debounce key -> last enqueue of the key (ms)
 //! postpone:{<ns>:<topic>}:schedules     hash  periodic schedule name -> "<next ms> <last ms|-> <run now
 //!                                             ms|-> <definition>" (see periodic.rs; the scripts' last key)
 //! postpone:{<ns>}:wake                  pub/sub channel: "<due ms> <topic>"

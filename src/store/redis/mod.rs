@@ -60,6 +60,7 @@ mod exec;
 mod group_commit;
 mod hints;
 mod jobs;
+mod keyed;
 mod keys;
 mod mux;
 mod ops;
@@ -173,6 +174,7 @@ struct Inner {
     enqueues: GroupCommit<Enqueues>,
     cancels: GroupCommit<Cancels>,
     reschedules: GroupCommit<Reschedules>,
+    keyed: GroupCommit<keyed::KeyedEnqueues>,
 }
 
 impl fmt::Debug for RedisStore {
@@ -238,6 +240,7 @@ impl RedisStore {
                 enqueues: GroupCommit::default(),
                 cancels: GroupCommit::default(),
                 reschedules: GroupCommit::default(),
+                keyed: GroupCommit::default(),
             }),
         })
     }
@@ -297,6 +300,7 @@ impl RedisStore {
                 enqueues: GroupCommit::default(),
                 cancels: GroupCommit::default(),
                 reschedules: GroupCommit::default(),
+                keyed: GroupCommit::default(),
             }),
         })
     }

@@ -23,6 +23,7 @@ pub(super) struct Scripts {
     pub(super) enqueue_one: Script,
     pub(super) enqueue_plain: Script,
     pub(super) enqueue_once: Script,
+    pub(super) enqueue_keyed: Script,
     pub(super) claim: Script,
     pub(super) finish: Script,
     pub(super) extend: Script,
@@ -65,6 +66,14 @@ fn with_source(source: String) -> Script {
     Script { source, sha1 }
 }
 
+/// A script that calls enqueue.lua's body as `enqueue_jobs(ARGV)`.
+fn with_enqueue_jobs(body: &str) -> Script {
+    script(&format!(
+        "local function enqueue_jobs(ARGV)\n{}\nend\n{body}",
+        include_str!("scripts/enqueue.lua")
+    ))
+}
+
 /// A periodic script: the prelude, the periodic helpers, the body.
 fn periodic(body: &str) -> Script {
     script(&format!("{PERIODIC}\n{body}"))
@@ -75,12 +84,10 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     enqueue: script(include_str!("scripts/enqueue.lua")),
     enqueue_one: lean_script(include_str!("scripts/enqueue_one.lua")),
     enqueue_plain: lean_script(include_str!("scripts/enqueue_plain.lua")),
-    // enqueue.lua's body as a function of its arguments, for the jobs not delivered before.
-    enqueue_once: script(&format!(
-        "local function enqueue_jobs(ARGV)\n{}\nend\n{}",
-        include_str!("scripts/enqueue.lua"),
-        include_str!("scripts/enqueue_once.lua")
-    )),
+    // enqueue.lua's body as a function of its arguments, for the jobs not delivered before, and for
+    // the jobs whose keys let them through.
+    enqueue_once: with_enqueue_jobs(include_str!("scripts/enqueue_once.lua")),
+    enqueue_keyed: with_enqueue_jobs(include_str!("scripts/enqueue_keyed.lua")),
     claim: script(include_str!("scripts/claim.lua")),
     finish: script(include_str!("scripts/finish.lua")),
     extend: script(include_str!("scripts/extend.lua")),

@@ -10,6 +10,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 mod dead;
 mod delivered;
 mod flow;
+mod keyed;
 mod ops;
 
 pub(super) use self::ops::History;
@@ -99,6 +100,8 @@ pub(super) struct Topic {
     history: History,
     /// Delivery tokens of jobs enqueued once (see `delivered.rs`), by when they were recorded.
     delivered: ZSet,
+    /// Unique and debounce keys (see `keyed.rs`).
+    keys: keyed::Keys,
 }
 
 /// The due time asked for: a delay from now, or an absolute time (a past time means now), capped at
@@ -464,5 +467,6 @@ impl Topic {
             && self.dead.len() == 0
             && self.dead_pending.len() == 0
             && self.delivered.len() == 0
+            && self.keys.is_empty()
     }
 }
