@@ -84,6 +84,31 @@ impl MemoryStore {
         }
     }
 
+    /// Enqueues `jobs` one after the other with `step` (each gives its outcome and, when the job is
+    /// the topic's earliest, its due time), under one lock; then sends the earliest hint. Each hint is
+    /// earlier than the one before, so only the last matters.
+    fn enqueue_each<T, O>(
+        &self,
+        topic: &str,
+        jobs: Vec<T>,
+        mut step: impl FnMut(&mut Topic, T, i64) -> (O, Option<i64>),
+    ) -> Vec<O> {
+        let (outcomes, hint) = self.with_topic(topic, |state, now| {
+            let mut hint: Option<i64> = None;
+            let outcomes = jobs
+                .into_iter()
+                .map(|job| {
+                    let (outcome, earlier) = step(state, job, now);
+                    hint = earlier.or(hint);
+                    outcome
+                })
+                .collect();
+            (outcomes, hint)
+        });
+        self.hint(topic, hint);
+        outcomes
+    }
+
     /// Reads a topic without creating it.
     fn read_topic<R>(&self, topic: &str, read: impl FnOnce(&Topic, i64) -> R) -> R {
         let topics = self.topics.lock().unwrap_or_else(PoisonError::into_inner);
@@ -137,38 +162,13 @@ impl JobStore for MemoryStore {
     }
 
     async fn enqueue(&self, topic: &str, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
-        let (outcomes, hint) = self.with_topic(topic, |state, now| {
-            let mut hint: Option<i64> = None;
-            let outcomes = jobs
-                .into_iter()
-                .map(|job| {
-                    let (outcome, earlier) = state.enqueue(job, now);
-                    // Each hint is earlier than the last: only the earliest matters.
-                    hint = earlier.or(hint);
-                    outcome
-                })
-                .collect();
-            (outcomes, hint)
-        });
-        self.hint(topic, hint);
-        Ok(outcomes)
+        Ok(self.enqueue_each(topic, jobs, |state, job, now| state.enqueue(job, now)))
     }
 
     async fn enqueue_keyed(&self, topic: &str, jobs: Vec<KeyedJob>) -> Result<Vec<KeyedOutcome>> {
-        let (outcomes, hint) = self.with_topic(topic, |state, now| {
-            let mut hint: Option<i64> = None;
-            let outcomes = jobs
-                .into_iter()
-                .map(|job| {
-                    let (outcome, earlier) = state.enqueue_keyed(job, now);
-                    hint = earlier.or(hint);
-                    outcome
-                })
-                .collect();
-            (outcomes, hint)
-        });
-        self.hint(topic, hint);
-        Ok(outcomes)
+        Ok(self.enqueue_each(topic, jobs, |state, job, now| {
+            state.enqueue_keyed(job, now)
+        }))
     }
 
     async fn enqueue_once(
@@ -177,20 +177,9 @@ impl JobStore for MemoryStore {
         jobs: Vec<(String, NewJob)>,
         keep_ms: u64,
     ) -> Result<Vec<Option<EnqueueOutcome>>> {
-        let (outcomes, hint) = self.with_topic(topic, |state, now| {
-            let mut hint: Option<i64> = None;
-            let outcomes = jobs
-                .into_iter()
-                .map(|(token, job)| {
-                    let (outcome, earlier) = state.enqueue_once(token, job, keep_ms, now);
-                    hint = earlier.or(hint);
-                    outcome
-                })
-                .collect();
-            (outcomes, hint)
-        });
-        self.hint(topic, hint);
-        Ok(outcomes)
+        Ok(self.enqueue_each(topic, jobs, |state, (token, job), now| {
+            state.enqueue_once(token, job, keep_ms, now)
+        }))
     }
 
     async fn forget_tokens(&self, topic: &str, tokens: &[String]) -> Result<()> {
