@@ -102,9 +102,16 @@ impl Ops {
     }
 
     /// One doctor check per outbox: rows that cannot be delivered are bad; a row waiting over a minute
-    /// is a warning.
-    pub(super) async fn outbox_checks(&self) -> Result<Vec<Check>> {
-        Ok(self.outboxes().await?.into_iter().map(check).collect())
+    /// is a warning. Reports that cannot be read are one warning.
+    pub(super) async fn outbox_checks(&self) -> Vec<Check> {
+        match self.outboxes().await {
+            Ok(outboxes) => outboxes.into_iter().map(check).collect(),
+            Err(e) => vec![Check::warn(
+                "outboxes",
+                format!("their relays' reports cannot be read: {}", e.report()),
+                "see the checks above for the store's health",
+            )],
+        }
     }
 }
 

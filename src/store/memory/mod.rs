@@ -166,9 +166,7 @@ impl JobStore for MemoryStore {
     }
 
     async fn enqueue_keyed(&self, topic: &str, jobs: Vec<KeyedJob>) -> Result<Vec<KeyedOutcome>> {
-        Ok(self.enqueue_each(topic, jobs, |state, job, now| {
-            state.enqueue_keyed(job, now)
-        }))
+        Ok(self.enqueue_each(topic, jobs, |state, job, now| state.enqueue_keyed(job, now)))
     }
 
     async fn enqueue_once(
