@@ -78,6 +78,7 @@
 //! shutdown.
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 
+mod check;
 mod client;
 mod dead_letter;
 mod error;
@@ -94,6 +95,7 @@ mod partition;
 mod periodic;
 mod record;
 mod schedule;
+mod status;
 pub mod store;
 mod time;
 mod token;

@@ -35,6 +35,25 @@ pub(crate) fn system_now_ms() -> i64 {
     }
 }
 
+/// Whole seconds, minutes, hours and days as `"4m 12s"`, `"3h 5m"`, `"2d 1h"` (two units at most;
+/// under a second: `"312ms"`).
+pub fn human_duration(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    if s == 0 {
+        return format!("{}ms", d.as_millis());
+    }
+    let (days, h, m, sec) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
+    match (days, h, m) {
+        (0, 0, 0) => format!("{sec}s"),
+        (0, 0, _) if sec == 0 => format!("{m}m"),
+        (0, 0, _) => format!("{m}m {sec}s"),
+        (0, _, 0) => format!("{h}h"),
+        (0, _, _) => format!("{h}h {m}m"),
+        (_, 0, _) => format!("{days}d"),
+        _ => format!("{days}d {h}h"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,32 +18,10 @@ use crate::observe::{metrics, trace};
 use crate::partition::{partition_error, partition_of, store_topic};
 use crate::record::Record;
 use crate::schedule::RetrySchedule;
+pub use crate::status::EnqueueStatus;
 use crate::store::{Due, EnqueueOutcome, KeyedJob, KeyedOutcome, NewJob};
 use crate::time::ms_to_time;
 use crate::validate::validate_id;
-
-/// What an enqueue did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum EnqueueStatus {
-    /// A new job was stored.
-    Created,
-    /// An existing scheduled job with this id had its payload and due time replaced.
-    Replaced,
-    /// A job with this id was already scheduled; nothing changed.
-    AlreadyScheduled,
-    /// A job with this id is running; nothing changed.
-    AlreadyRunning,
-    /// The unique key is held by another job ([`Enqueued::id`]), scheduled or running: nothing
-    /// created (see [`Unique`](crate::Unique)).
-    Duplicate,
-    /// The unique key's last job ([`Enqueued::id`]) has finished and its window lasts until
-    /// [`Enqueued::held_until`]: nothing created (see [`Unique`](crate::Unique)).
-    Throttled,
-    /// The debounce key's pending job ([`Enqueued::id`]) was pushed back to [`Enqueued::due_at`]
-    /// (see [`Debounce`](crate::Debounce)).
-    Debounced,
-}
 
 /// The result of an enqueue.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -449,7 +427,7 @@ impl Client {
             if *when != When::Now {
                 return Err(bad(&format!(
                     "a debounced job is due its quiet period ({}) after the enqueue: set no time",
-                    crate::ops::human_duration(d.quiet())
+                    crate::time::human_duration(d.quiet())
                 )));
             }
         }

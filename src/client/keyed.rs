@@ -148,7 +148,7 @@ pub(crate) fn to_keyed(topic: &str, keyed: KeyedOption) -> Result<(Keyed, String
             let shown = format!(
                 "{} for {} ({})",
                 u.key,
-                crate::ops::human_duration(u.window),
+                crate::time::human_duration(u.window),
                 states_text(u.states)
             );
             let keyed = Keyed::Unique {
@@ -160,9 +160,9 @@ pub(crate) fn to_keyed(topic: &str, keyed: KeyedOption) -> Result<(Keyed, String
         }
         KeyedOption::Debounce(d) => {
             check_key(&d.key)?;
-            let mut shown = format!("{} quiet {}", d.key, crate::ops::human_duration(d.quiet));
+            let mut shown = format!("{} quiet {}", d.key, crate::time::human_duration(d.quiet));
             if let Some(max) = d.max_wait {
-                shown.push_str(&format!(" max {}", crate::ops::human_duration(max)));
+                shown.push_str(&format!(" max {}", crate::time::human_duration(max)));
             }
             let keyed = Keyed::Debounce {
                 key: d.key,

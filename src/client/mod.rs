@@ -169,6 +169,11 @@ impl Client {
         &self.inner.store
     }
 
+    /// The store behind this client, for the layers built on it (operations, workers).
+    pub(crate) fn backend(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
     /// Enqueues a job: set options on the returned builder, then `.await` it.
     pub fn enqueue<J: Job>(&self, job: J) -> Enqueue<'_, J> {
         Enqueue::new(self, job)

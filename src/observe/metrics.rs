@@ -23,7 +23,7 @@
 
 use std::time::Duration;
 
-use crate::client::EnqueueStatus;
+use crate::status::EnqueueStatus;
 use crate::store::{FinishOutcome, TopicCounts};
 
 /// How a job's run ended, as far as the worker knows before the store records it (the store may still

@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::partition::partition_of;
 use crate::record::{AttemptError, Record};
 use crate::store::{StoredJob, StoredState, TopicCounts};
+use crate::time::human_duration;
 use crate::time::ms_to_time;
 
 /// A job in full.
@@ -60,25 +61,6 @@ pub struct JobDetail {
     /// Its metadata (see [`Enqueue::meta`](crate::Enqueue::meta)): a unique or debounced job's key and
     /// window are here too (`unique`, `debounce`).
     pub meta: std::collections::BTreeMap<String, String>,
-}
-
-/// Whole seconds, minutes, hours and days as `"4m 12s"`, `"3h 5m"`, `"2d 1h"` (two units at most;
-/// under a second: `"312ms"`).
-pub fn human_duration(d: Duration) -> String {
-    let s = d.as_secs();
-    if s == 0 {
-        return format!("{}ms", d.as_millis());
-    }
-    let (days, h, m, sec) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
-    match (days, h, m) {
-        (0, 0, 0) => format!("{sec}s"),
-        (0, 0, _) if sec == 0 => format!("{m}m"),
-        (0, 0, _) => format!("{m}m {sec}s"),
-        (0, _, 0) => format!("{h}h"),
-        (0, _, _) => format!("{h}h {m}m"),
-        (_, 0, _) => format!("{days}d"),
-        _ => format!("{days}d {h}h"),
-    }
 }
 
 fn span(from_ms: i64, to_ms: i64) -> String {

@@ -52,11 +52,12 @@ use serde::Serialize;
 
 pub use self::control::{BulkOutcome, DeadFilter};
 pub use self::doctor::{Check, Level};
-pub use self::inspect::{human_duration, JobDetail};
+pub use self::inspect::JobDetail;
 pub use self::listing::{Cursor, JobPage, JobQuery, JobSummary, MAX_PAGE};
 pub use self::outbox::{OutboxInfo, OutboxReport};
 pub use self::workers::{WorkerInfo, WorkerTopic};
 pub use crate::store::{MinuteCounts, PageState};
+pub use crate::time::human_duration;
 
 pub(crate) use self::workers::{worker_id, Presence};
 
@@ -99,7 +100,7 @@ impl Ops {
     /// [`Error::TopicNotFound`] when nothing was ever enqueued to it or served from it.
     pub async fn topic(&self, name: &str) -> Result<Topic> {
         crate::validate::validate_topic(name)?;
-        let topics = self.client.inner.store.topics().await?;
+        let topics = self.client.backend().topics().await?;
         match topics.into_iter().find(|(t, _)| t == name) {
             Some((_, partitions)) => self.client.topic_partitioned(name, partitions),
             None => Err(Error::TopicNotFound {
@@ -132,7 +133,7 @@ impl Ops {
     /// The registry of topics, without its entries that are not a valid topic (written by another
     /// program or by hand): each is skipped with a warning, so that one bad entry hides no other topic.
     pub(crate) async fn registered(&self) -> Result<Vec<(String, u16)>> {
-        let topics = self.client.inner.store.topics().await?;
+        let topics = self.client.backend().topics().await?;
         Ok(topics
             .into_iter()
             .filter(|(name, partitions)| {
@@ -148,7 +149,7 @@ impl Ops {
 
     /// The live workers, by id.
     pub async fn workers(&self) -> Result<Vec<WorkerInfo>> {
-        let beats = self.client.inner.store.workers().await?;
+        let beats = self.client.backend().workers().await?;
         Ok(beats
             .into_iter()
             .filter_map(WorkerInfo::from_beat)
@@ -164,7 +165,7 @@ impl Ops {
     /// cancelled, or never existed.
     pub async fn job(&self, topic: &str, id: &str) -> Result<Option<JobDetail>> {
         let topic = self.topic(topic).await?;
-        let store = self.client.inner.store.as_ref();
+        let store = self.client.backend().as_ref();
         let (_, stored_as, stored) = topic
             .by_id(
                 id,
@@ -269,6 +270,6 @@ impl Ops {
     /// The store's clock, ms since the epoch (the Redis server's `TIME`): what "due in" and "ago" are
     /// measured against.
     pub async fn now_ms(&self) -> Result<i64> {
-        self.client.inner.store.now_ms().await
+        self.client.backend().now_ms().await
     }
 }

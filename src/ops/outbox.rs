@@ -80,15 +80,14 @@ impl Ops {
         ttl: Duration,
     ) -> Result<()> {
         self.client
-            .inner
-            .store
+            .backend()
             .outbox_report(name, &report.encode(), millis(ttl))
             .await
     }
 
     /// The outboxes whose relays reported recently, by name.
     pub async fn outboxes(&self) -> Result<Vec<OutboxInfo>> {
-        let reports = self.client.inner.store.outbox_reports().await?;
+        let reports = self.client.backend().outbox_reports().await?;
         Ok(reports
             .into_iter()
             .filter_map(|(name, at, report)| {

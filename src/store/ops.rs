@@ -197,7 +197,7 @@ pub trait OpsStore: Send + Sync + std::fmt::Debug + 'static {
 
     /// Checks of the backend for operators ([`Ops::doctor`](crate::ops::Ops::doctor)): what risks jobs
     /// and what to do about it. None by default.
-    async fn doctor(&self) -> Result<Vec<crate::ops::Check>> {
+    async fn doctor(&self) -> Result<Vec<crate::check::Check>> {
         Ok(Vec::new())
     }
 }

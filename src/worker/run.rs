@@ -50,7 +50,7 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     builder: WorkerBuilder<S>,
     shutdown: Arc<watch::Sender<bool>>,
 ) -> Result<()> {
-    let store = builder.client.inner.store.clone();
+    let store = builder.client.backend().clone();
     store.check_worker_start().await?;
     let flows: Vec<_> = builder
         .handlers

@@ -133,8 +133,8 @@ impl OpsStore for MemoryStore {
         Ok(self.read_topic(topic, |state, now| state.history(minutes, now)))
     }
 
-    async fn doctor(&self) -> Result<Vec<crate::ops::Check>> {
-        Ok(vec![crate::ops::Check::warn(
+    async fn doctor(&self) -> Result<Vec<crate::check::Check>> {
+        Ok(vec![crate::check::Check::warn(
             "backend",
             "memory, nothing persists",
             "jobs live in this process only: use Redis (REDIS_URL) to keep them across restarts",

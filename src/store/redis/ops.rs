@@ -250,7 +250,7 @@ impl OpsStore for RedisStore {
         Ok(out)
     }
 
-    async fn doctor(&self) -> Result<Vec<crate::ops::Check>> {
+    async fn doctor(&self) -> Result<Vec<crate::check::Check>> {
         self.doctor_checks().await
     }
 }

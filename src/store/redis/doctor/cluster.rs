@@ -6,8 +6,8 @@ use redis::Value;
 
 use super::super::cluster::{cluster_slots, Node, NodeConn};
 use super::{clock_check, node};
+use crate::check::Check;
 use crate::error::{Error, Result};
-use crate::ops::Check;
 
 /// Hash slots of a Redis Cluster.
 const SLOTS: u32 = 16384;
@@ -190,7 +190,7 @@ fn merge(per_master: Vec<(String, Vec<Check>)>) -> Vec<Check> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::Level;
+    use crate::check::Level;
 
     #[test]
     fn masters_that_agree_make_one_line() {

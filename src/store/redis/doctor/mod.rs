@@ -10,8 +10,8 @@ use redis::RedisError;
 use super::conn;
 use super::exec::Conns;
 use super::RedisStore;
+use crate::check::Check;
 use crate::error::{Error, Result};
-use crate::ops::Check;
 
 #[cfg(feature = "cluster")]
 mod cluster;
@@ -199,7 +199,7 @@ pub(super) fn clock_check(offset_ms: i64, round_trip_ms: i64, masters: Option<us
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::Level;
+    use crate::check::Level;
 
     #[test]
     fn clock_offsets_read_as_ahead_or_behind() {
