@@ -117,12 +117,14 @@ impl Ops {
 fn check(outbox: OutboxInfo) -> Check {
     let r = outbox.report;
     let name = format!("outbox {}", outbox.name);
-    let found = format!(
-        "{} rows waiting, oldest {}, {} failing",
-        r.rows,
-        super::human_duration(r.oldest),
-        r.failing
-    );
+    let found = match r.rows {
+        0 => "no rows waiting".to_owned(),
+        n => format!(
+            "{n} rows waiting, oldest {}, {} failing",
+            super::human_duration(r.oldest),
+            r.failing
+        ),
+    };
     if r.failing > 0 {
         Check::bad(
             name,
