@@ -28,6 +28,14 @@ fn close(order_id: u64) -> CloseOrder {
     }
 }
 
+/// A 2 KB job: over the 512-byte limit of the relays' clients in the tests below.
+fn big() -> CloseOrder {
+    CloseOrder {
+        order_id: 1,
+        note: "x".repeat(2000),
+    }
+}
+
 async fn redis_client(server: &RedisServer, max_payload: Option<usize>) -> Client {
     let mut builder = Client::builder().namespace("shop");
     if let Some(limit) = max_payload {
@@ -283,11 +291,12 @@ async fn outbox_row_that_cannot_be_delivered_is_reported_and_kept() {
     let strict = redis_client(&server, Some(512)).await;
     let outbox = Outbox::new(&writer).table(&db.table).unwrap();
     let mut tx = db.pool.begin().await.unwrap();
-    let big = CloseOrder {
-        order_id: 1,
-        note: "x".repeat(2000),
-    };
-    outbox.enqueue(big).id("big").write(&mut tx).await.unwrap();
+    outbox
+        .enqueue(big())
+        .id("big")
+        .write(&mut tx)
+        .await
+        .unwrap();
     outbox.cancel::<CloseOrder>(&mut tx, "big").await.unwrap();
     outbox
         .enqueue(close(2))
@@ -344,11 +353,12 @@ async fn outbox_relay_reports_its_rows_to_operators_and_doctor() {
     let strict = redis_client(&server, Some(512)).await;
     let outbox = Outbox::new(&writer).table(&db.table).unwrap();
     let mut tx = db.pool.begin().await.unwrap();
-    let big = CloseOrder {
-        order_id: 1,
-        note: "x".repeat(2000),
-    };
-    outbox.enqueue(big).id("big").write(&mut tx).await.unwrap();
+    outbox
+        .enqueue(big())
+        .id("big")
+        .write(&mut tx)
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
 
     let relay = Relay::new(

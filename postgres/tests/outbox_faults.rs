@@ -53,10 +53,16 @@ fn worker(client: &Client, runs: &Runs) -> (ShutdownHandle, tokio::task::JoinHan
     (stop, running)
 }
 
-/// Commits `count` transactions from `tasks` tasks, each enqueueing job `<prefix>:<n>` (due now).
-async fn commit_jobs(db: &TestDb, outbox: &Outbox, prefix: &str, tasks: usize, count: usize) {
+/// Commits `count` transactions from `tasks` tasks, each enqueueing job `<prefix>:<n>` (due now),
+/// each task pausing `pause` between its commits.
+async fn commit_jobs(
+    pool: &sqlx::PgPool,
+    outbox: &Outbox,
+    (prefix, tasks, count): (&str, usize, usize),
+    pause: Duration,
+) {
     let calls = (0..tasks).map(|t| {
-        let (pool, outbox) = (db.pool.clone(), outbox.clone());
+        let (pool, outbox) = (pool.clone(), outbox.clone());
         let prefix = prefix.to_owned();
         tokio::spawn(async move {
             for n in (t..count).step_by(tasks) {
@@ -69,6 +75,9 @@ async fn commit_jobs(db: &TestDb, outbox: &Outbox, prefix: &str, tasks: usize, c
                     .await
                     .unwrap();
                 tx.commit().await.unwrap();
+                if !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
             }
         })
     });
@@ -153,7 +162,7 @@ async fn outbox_relay_killed_between_the_redis_write_and_its_commit_queues_the_j
     let (db, server) = (TestDb::new().await, RedisServer::start());
     let client = client(&server).await;
     let outbox = Outbox::new(&client).table(&db.table).unwrap();
-    commit_jobs(&db, &outbox, "order", 1, 1).await;
+    commit_jobs(&db.pool, &outbox, ("order", 1, 1), Duration::ZERO).await;
 
     // The relay writes the job to Redis and stops before its commit, holding the row.
     let mut relay = RelayProcess::start(&db, &server, Some("relay-before-commit"));
@@ -199,9 +208,11 @@ async fn outbox_relay_killed_at_random_points_loses_and_repeats_nothing() {
     let (stop, running) = worker(&client, &runs);
 
     let committing = {
-        let (db_pool, outbox) = (db.pool.clone(), outbox.clone());
-        let db = TestDbRef { pool: db_pool };
-        tokio::spawn(async move { db.commit(&outbox, JOBS).await })
+        let (pool, outbox) = (db.pool.clone(), outbox.clone());
+        tokio::spawn(async move {
+            let pause = Duration::from_millis(1);
+            commit_jobs(&pool, &outbox, ("r", 8, JOBS), pause).await
+        })
     };
     // Relay processes, each SIGKILLed after a random few ms of work, one after the other.
     let mut kills = 0;
@@ -233,40 +244,6 @@ async fn outbox_relay_killed_at_random_points_loses_and_repeats_nothing() {
     db.drop_schema().await;
 }
 
-/// The part of a [`TestDb`] a spawned task needs.
-struct TestDbRef {
-    pool: sqlx::PgPool,
-}
-
-impl TestDbRef {
-    /// Commits `count` jobs `r:<n>` from 8 tasks.
-    async fn commit(&self, outbox: &Outbox, count: usize) {
-        let tasks = 8;
-        let calls: Vec<_> = (0..tasks)
-            .map(|t| {
-                let (pool, outbox) = (self.pool.clone(), outbox.clone());
-                tokio::spawn(async move {
-                    for n in (t..count).step_by(tasks) {
-                        let mut tx = pool.begin().await.unwrap();
-                        let job = CloseOrder { order_id: n as u64 };
-                        outbox
-                            .enqueue(job)
-                            .id(format!("r:{n}"))
-                            .write(&mut tx)
-                            .await
-                            .unwrap();
-                        tx.commit().await.unwrap();
-                        tokio::time::sleep(Duration::from_millis(1)).await;
-                    }
-                })
-            })
-            .collect();
-        for call in calls {
-            call.await.unwrap();
-        }
-    }
-}
-
 /// A few random bits without a dependency.
 fn rand_u64() -> u64 {
     use std::hash::{BuildHasher, Hasher};
@@ -290,14 +267,14 @@ async fn outbox_redis_down_for_seconds_while_transactions_commit_loses_nothing()
     let stop_relay = relay.shutdown_handle();
     let relaying = tokio::spawn(relay.run());
 
-    commit_jobs(&db, &outbox, "before", 4, BEFORE).await;
+    commit_jobs(&db.pool, &outbox, ("before", 4, BEFORE), Duration::ZERO).await;
     eventually("the first jobs to reach Redis", || async {
         (db.rows().await == 0).then_some(())
     })
     .await;
     server.kill9();
     // Commits go on: PostgreSQL is up, and the outbox needs nothing else.
-    commit_jobs(&db, &outbox, "during", 4, DURING).await;
+    commit_jobs(&db.pool, &outbox, ("during", 4, DURING), Duration::ZERO).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(db.rows().await, DURING as i64, "kept while Redis is away");
     server.restart();
@@ -330,7 +307,7 @@ async fn outbox_two_relays_at_once_queue_each_job_once() {
             (relay.shutdown_handle(), tokio::spawn(relay.run()))
         })
         .collect();
-    commit_jobs(&db, &outbox, "two", 16, JOBS).await;
+    commit_jobs(&db.pool, &outbox, ("two", 16, JOBS), Duration::ZERO).await;
     each_ran_once(&runs, JOBS).await;
     eventually("the outbox to be empty", || async {
         (db.rows().await == 0).then_some(())
