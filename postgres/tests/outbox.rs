@@ -47,6 +47,30 @@ async fn redis_client(server: &RedisServer, max_payload: Option<usize>) -> Clien
         .expect("connecting to the test redis-server")
 }
 
+/// A client with the default payload limit, one whose limit is 512 bytes (lowered since the rows were
+/// written: a relay's client), and the first's outbox, holding a `big()` job in an open transaction.
+async fn two_limits(
+    db: &TestDb,
+    server: &RedisServer,
+) -> (
+    Client,
+    Client,
+    Outbox,
+    sqlx::Transaction<'static, sqlx::Postgres>,
+) {
+    let writer = redis_client(server, None).await;
+    let strict = redis_client(server, Some(512)).await;
+    let outbox = Outbox::new(&writer).table(&db.table).unwrap();
+    let mut tx = db.pool.begin().await.unwrap();
+    outbox
+        .enqueue(big())
+        .id("big")
+        .write(&mut tx)
+        .await
+        .unwrap();
+    (writer, strict, outbox, tx)
+}
+
 /// When job `id` is due.
 async fn due_at(client: &Client, id: &str) -> chrono::DateTime<chrono::Utc> {
     let job = client.topic::<CloseOrder>().job(id).await.unwrap();
@@ -286,17 +310,8 @@ async fn outbox_delivers_the_rows_of_one_id_in_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outbox_row_that_cannot_be_delivered_is_reported_and_kept() {
     let (db, server) = (TestDb::new().await, RedisServer::start());
-    let writer = redis_client(&server, None).await;
     // The relay's client was configured with a smaller limit since the row was written.
-    let strict = redis_client(&server, Some(512)).await;
-    let outbox = Outbox::new(&writer).table(&db.table).unwrap();
-    let mut tx = db.pool.begin().await.unwrap();
-    outbox
-        .enqueue(big())
-        .id("big")
-        .write(&mut tx)
-        .await
-        .unwrap();
+    let (writer, strict, outbox, mut tx) = two_limits(&db, &server).await;
     outbox.cancel::<CloseOrder>(&mut tx, "big").await.unwrap();
     outbox
         .enqueue(close(2))
@@ -349,16 +364,7 @@ async fn outbox_row_that_cannot_be_delivered_is_reported_and_kept() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outbox_relay_reports_its_rows_to_operators_and_doctor() {
     let (db, server) = (TestDb::new().await, RedisServer::start());
-    let writer = redis_client(&server, None).await;
-    let strict = redis_client(&server, Some(512)).await;
-    let outbox = Outbox::new(&writer).table(&db.table).unwrap();
-    let mut tx = db.pool.begin().await.unwrap();
-    outbox
-        .enqueue(big())
-        .id("big")
-        .write(&mut tx)
-        .await
-        .unwrap();
+    let (writer, strict, _outbox, tx) = two_limits(&db, &server).await;
     tx.commit().await.unwrap();
 
     let relay = Relay::new(
