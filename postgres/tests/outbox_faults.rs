@@ -176,6 +176,7 @@ async fn outbox_relay_killed_between_the_redis_write_and_its_commit_queues_the_j
     })
     .await;
     relay.kill9();
+    db.wait_for_row_locks_freed().await;
 
     // The row is still there (its deletion never committed): a new relay delivers it again, and Redis
     // knows its token, so the job is not queued a second time.

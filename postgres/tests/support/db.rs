@@ -78,6 +78,21 @@ impl TestDb {
         .unwrap()
     }
 
+    /// Waits until no session holds a lock on an outbox row: a killed relay's session keeps its
+    /// `FOR UPDATE` locks until PostgreSQL notices the closed socket, which is not instant. Blocks
+    /// on the locks themselves (a plain `FOR UPDATE`), so it returns as soon as they are freed.
+    pub async fn wait_for_row_locks_freed(&self) {
+        let mut tx = self.pool.begin().await.unwrap();
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "SET LOCAL lock_timeout = '30s'; SELECT 1 FROM {} FOR UPDATE",
+            self.table
+        )))
+        .execute(&mut *tx)
+        .await
+        .expect("the killed relay's row locks were never freed");
+        tx.rollback().await.unwrap();
+    }
+
     /// Drops the schema and everything in it.
     pub async fn drop_schema(self) {
         sqlx::raw_sql(AssertSqlSafe(format!(
