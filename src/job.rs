@@ -6,6 +6,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::flow::RateLimit;
+use crate::store::Retention;
 use crate::schedule::RetrySchedule;
 
 /// A typed job: a serde type bound to one topic.
@@ -49,6 +50,36 @@ use crate::schedule::RetrySchedule;
 pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// The topic this job type is enqueued to and handled from.
     const TOPIC: &'static str;
+
+    /// What its handler returns on success: `()` unless declared with `output = Type`. A result
+    /// reaches the callers waiting for the job ([`Client::wait`](crate::Client::wait)) and, when the
+    /// type keeps finished jobs ([`Job::keep`]), is kept with the job. A type whose output is `()` (or
+    /// any other zero-sized type) sends and stores nothing.
+    ///
+    /// ```
+    /// use postpone::{Job, JobContext, JobError};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Pdf { url: String, pages: u32 }
+    ///
+    /// #[derive(Serialize, Deserialize, Job)]
+    /// #[job(topic = "invoices.render", output = Pdf, keep = "1d")]
+    /// struct RenderInvoice { invoice_id: u64 }
+    ///
+    /// async fn render(job: RenderInvoice, _ctx: JobContext) -> Result<Pdf, JobError> {
+    ///     Ok(Pdf { url: format!("https://files.example/{}.pdf", job.invoice_id), pages: 2 })
+    /// }
+    /// # let _ = postpone::Worker::builder(postpone::Client::memory()).handle(render);
+    /// ```
+    type Output: Serialize + DeserializeOwned + Send + 'static;
+
+    /// How long finished jobs of this type (succeeded and cancelled) are kept, with their results:
+    /// declared as `keep = "1d"` (at most the newest 10,000) and/or `keep_last = 1000` (for at most 7
+    /// days). Default: none kept, and a finished job is gone. Workers trim kept jobs beyond it.
+    fn keep() -> Option<Keep> {
+        None
+    }
 
     /// The retry schedule for jobs of this type (the default unless declared).
     fn retry_schedule() -> RetrySchedule {
@@ -111,5 +142,45 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// Default: none.
     fn unique(&self) -> Option<crate::Unique> {
         None
+    }
+}
+
+/// How long a job type's finished jobs are kept (see [`Job::keep`]): at most `max_count` of them, none
+/// older than `max_age`, whichever bound is reached first.
+///
+/// ```
+/// use std::time::Duration;
+/// let keep = postpone::Keep::new(Duration::from_secs(3600), 500);
+/// assert_eq!(keep.max_age(), Duration::from_secs(3600));
+/// assert_eq!(keep.max_count(), 500);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keep {
+    max_age: Duration,
+    max_count: u64,
+}
+
+impl Keep {
+    /// Keep finished jobs for `max_age`, at most `max_count` of them (at least 1).
+    pub fn new(max_age: Duration, max_count: u64) -> Self {
+        Keep {
+            max_age,
+            max_count: max_count.max(1),
+        }
+    }
+
+    /// The longest a finished job is kept.
+    pub fn max_age(&self) -> Duration {
+        self.max_age
+    }
+
+    /// The most finished jobs kept.
+    pub fn max_count(&self) -> u64 {
+        self.max_count
+    }
+
+    /// As the store takes it.
+    pub(crate) fn retention(&self) -> Retention {
+        Retention::new(crate::time::millis(self.max_age), self.max_count)
     }
 }

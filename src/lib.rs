@@ -107,15 +107,15 @@ mod worker;
 pub use client::outbox;
 pub use client::{
     CancelStatus, Client, ClientBuilder, Debounce, Enqueue, EnqueueItem, EnqueueStatus, Enqueued,
-    JobInfo, JobState, Namespaced, NoNamespace, PartialCounts, ScheduleInfo,
-    StoreKeepsItsOwnNamespace, Topic, Unique, UnreadablePartition, When, DEFAULT_MAX_PAYLOAD,
+    JobInfo, JobOutcome, JobState, Namespaced, NoNamespace, PartialCounts, ScheduleInfo,
+    StoreKeepsItsOwnNamespace, Topic, Unique, UnreadablePartition, Waiter, When, DEFAULT_MAX_PAYLOAD,
     DEFAULT_NAMESPACE,
 };
 pub use dead_letter::{sink_fn, DeadLetter, DeadLetterSink, FnSink, LogSink};
 pub use error::{BoxError, Error, Report, Result};
 pub use flow::RateLimit;
 pub use handler::{Handler, HandlerFuture, JobContext, JobError, JobHandler, Outcome, StopReason};
-pub use job::Job;
+pub use job::{Job, Keep};
 pub use meta::{MAX_META_ENTRIES, MAX_META_KEY_LEN, MAX_META_VALUE_LEN};
 pub use middleware::{middleware_fn, Middleware};
 #[cfg(feature = "opentelemetry")]
@@ -124,7 +124,7 @@ pub use partition::{partition_of, MAX_PARTITIONS};
 pub use periodic::{Missed, Overlap, Periodic, PeriodicJob, MAX_CATCH_UP, SKIP_GRACE};
 pub use record::AttemptError;
 pub use schedule::{RetrySchedule, MAX_DELAY, MAX_SLOTS};
-pub use store::{TopicCounts, UniqueStates};
+pub use store::{Progress, TopicCounts, UniqueStates};
 pub use validate::{validate_id, validate_namespace, validate_topic, MAX_ID_LEN};
 pub use worker::{ShutdownHandle, SlotSharing, Worker, WorkerBuilder};
 

@@ -35,7 +35,17 @@ pub(crate) struct JobAttr {
     pub(crate) max_running: Option<u32>,
     /// Unique by these fields for this window (ms, more than 0): both or neither.
     pub(crate) unique: Option<(Vec<LitStr>, u64)>,
+    /// What the handler returns (`output = Type`).
+    pub(crate) output: Option<syn::Type>,
+    /// Keep finished jobs: (max age ms, max count), from `keep` and `keep_last` (either one; the other
+    /// takes its default).
+    pub(crate) keep: Option<(u64, u64)>,
 }
+
+/// How long finished jobs are kept when only `keep_last` is given: 7 days.
+const DEFAULT_KEEP_MS: u64 = 7 * DAY_MS;
+/// How many finished jobs are kept when only `keep` is given.
+const DEFAULT_KEEP_LAST: u64 = 10_000;
 
 /// A key `#[job(...)]` knows.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -50,6 +60,9 @@ pub(crate) enum Key {
     MaxRunning,
     Unique,
     UniqueFor,
+    Output,
+    Keep,
+    KeepLast,
 }
 
 impl Key {
@@ -65,6 +78,9 @@ impl Key {
             "max_running" => Key::MaxRunning,
             "unique" => Key::Unique,
             "unique_for" => Key::UniqueFor,
+            "output" => Key::Output,
+            "keep" => Key::Keep,
+            "keep_last" => Key::KeepLast,
             _ => return None,
         })
     }
@@ -81,6 +97,9 @@ impl Key {
             Key::MaxRunning => "max_running",
             Key::Unique => "unique",
             Key::UniqueFor => "unique_for",
+            Key::Output => "output",
+            Key::Keep => "keep",
+            Key::KeepLast => "keep_last",
         }
     }
 
@@ -97,13 +116,16 @@ impl Key {
             Key::MaxRunning => "`max_running = 5`",
             Key::Unique => r#"`unique = ["product_id"], unique_for = "10m"`"#,
             Key::UniqueFor => r#"`unique_for = "10m"`"#,
+            Key::Output => "`output = InvoicePdf`",
+            Key::Keep => r#"`keep = "1d"`"#,
+            Key::KeepLast => "`keep_last = 1000`",
         }
     }
 }
 
 const KNOWN_KEYS: &str =
-    "`topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate`, `max_running`, `unique` or \
-     `unique_for`";
+    "`topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate`, `max_running`, `unique`, \
+     `unique_for`, `output`, `keep` or `keep_last`";
 
 /// One `key = value` inside `#[job(...)]`.
 struct Setting {
@@ -130,7 +152,13 @@ impl Parse for Setting {
             ));
         }
         input.parse::<Token![=]>()?;
-        let value = input.parse()?;
+        // A type is not an expression (`Vec<u8>`): `output` takes a type, kept as its tokens.
+        let value = match key {
+            Key::Output => Expr::Verbatim(quote::ToTokens::to_token_stream(
+                &input.parse::<syn::Type>()?,
+            )),
+            _ => input.parse()?,
+        };
         Ok(Setting { ident, key, value })
     }
 }
@@ -178,6 +206,7 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
     let (mut topic, mut retry, mut lease, mut timeout, mut partitions) =
         (None, None, None, None, None);
     let (mut rate, mut max_running, mut unique, mut unique_for) = (None, None, None, None);
+    let (mut output, mut keep, mut keep_last) = (None, None, None);
     let mut schedule_key: Option<&Ident> = None;
     for Setting { ident, key, value } in &settings {
         if seen.contains(key) {
@@ -213,6 +242,9 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
             Key::MaxRunning => max_running = errors.keep(flow::max_running_value(value)),
             Key::Unique => unique = errors.keep(unique::unique_value(value)),
             Key::UniqueFor => unique_for = errors.keep(unique::unique_for_value(value)),
+            Key::Output => output = errors.keep(syn::parse2::<syn::Type>(quote::ToTokens::to_token_stream(value))),
+            Key::Keep => keep = errors.keep(keep_value(value)),
+            Key::KeepLast => keep_last = errors.keep(keep_last_value(value)),
         }
     }
     if !seen.contains(&Key::Topic) {
@@ -238,7 +270,40 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
         rate,
         max_running,
         unique: unique.zip(unique_for),
+        output,
+        keep: match (keep, keep_last) {
+            (None, None) => None,
+            (age, count) => Some((
+                age.unwrap_or(DEFAULT_KEEP_MS),
+                count.unwrap_or(DEFAULT_KEEP_LAST),
+            )),
+        },
     })
+}
+
+/// `keep = "1d"`: how long finished jobs are kept, more than 0.
+fn keep_value(value: &Expr) -> syn::Result<u64> {
+    let ms = duration_value(value, Key::Keep)?;
+    if ms == 0 {
+        return Err(syn::Error::new_spanned(
+            value,
+            "keep must be longer than 0: how long finished jobs are kept, e.g. `keep = \"1d\"`; leave \
+             it out to keep none",
+        ));
+    }
+    Ok(ms)
+}
+
+/// `keep_last = 1000`: how many finished jobs are kept, at least 1.
+fn keep_last_value(value: &Expr) -> syn::Result<u64> {
+    let lit = int_literal(value, Key::KeepLast)?;
+    match lit.base10_parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(syn::Error::new(
+            lit.span(),
+            "keep_last must be at least 1: how many finished jobs are kept; leave it out to keep none",
+        )),
+    }
 }
 
 /// Looks through the invisible groups `macro_rules!` puts around `$value:expr`.

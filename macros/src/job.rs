@@ -140,10 +140,27 @@ fn impl_job(input: &DeriveInput, attr: &JobAttr) -> TokenStream2 {
             }
         }
     });
+    let output = match &attr.output {
+        Some(ty) => quote!(#ty),
+        None => quote!(()),
+    };
+    let keep = attr.keep.map(|(age, count)| {
+        let (age, count) = (Literal::u64_unsuffixed(age), Literal::u64_unsuffixed(count));
+        quote! {
+            fn keep() -> ::postpone::__private::Option<::postpone::Keep> {
+                ::postpone::__private::Option::Some(::postpone::Keep::new(
+                    ::postpone::__private::Duration::from_millis(#age),
+                    #count,
+                ))
+            }
+        }
+    });
     quote! {
         #[automatically_derived]
         impl #impl_generics ::postpone::Job for #ident #ty_generics #where_clause {
             const TOPIC: &'static str = #topic;
+            type Output = #output;
+            #keep
             #retry
             #lease
             #timeout
@@ -192,6 +209,7 @@ mod tests {
             #[automatically_derived]
             impl ::postpone::Job for CloseOrder {
                 const TOPIC: &'static str = "orders.close";
+                type Output = ();
             }
         };
         assert_eq!(got, want.to_string());
@@ -207,6 +225,7 @@ mod tests {
             #[automatically_derived]
             impl ::postpone::Job for Notify {
                 const TOPIC: &'static str = "orders.close";
+                type Output = ();
                 fn retry_schedule() -> ::postpone::__private::RetrySchedule {
                     ::postpone::__private::schedule_from_millis(&[0, 0, 120000, 1500])
                 }
@@ -222,6 +241,39 @@ mod tests {
     }
 
     #[test]
+    fn output_and_keep() {
+        let got = expand_ok(parse_quote! {
+            #[job(topic = "pdfs", output = Vec<Pdf>, keep = "1h")]
+            struct Render { id: u64 }
+        });
+        let want = quote! {
+            #[automatically_derived]
+            impl ::postpone::Job for Render {
+                const TOPIC: &'static str = "pdfs";
+                type Output = Vec<Pdf>;
+                fn keep() -> ::postpone::__private::Option<::postpone::Keep> {
+                    ::postpone::__private::Option::Some(::postpone::Keep::new(
+                        ::postpone::__private::Duration::from_millis(3600000),
+                        10000,
+                    ))
+                }
+            }
+        };
+        assert_eq!(got, want.to_string());
+        let last_only = expand_ok(parse_quote! {
+            #[job(topic = "pdfs", keep_last = 50)]
+            struct Render { id: u64 }
+        });
+        assert!(last_only.contains("from_millis (604800000) , 50"), "{last_only}");
+        let errors = expand_err(parse_quote! {
+            #[job(topic = "pdfs", keep = "0", keep_last = 0)]
+            struct Render { id: u64 }
+        });
+        assert!(errors[0].starts_with("keep must be longer than 0"), "{errors:?}");
+        assert!(errors[1].starts_with("keep_last must be at least 1"), "{errors:?}");
+    }
+
+    #[test]
     fn partitions() {
         let got = expand_ok(parse_quote! {
             #[job(topic = "hot", partitions = 3)]
@@ -231,6 +283,7 @@ mod tests {
             #[automatically_derived]
             impl ::postpone::Job for Hot {
                 const TOPIC: &'static str = "hot";
+                type Output = ();
                 fn partitions() -> ::core::primitive::u16 {
                     3
                 }
@@ -249,6 +302,7 @@ mod tests {
             #[automatically_derived]
             impl ::postpone::Job for Sms {
                 const TOPIC: &'static str = "sms";
+                type Output = ();
                 fn rate_limit() -> ::postpone::__private::Option<::postpone::__private::RateLimit> {
                     ::postpone::__private::Option::Some(::postpone::__private::RateLimit::new(
                         100,

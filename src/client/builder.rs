@@ -157,6 +157,7 @@ impl<N> ClientBuilder<N> {
     fn client(self, store: Arc<dyn Store>) -> Client {
         Client {
             inner: Arc::new(Inner {
+                waiters: Default::default(),
                 store,
                 max_payload: self.max_payload.max(64),
                 registered: Default::default(),

@@ -7,6 +7,7 @@ mod keyed;
 pub mod outbox;
 mod periodic;
 mod topic;
+mod wait;
 mod when;
 
 use std::sync::Arc;
@@ -18,6 +19,7 @@ pub use enqueue::{Enqueue, EnqueueItem, EnqueueStatus, Enqueued};
 pub use keyed::{Debounce, Unique};
 pub use periodic::ScheduleInfo;
 pub use topic::{CancelStatus, JobInfo, JobState, PartialCounts, Topic, UnreadablePartition};
+pub use wait::{JobOutcome, Waiter};
 pub use when::When;
 
 use crate::error::Result;
@@ -56,6 +58,8 @@ pub(crate) struct Inner {
     /// Topics this client has recorded in the store's registry of topics (see [`crate::ops`]), with
     /// their partitions: each is written once per client, not per enqueue.
     pub(crate) registered: std::sync::Mutex<std::collections::HashMap<String, u16>>,
+    /// Callers waiting for jobs (see `wait.rs`): one subscription to the store's announcements.
+    pub(crate) waiters: wait::Waiters,
 }
 
 impl Inner {

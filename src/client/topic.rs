@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::job::Job;
 use crate::partition::{partition_error, partition_history, store_topic, validate_partitions};
 use crate::record::{AttemptError, Record};
-use crate::store::{CancelOutcome, RescheduleOutcome, StoredState, TopicCounts};
+use crate::store::{CancelOutcome, Progress, RescheduleOutcome, StoredState, TopicCounts};
 use crate::time::ms_to_time;
 use crate::validate::validate_id;
 
@@ -48,6 +48,45 @@ pub enum JobState {
         /// Why.
         reason: String,
     },
+    /// Succeeded, and kept by its topic's retention (see [`Job::keep`](crate::Job::keep)).
+    Succeeded {
+        /// When it finished.
+        finished_at: DateTime<Utc>,
+    },
+    /// Cancelled, and kept by its topic's retention (see [`Job::keep`](crate::Job::keep)).
+    Cancelled {
+        /// When it was cancelled.
+        cancelled_at: DateTime<Utc>,
+    },
+}
+
+impl JobState {
+    /// The state of a stored job.
+    pub(crate) fn of(state: StoredState) -> JobState {
+        match state {
+            StoredState::Due { due_at_ms } => JobState::Scheduled {
+                due_at: ms_to_time(due_at_ms),
+            },
+            StoredState::Active { lease_deadline_ms } => JobState::Running {
+                lease_until: ms_to_time(lease_deadline_ms),
+            },
+            StoredState::Dead {
+                died_at_ms, reason, ..
+            } => JobState::Dead {
+                died_at: ms_to_time(died_at_ms),
+                reason,
+            },
+            StoredState::Done {
+                cancelled: false,
+                done_at_ms,
+            } => JobState::Succeeded {
+                finished_at: ms_to_time(done_at_ms),
+            },
+            StoredState::Done { done_at_ms, .. } => JobState::Cancelled {
+                cancelled_at: ms_to_time(done_at_ms),
+            },
+        }
+    }
 }
 
 /// A job found by id.
@@ -58,6 +97,11 @@ pub struct JobInfo {
     pub id: String,
     /// Where it is.
     pub state: JobState,
+    /// A kept succeeded job's result, as JSON text (when its type returns one: see
+    /// [`Job::Output`](crate::Job::Output)); read it typed with [`Client::wait`](crate::Client::wait).
+    pub result: Option<String>,
+    /// A running job's progress, as its handler last reported it.
+    pub progress: Option<Progress>,
     /// The attempt it is on (or, when dead, the attempts it ran).
     pub attempt: u32,
     /// When it was first enqueued.
@@ -254,8 +298,8 @@ impl Topic {
         }
     }
 
-    /// Finds a scheduled, running or dead job by id. `None` when it finished, was cancelled, or never
-    /// existed.
+    /// Finds a scheduled, running or dead job by id, or a finished one its topic keeps (see
+    /// [`Job::keep`](crate::Job::keep)). `None` when it finished and was not kept, or never existed.
     pub async fn job(&self, id: &str) -> Result<Option<JobInfo>> {
         let store = self.store();
         let (_, _, stored) = self
@@ -269,23 +313,13 @@ impl Topic {
             return Ok(None);
         };
         let record = self.decode(id, &stored.record)?;
-        let state = match stored.state {
-            StoredState::Due { due_at_ms } => JobState::Scheduled {
-                due_at: ms_to_time(due_at_ms),
-            },
-            StoredState::Active { lease_deadline_ms } => JobState::Running {
-                lease_until: ms_to_time(lease_deadline_ms),
-            },
-            StoredState::Dead {
-                died_at_ms, reason, ..
-            } => JobState::Dead {
-                died_at: ms_to_time(died_at_ms),
-                reason,
-            },
-        };
         Ok(Some(JobInfo {
             id: id.to_owned(),
-            state,
+            state: JobState::of(stored.state),
+            result: stored
+                .result
+                .map(|r| String::from_utf8_lossy(&r).into_owned()),
+            progress: stored.progress,
             attempt: record.attempt,
             enqueued_at: ms_to_time(record.enqueued_at_ms),
             errors: record.errors,

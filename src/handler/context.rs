@@ -2,12 +2,14 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 
 use crate::meta::Meta;
+use crate::store::Progress;
+use crate::worker::ProgressQueue;
 use crate::record::AttemptError;
 
 /// Why a running job was asked to stop.
@@ -41,6 +43,13 @@ struct Inner {
     /// The stop signal: [`NOT_STOPPED`] or a [`StopReason`] code, set once.
     stop: AtomicU8,
     stopped: Notify,
+    /// The handler's result, encoded (a job type with an output: see [`crate::Job::Output`]).
+    result: OnceLock<Vec<u8>>,
+    /// The progress last reported (see [`JobContext::progress`]).
+    progress: Mutex<Option<Progress>>,
+    /// Where reported progress goes, with the attempt's lease token (a worker's attempt; none in a
+    /// test's context).
+    reporter: OnceLock<(Arc<ProgressQueue>, u64)>,
 }
 
 const NOT_STOPPED: u8 = 0;
@@ -97,6 +106,9 @@ impl JobContext {
             meta,
             stop: AtomicU8::new(NOT_STOPPED),
             stopped: Notify::new(),
+            result: OnceLock::new(),
+            progress: Mutex::new(None),
+            reporter: OnceLock::new(),
         });
         (
             JobContext {
@@ -219,6 +231,58 @@ impl JobContext {
     /// context of its enqueue among them).
     pub fn metadata(&self) -> &std::collections::BTreeMap<String, String> {
         &self.inner.meta
+    }
+
+    /// Reports the job's progress: a number (a percentage, items done: yours to choose) and a short
+    /// message (at most 200 bytes kept; may be empty). Operators see it (`postpone job`, the
+    /// dashboard), and so do callers waiting for the job. Cheap: it returns at once, and the worker
+    /// sends the latest report of each running job at most every 100 ms, in one store call for all of
+    /// them; a job's progress goes with it when it ends.
+    ///
+    /// ```
+    /// let ctx = postpone::JobContext::for_test("imports", "import:7");
+    /// for done in [25.0, 50.0, 100.0] {
+    ///     ctx.progress(done, format!("{done}% of the rows"));
+    /// }
+    /// assert_eq!(ctx.reported_progress().unwrap().value, 100.0);
+    /// ```
+    pub fn progress(&self, value: f64, message: impl Into<String>) {
+        let progress = Progress::new(value, message);
+        if let Some((queue, token)) = self.inner.reporter.get() {
+            queue.report(&self.inner.id, *token, progress.clone());
+        }
+        *self
+            .inner
+            .progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(progress);
+    }
+
+    /// The progress this attempt last reported with [`progress`](Self::progress), if any: for tests of
+    /// handlers.
+    pub fn reported_progress(&self) -> Option<Progress> {
+        self.inner
+            .progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Sends this attempt's progress reports to `queue`, under its lease `token`.
+    pub(crate) fn report_to(&self, queue: Arc<ProgressQueue>, token: u64) {
+        let _ = self.inner.reporter.set((queue, token));
+    }
+
+    /// The handler's encoded result (a job type with an output).
+    pub(crate) fn set_result(&self, result: Vec<u8>) {
+        let _ = self.inner.result.set(result);
+    }
+
+    /// Takes the handler's encoded result, if it set one.
+    pub(crate) fn take_result(&mut self) -> Option<Vec<u8>> {
+        Arc::get_mut(&mut self.inner)
+            .and_then(|inner| inner.result.take())
+            .or_else(|| self.inner.result.get().cloned())
     }
 
     /// Why the job was asked to stop, if it was.

@@ -45,8 +45,13 @@ pub trait JobHandler<S = ()>: Send + Sync + 'static {
     /// The job type it handles.
     type Job: Job;
 
-    /// Runs one attempt.
-    async fn handle(&self, job: Self::Job, ctx: JobContext, state: &S) -> Result<(), JobError>;
+    /// Runs one attempt; returns the job type's [`Output`](Job::Output) (`()` unless declared).
+    async fn handle(
+        &self,
+        job: Self::Job,
+        ctx: JobContext,
+        state: &S,
+    ) -> Result<<Self::Job as Job>::Output, JobError>;
 }
 
 /// Something a worker can run for a job type: an async fn `(job, ctx)` or `(job, ctx, state)` returning
@@ -86,28 +91,62 @@ pub struct WithState<J>(PhantomData<fn(J)>);
 impl<F, Fut, J, S> Handler<WithoutState<J>, S> for F
 where
     F: Fn(J, JobContext) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<(), JobError>> + Send + 'static,
+    Fut: Future<Output = Result<J::Output, JobError>> + Send + 'static,
     J: Job,
 {
     type Job = J;
 
     fn call(&self, job: J, ctx: JobContext, _state: &Arc<S>) -> HandlerFuture {
-        Box::pin((self)(job, ctx))
+        with_output::<J, _>(ctx, |ctx| (self)(job, ctx))
     }
 }
 
 impl<F, Fut, J, S> Handler<WithState<J>, S> for F
 where
     F: Fn(J, JobContext, S) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<(), JobError>> + Send + 'static,
+    Fut: Future<Output = Result<J::Output, JobError>> + Send + 'static,
     J: Job,
     S: Clone + Send + Sync + 'static,
 {
     type Job = J;
 
     fn call(&self, job: J, ctx: JobContext, state: &Arc<S>) -> HandlerFuture {
-        Box::pin((self)(job, ctx, S::clone(state)))
+        with_output::<J, _>(ctx, |ctx| (self)(job, ctx, S::clone(state)))
     }
+}
+
+/// Whether a job type's output carries anything (a zero-sized output, such as `()`, does not: it is
+/// neither encoded nor sent).
+pub(crate) fn has_output<J: Job>() -> bool {
+    std::mem::size_of::<J::Output>() != 0
+}
+
+/// Runs a handler's future as a [`HandlerFuture`]: its output, when it has one, is encoded into the
+/// attempt's context, where the worker takes it for the finish. An output that does not encode fails
+/// the attempt for good (a retry would encode it no better).
+fn with_output<J, Fut>(ctx: JobContext, start: impl FnOnce(JobContext) -> Fut) -> HandlerFuture
+where
+    J: Job,
+    Fut: Future<Output = Result<J::Output, JobError>> + Send + 'static,
+{
+    if !has_output::<J>() {
+        let run = start(ctx);
+        return Box::pin(async move { run.await.map(drop) });
+    }
+    let slot = ctx.clone();
+    let run = start(ctx);
+    Box::pin(async move {
+        let output = run.await?;
+        match serde_json::to_vec(&output) {
+            Ok(bytes) => {
+                slot.set_result(bytes);
+                Ok(())
+            }
+            Err(e) => Err(JobError::fail(format!(
+                "the handler's result does not encode as JSON: {e}"
+            ))),
+        }
+    })
 }
 
 /// Adapts a [`JobHandler`] impl to [`Handler`].
@@ -131,6 +170,6 @@ where
     fn call(&self, job: H::Job, ctx: JobContext, state: &Arc<S>) -> HandlerFuture {
         let handler = self.0.clone();
         let state = state.clone();
-        Box::pin(async move { handler.handle(job, ctx, &state).await })
+        with_output::<H::Job, _>(ctx, |ctx| async move { handler.handle(job, ctx, &state).await })
     }
 }

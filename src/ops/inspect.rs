@@ -61,6 +61,10 @@ pub struct JobDetail {
     /// Its metadata (see [`Enqueue::meta`](crate::Enqueue::meta)): a unique or debounced job's key and
     /// window are here too (`unique`, `debounce`).
     pub meta: std::collections::BTreeMap<String, String>,
+    /// A kept succeeded job's result as JSON (when its type returns one).
+    pub result: Option<serde_json::Value>,
+    /// A running job's progress, as its handler last reported it.
+    pub progress: Option<crate::store::Progress>,
 }
 
 fn span(from_ms: i64, to_ms: i64) -> String {
@@ -217,6 +221,14 @@ impl Facts<'_> {
                 span(*died_at_ms, now),
                 if *delivered { "delivered" } else { "pending" }
             ),
+            StoredState::Done {
+                cancelled,
+                done_at_ms,
+            } => format!(
+                "{} {} ago; kept by the topic's retention of finished jobs",
+                if *cancelled { "cancelled" } else { "succeeded" },
+                span(*done_at_ms, now)
+            ),
         };
         format!("{line}{}{}", self.stalls(), self.where_stored())
     }
@@ -246,35 +258,13 @@ impl JobDetail {
         }
         .why();
         let retry_ms = retry_of(&record, topic.name(), workers);
-        let (state, death, hook_delivered) = match stored.state {
-            StoredState::Due { due_at_ms } => (
-                JobState::Scheduled {
-                    due_at: ms_to_time(due_at_ms),
-                },
-                None,
-                None,
-            ),
-            StoredState::Active { lease_deadline_ms } => (
-                JobState::Running {
-                    lease_until: ms_to_time(lease_deadline_ms),
-                },
-                None,
-                None,
-            ),
-            StoredState::Dead {
-                seq,
-                died_at_ms,
-                reason,
-                delivered,
-            } => (
-                JobState::Dead {
-                    died_at: ms_to_time(died_at_ms),
-                    reason,
-                },
-                Some(seq),
-                Some(delivered),
-            ),
+        let (death, hook_delivered) = match stored.state {
+            StoredState::Dead { seq, delivered, .. } => (Some(seq), Some(delivered)),
+            _ => (None, None),
         };
+        let result = stored.result.as_deref().map(payload_json);
+        let progress = stored.progress.clone();
+        let state = JobState::of(stored.state);
         Ok(JobDetail {
             topic: topic.name().to_owned(),
             id: id.to_owned(),
@@ -297,6 +287,8 @@ impl JobDetail {
             node,
             why,
             meta: record.meta.into_iter().collect(),
+            result,
+            progress,
         })
     }
 }

@@ -27,7 +27,9 @@
 //!   before now; an expired lease still holds until a claim *sweeps* it;
 //! - **dead**: in the topic's dead letters, as a *death* with its final record, a reason and its time
 //!   of death, *pending* until the dead-letter hook has succeeded for it (see [`DeadLetterStore`]);
-//! - **gone**: done or cancelled; nothing is left but a counter.
+//! - **gone**: done or cancelled; nothing is left but a counter, unless the topic keeps finished jobs
+//!   ([`WorkerStore::retain`]): then it is **kept** (its record, its result, when and how it finished)
+//!   until the retention trims it. A kept job does not hold its id.
 //!
 //! A dead job does not hold its id: a live job of the same id may be enqueued beside it. Each job keeps
 //! a *stall count*: how often its lease expired, over its whole life (a retry does not reset it).
@@ -45,6 +47,7 @@ mod death;
 mod keyed;
 pub mod memory;
 mod ops;
+mod outcome;
 mod periodic;
 pub mod redis;
 mod types;
@@ -61,6 +64,8 @@ pub use ops::{
     MinuteCounts, OpsStore, PageEntry, PagePosition, PageQuery, PageState, PrefixPage, WorkerBeat,
     HISTORY_MINUTES,
 };
+pub use outcome::{Announcement, Ended, Lookup, Progress, Retention};
+pub(crate) use outcome::{parse_announcement, DoneState, Kept};
 pub use periodic::{
     PeriodicStore, StoredSchedule, TickJob, TickOutcome, TickPlan, TickRequest, TickStatus,
     UpsertStatus,
@@ -133,6 +138,19 @@ pub trait JobStore: Send + Sync + std::fmt::Debug + 'static {
 
     /// Counts by state, and the topic's counters.
     async fn counts(&self, topic: &str) -> Result<TopicCounts>;
+
+    /// How a job ended, or whether it is live: a live job (due or active) first; else the newer of
+    /// its kept finish and its newest listed death; else [`Lookup::Unknown`]. When the job is live and
+    /// `wait_ms` > 0, a waiter is registered for it in the same atomic step, until the store's now +
+    /// `wait_ms`: its end (and its progress) is then announced on
+    /// [`announcements`](Self::announcements), whatever ends it (a finish, a cancel, a sweep).
+    async fn outcome(&self, topic: &str, id: &str, wait_ms: u64) -> Result<Lookup>;
+
+    /// The announcements of the namespace's waited jobs (see [`outcome`](Self::outcome)). A store whose
+    /// channel may have dropped some sends [`Announcement::Resync`] (and so does a receiver that lags:
+    /// treat `RecvError::Lagged` the same); a waiter then looks its job up again. The first call starts
+    /// the store's listener (inside a Tokio runtime); it sends `Resync` once it listens.
+    fn announcements(&self) -> broadcast::Receiver<Announcement>;
 }
 
 /// What a [`Worker`](crate::Worker) needs to run jobs.
@@ -178,6 +196,16 @@ pub trait WorkerStore: Send + Sync + std::fmt::Debug + 'static {
         leases: &[Lease],
         lease_ms: u64,
     ) -> Result<Vec<LeaseStatus>>;
+
+    /// Records the topic's retention of finished jobs (`None`: none kept; the kept ones go), used by
+    /// every later finish and cancel of the topic, and deletes up to `limit` kept jobs beyond it
+    /// (oldest first); returns how many. Finishes and cancels trim as they keep; this trims a topic
+    /// whose jobs stopped finishing.
+    async fn retain(&self, topic: &str, retention: Option<Retention>, limit: usize) -> Result<u64>;
+
+    /// Records running jobs' progress, each only if its token matches its lease (else ignored), and
+    /// announces it to their waiters. A job's progress goes when it ends.
+    async fn progress(&self, topic: &str, updates: Vec<(Lease, Progress)>) -> Result<()>;
 
     /// Claims of the topic take nothing for `delay_ms` from the store's now, whoever claims (a
     /// provider's limit reported by a job of another partition of the topic: see

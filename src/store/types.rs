@@ -242,7 +242,8 @@ impl ClaimBatch {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Finish {
-    /// The handler succeeded: delete the job, count `processed`.
+    /// The handler succeeded: delete the job (or keep it, when its topic keeps finished jobs), count
+    /// `processed`.
     Done,
     /// Run again after `delay_ms` with this record (the worker has set its attempt and errors). Used for a
     /// retry (count `retried`), a snooze or a hand-back at shutdown (counted as neither: `counted=false`).
@@ -264,6 +265,17 @@ pub enum Finish {
         record: Vec<u8>,
         /// Delay from the backend's now.
         delay_ms: u64,
+    },
+    /// The handler succeeded and returned this result (encoded): like [`Finish::Done`], and the job is
+    /// kept with its result when its topic keeps finished jobs ([`WorkerStore::retain`]), and its
+    /// result announced to its waiters ([`JobStore::outcome`]). A job type that returns nothing
+    /// finishes with [`Finish::Done`].
+    ///
+    /// [`WorkerStore::retain`]: super::WorkerStore::retain
+    /// [`JobStore::outcome`]: super::JobStore::outcome
+    Succeeded {
+        /// The encoded result.
+        result: Vec<u8>,
     },
     /// Move to the dead letters with this record and reason (count `failed` and `dead_total`; a dead
     /// job of the same id is replaced). Adds the id to `dead_pending` with time now. A job cancelled
@@ -376,6 +388,15 @@ pub enum StoredState {
         /// Whether the dead-letter hook has succeeded for it.
         delivered: bool,
     },
+    /// Finished (succeeded or cancelled) at this time (ms), and kept: its topic keeps finished jobs
+    /// (see [`WorkerStore::retain`](super::WorkerStore::retain)). The job's result, if any, is in
+    /// [`StoredJob::result`].
+    Done {
+        /// Whether it was cancelled (else it succeeded).
+        cancelled: bool,
+        /// When it finished, ms since the epoch.
+        done_at_ms: i64,
+    },
 }
 
 /// A job as found by id.
@@ -390,6 +411,10 @@ pub struct StoredJob {
     pub stalls: u32,
     /// An active job's lease holder (see [`ClaimRequest::holder`]), when the claim named one.
     pub holder: Option<u64>,
+    /// A kept succeeded job's result (encoded), when its type returns one.
+    pub result: Option<Vec<u8>>,
+    /// A running job's progress, when its handler reported some.
+    pub progress: Option<super::Progress>,
 }
 
 impl StoredJob {
@@ -400,6 +425,8 @@ impl StoredJob {
             record,
             stalls: 0,
             holder: None,
+            result: None,
+            progress: None,
         }
     }
 }

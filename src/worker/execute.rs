@@ -116,6 +116,9 @@ async fn execute<S: Send + Sync + 'static>(
         record.errors.clone(),
         record.meta.clone(),
     );
+    ctx.report_to(topic.progress.clone(), token);
+    // The handler's result is taken from the context (a handle on it only when the type has one).
+    let mut result_ctx = handler.has_output().then(|| ctx.clone());
     // Middleware gets its own handle on the context (a reference count, and only when there is some).
     let chain = topic
         .middleware
@@ -166,7 +169,11 @@ async fn execute<S: Send + Sync + 'static>(
     let error = match returned {
         Ok(Ok(Ok(()))) => {
             tracing::debug!(parent: &span, "job done");
-            return (Finish::Done, Tally::Done);
+            let finish = match result_ctx.as_mut().and_then(JobContext::take_result) {
+                Some(result) => Finish::Succeeded { result },
+                None => Finish::Done,
+            };
+            return (finish, Tally::Done);
         }
         Ok(Ok(Err(e))) => e,
         Err(panic) => JobError::msg(format!("{who} panicked: {}", panic_message(panic))),

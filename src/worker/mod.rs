@@ -22,6 +22,7 @@ mod heartbeat;
 mod in_flight;
 mod middleware;
 mod observe_options;
+mod outcomes;
 mod periodic;
 mod presence;
 mod registry;
@@ -49,6 +50,7 @@ use config::Config;
 use middleware::Layers;
 use registry::{ErasedHandler, Registered};
 pub use slots::SlotSharing;
+pub(crate) use outcomes::ProgressQueue;
 
 /// Builds a [`Worker`]: register handlers, set limits, then [`build`](Self::build).
 ///

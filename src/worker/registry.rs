@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::flow::Flow;
-use crate::handler::{Handler, HandlerFuture, JobContext};
-use crate::job::Job;
+use crate::handler::{has_output, Handler, HandlerFuture, JobContext};
+use crate::job::{Job, Keep};
 use crate::schedule::RetrySchedule;
 
 /// A registered handler, seen without its types.
@@ -21,6 +21,10 @@ pub(crate) trait ErasedHandler<S>: Send + Sync + 'static {
     fn partitions(&self) -> u16;
     /// The flow limits the job type declares (the whole topic's).
     fn flow(&self) -> Flow;
+    /// How long the job type's finished jobs are kept.
+    fn keep(&self) -> Option<Keep>;
+    /// Whether the job type's handler returns a result (see [`has_output`]).
+    fn has_output(&self) -> bool;
     /// Decodes the payload and starts the handler; a payload that does not decode is an error.
     fn start(
         &self,
@@ -84,6 +88,14 @@ where
             rate: H::Job::rate_limit(),
             max_running: H::Job::max_running().unwrap_or(0),
         }
+    }
+
+    fn keep(&self) -> Option<Keep> {
+        H::Job::keep()
+    }
+
+    fn has_output(&self) -> bool {
+        has_output::<H::Job>()
     }
 
     fn start(

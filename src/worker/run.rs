@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use tokio::sync::{broadcast, mpsc, watch, Semaphore};
 
+use super::outcomes;
 use super::periodic::TickLoop;
 use super::presence::{self, Beat};
 use super::shared::{ServedTopic, Shared, Tracker};
@@ -122,6 +123,10 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
             tasks.background.push(tokio::spawn(heartbeat));
             let pump = dead_letter_pump::pump(sh.clone(), st.clone(), stop.clone());
             tasks.background.push(tokio::spawn(pump));
+            let progress = outcomes::progress_pump(sh.clone(), st.clone(), stop.clone());
+            tasks.background.push(tokio::spawn(progress));
+            let retention = outcomes::retention(sh.clone(), st.clone(), stop.clone());
+            tasks.background.push(tokio::spawn(retention));
             tasks.background.push(depth_sampler::spawn(sh, st, stop));
             claim_loops.push(claim_loop::claim_loop(sh.clone(), st.clone()));
             topics.insert(served.stored_as.clone(), served);

@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
 
 use super::config::Config;
 use super::in_flight::InFlight;
+use super::outcomes::ProgressQueue;
 use super::registry::ErasedHandler;
 use super::slots::{Permit, SlotPool};
 use crate::dead_letter::DeadLetterSink;
@@ -56,6 +57,8 @@ pub(crate) struct ServedTopic<S> {
     pub(crate) saturated: AtomicBool,
     /// Its metrics (nothing without the `metrics` feature).
     pub(crate) metrics: TopicMetrics,
+    /// Progress reports of its running jobs, on their way to the store.
+    pub(crate) progress: Arc<ProgressQueue>,
     /// This topic's (partition's) share of the slots: what claiming ahead is sized by.
     share: usize,
     /// Its flow limits across every worker (this partition's part of the topic's).
@@ -92,6 +95,7 @@ impl<S> ServedTopic<S> {
             in_flight: InFlight::default(),
             saturated: AtomicBool::new(false),
             metrics: TopicMetrics::new(name, partition),
+            progress: Arc::default(),
             share: 1,
             flow: Flow::default(),
             lane: 0,

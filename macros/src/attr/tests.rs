@@ -110,7 +110,7 @@ fn structural_errors() {
                 #[job(topic = "a", retries = ["0", "0"])]
                 struct A;
             ),
-            "unknown key `retries` in #[job]: expected `topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate`, `max_running`, `unique` or `unique_for`",
+            "unknown key `retries` in #[job]: expected `topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate`, `max_running`, `unique`, `unique_for`, `output`, `keep` or `keep_last`",
         ),
         (
             parse_quote!(
@@ -124,7 +124,7 @@ fn structural_errors() {
                 #[job("a")]
                 struct A;
             ),
-            "expected a key: `topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate`, `max_running`, `unique` or `unique_for`",
+            "expected a key: `topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate`, `max_running`, `unique`, `unique_for`, `output`, `keep` or `keep_last`",
         ),
         (
             parse_quote!(

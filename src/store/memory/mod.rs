@@ -26,12 +26,12 @@ use async_trait::async_trait;
 use tokio::sync::broadcast;
 
 pub use self::clock::{Clock, ManualClock, SystemClock};
-use self::topic::Topic;
+use self::topic::{Announced, Topic};
 use super::{
-    CancelOutcome, ClaimBatch, ClaimRequest, DeadEntry, DeadLetterStore, DeadSelection, Death, Due,
+    Announcement, CancelOutcome, ClaimBatch, ClaimRequest, DeadEntry, DeadLetterStore, DeadSelection, Death, Due,
     EnqueueOutcome, FinishItem, FinishOutcome, Hint, JobStore, KeyedJob, KeyedOutcome, Lease,
-    LeaseStatus, NewJob, RequeueOutcome, RescheduleOutcome, StoredJob, TopicCounts, TrimPolicy,
-    WorkerStore,
+    LeaseStatus, Lookup, NewJob, Progress, RequeueOutcome, RescheduleOutcome, Retention, StoredJob,
+    TopicCounts, TrimPolicy, WorkerStore,
 };
 use crate::error::Result;
 
@@ -51,6 +51,7 @@ pub struct MemoryStore {
     registries: Mutex<ops::Registries>,
     clock: Arc<dyn Clock>,
     hints: broadcast::Sender<Hint>,
+    announcements: broadcast::Sender<Announcement>,
     schedules: periodic::Schedules,
 }
 
@@ -65,11 +66,13 @@ impl MemoryStore {
     pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
         let (hints, _) = broadcast::channel(HINT_CAPACITY);
         clock.register_hints(hints.clone());
+        let (announcements, _) = broadcast::channel(HINT_CAPACITY);
         MemoryStore {
             topics: Mutex::new(HashMap::new()),
             registries: Mutex::default(),
             clock,
             hints,
+            announcements,
             schedules: Default::default(),
         }
     }
@@ -78,9 +81,36 @@ impl MemoryStore {
     fn with_topic<R>(&self, topic: &str, step: impl FnOnce(&mut Topic, i64) -> R) -> R {
         let mut topics = self.topics.lock().unwrap_or_else(PoisonError::into_inner);
         let now = self.clock.now_ms();
-        match topics.get_mut(topic) {
-            Some(state) => step(state, now),
-            None => step(topics.entry(topic.to_owned()).or_default(), now),
+        let state = match topics.get_mut(topic) {
+            Some(state) => state,
+            None => topics.entry(topic.to_owned()).or_default(),
+        };
+        let out = step(state, now);
+        if !state.outcomes.announced.is_empty() {
+            let announced = std::mem::take(&mut state.outcomes.announced);
+            drop(topics);
+            self.announce(topic, announced);
+        }
+        out
+    }
+
+    /// Sends a step's announcements to waiters.
+    fn announce(&self, topic: &str, announced: Vec<Announced>) {
+        for a in announced {
+            let a = match a {
+                Announced::Ended(id, ended) => Announcement::Ended {
+                    topic: topic.to_owned(),
+                    id,
+                    ended,
+                },
+                Announced::Progress(id, progress) => Announcement::Progress {
+                    topic: topic.to_owned(),
+                    id,
+                    progress,
+                },
+            };
+            // No receiver is fine: the waiter gave up.
+            let _ = self.announcements.send(a);
         }
     }
 
@@ -186,7 +216,7 @@ impl JobStore for MemoryStore {
     }
 
     async fn cancel(&self, topic: &str, id: &str) -> Result<CancelOutcome> {
-        Ok(self.with_topic(topic, |state, _| state.cancel(id)))
+        Ok(self.with_topic(topic, |state, now| state.cancel(id, now)))
     }
 
     async fn reschedule(&self, topic: &str, id: &str, due: Due) -> Result<RescheduleOutcome> {
@@ -201,6 +231,18 @@ impl JobStore for MemoryStore {
 
     async fn counts(&self, topic: &str) -> Result<TopicCounts> {
         Ok(self.read_topic(topic, |state, now| state.counts(now)))
+    }
+
+    async fn outcome(&self, topic: &str, id: &str, wait_ms: u64) -> Result<Lookup> {
+        Ok(self.with_topic(topic, |state, now| state.outcome(id, wait_ms, now)))
+    }
+
+    /// Nothing is ever lost in this process: the one `Resync` sent, at each call, says the receiver
+    /// listens.
+    fn announcements(&self) -> broadcast::Receiver<Announcement> {
+        let rx = self.announcements.subscribe();
+        let _ = self.announcements.send(Announcement::Resync);
+        rx
     }
 }
 
@@ -247,6 +289,15 @@ impl WorkerStore for MemoryStore {
 
     async fn hold(&self, topic: &str, delay_ms: u64) -> Result<()> {
         self.with_topic(topic, |state, now| state.hold(delay_ms, now));
+        Ok(())
+    }
+
+    async fn retain(&self, topic: &str, retention: Option<Retention>, limit: usize) -> Result<u64> {
+        Ok(self.with_topic(topic, |state, now| state.retain(retention, limit, now)))
+    }
+
+    async fn progress(&self, topic: &str, updates: Vec<(Lease, Progress)>) -> Result<()> {
+        self.with_topic(topic, |state, _| state.record_progress(updates));
         Ok(())
     }
 

@@ -1,6 +1,7 @@
 //! [`JobStore`] on Redis: enqueue, cancel, reschedule, look up and count jobs by id.
 
 use async_trait::async_trait;
+use tokio::sync::broadcast;
 
 use super::exec::Conns;
 use super::group_commit::{Batched, GroupCommit};
@@ -10,9 +11,23 @@ use super::scripts::SCRIPTS;
 use super::{due_args, RedisStore};
 use crate::error::{Error, Result};
 use crate::store::{
-    CancelOutcome, Death, Due, EnqueueOutcome, FlowCounts, JobStore, KeyedJob, KeyedOutcome,
-    NewJob, RescheduleOutcome, StoredJob, StoredState, TopicCounts,
+    Announcement, CancelOutcome, Death, DoneState, Due, Ended, EnqueueOutcome, FlowCounts,
+    JobStore, Kept, KeyedJob, KeyedOutcome, Lookup, NewJob, Progress, RescheduleOutcome, StoredJob,
+    StoredState, TopicCounts, MAX_DUE_MS,
 };
+
+/// A kept finished job as found by id.
+pub(super) fn kept_job(kept: Kept) -> StoredJob {
+    let state = StoredState::Done {
+        cancelled: kept.state == DoneState::Cancelled,
+        done_at_ms: kept.at_ms,
+    };
+    let mut job = StoredJob::new(state, kept.record);
+    if kept.state == DoneState::Succeeded {
+        job.result = Some(kept.result);
+    }
+    job
+}
 
 /// Jobs per enqueue script call (each job is atomic on its own; chunks keep scripts short).
 pub(super) const ENQUEUE_CHUNK: usize = 1000;
@@ -103,7 +118,7 @@ impl JobStore for RedisStore {
         const CONTEXT: &str = "looking up a job";
         let keys = self.keys(topic)?;
         let reply = self
-            .eval(CONTEXT, &SCRIPTS.job, &keys, |inv| {
+            .eval_with(CONTEXT, &SCRIPTS.job, keys.with_outcomes(), |inv| {
                 inv.arg(id);
             })
             .await?;
@@ -111,6 +126,9 @@ impl JobStore for RedisStore {
         let code = r.int()?;
         if code == 0 {
             return Ok(None);
+        }
+        if code == 4 {
+            return Ok(Kept::parse(&r.bytes()?).map(kept_job));
         }
         if code == 3 {
             let death = r.bytes()?;
@@ -146,7 +164,45 @@ impl JobStore for RedisStore {
             }
         };
         job.stalls = stalls;
+        if r.remaining() > 0 {
+            job.progress = r.opt_bytes()?.and_then(|p| Progress::decode(&p));
+        }
         Ok(Some(job))
+    }
+
+    async fn outcome(&self, topic: &str, id: &str, wait_ms: u64) -> Result<Lookup> {
+        const CONTEXT: &str = "looking up a job's outcome";
+        let keys = self.keys(topic)?;
+        let reply = self
+            .eval_with(CONTEXT, &SCRIPTS.outcome, keys.with_outcomes(), |inv| {
+                inv.arg(id).arg(wait_ms.min(MAX_DUE_MS as u64));
+            })
+            .await?;
+        let mut r = Reply::new(reply, CONTEXT)?;
+        Ok(match r.int()? {
+            1 => Lookup::Live {
+                progress: r.opt_bytes()?.and_then(|p| Progress::decode(&p)),
+            },
+            2 => match Kept::parse(&r.bytes()?) {
+                Some(kept) => Lookup::Ended {
+                    ended: kept.ended(),
+                    at_ms: kept.at_ms,
+                },
+                None => Lookup::Unknown,
+            },
+            3 => {
+                let (died_at_ms, reason) = super::dead::parse_info(&r.bytes()?);
+                Lookup::Ended {
+                    ended: Ended::Dead { reason },
+                    at_ms: died_at_ms,
+                }
+            }
+            _ => Lookup::Unknown,
+        })
+    }
+
+    fn announcements(&self) -> broadcast::Receiver<Announcement> {
+        self.inner.announcements.subscribe()
     }
 
     async fn counts(&self, topic: &str) -> Result<TopicCounts> {
@@ -353,14 +409,14 @@ impl Batched for Cancels {
 
     async fn run(
         store: &RedisStore,
-        _topic: &str,
+        topic: &str,
         keys: &TopicKeys,
         ids: &[String],
     ) -> Result<Vec<CancelOutcome>> {
         const CONTEXT: &str = "cancelling a job";
         let reply = store
-            .eval(CONTEXT, &SCRIPTS.cancel, keys, |inv| {
-                inv.arg(ids);
+            .eval_with(CONTEXT, &SCRIPTS.cancel, keys.with_outcomes(), |inv| {
+                inv.arg(&store.inner.channel).arg(topic).arg(ids);
             })
             .await?;
         let codes = ints(reply, CONTEXT)?;

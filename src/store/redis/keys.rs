@@ -28,9 +28,16 @@
 //! postpone:{<ns>:<topic>}:unique_until  zset  unique key -> window end (ms)
 //! postpone:{<ns>:<topic>}:debounce      hash  debounce key -> "<pending job id> <created ms>"
 //! postpone:{<ns>:<topic>}:debounce_at   zset  debounce key -> last enqueue of the key (ms)
+//! postpone:{<ns>:<topic>}:done          zset  id -> when it finished (ms): finished jobs kept while the
+//!                                             topic keeps them (`keep` in stats; see outcomes.lua)
+//! postpone:{<ns>:<topic>}:done_jobs     hash  id -> "<s|c> <finished ms> <record length>\n<record><result>"
+//! postpone:{<ns>:<topic>}:waited        zset  id -> until when a caller waits for it (ms; `waits` in stats)
+//! postpone:{<ns>:<topic>}:progress      hash  id -> "<value> <message>" (`progress` in stats)
 //! postpone:{<ns>:<topic>}:schedules     hash  periodic schedule name -> "<next ms> <last ms|-> <run now
 //!                                             ms|-> <definition>" (see periodic.rs; the scripts' last key)
 //! postpone:{<ns>}:wake                  pub/sub channel: "<due ms> <topic>"
+//! postpone:{<ns>}:ended                 pub/sub channel: "<topic>\n<id>\n<s|c|d|p><result|reason|progress>",
+//!                                             how a waited job ended, or its progress
 //! postpone:{<ns>}:topics                hash  topic -> partitions (every topic ever used)
 //! postpone:{<ns>}:workers               zset  worker id -> when its entry expires (ms)
 //! postpone:{<ns>}:worker_info           hash  worker id -> "<beat ms> <json>"
@@ -80,27 +87,40 @@ const SUFFIXES: [&str; 16] = [
     "prio_wait",
 ];
 
+/// The suffixes of the keys of finished jobs, waiters and progress, after the sixteen (see
+/// `scripts/outcomes.lua`).
+const OUTCOME_SUFFIXES: [&str; 4] = ["done", "done_jobs", "waited", "progress"];
+
 /// Index of `dead_pending` in [`SUFFIXES`].
 #[cfg(test)]
 const DEAD_PENDING: usize = 10;
 
-/// The keys of one topic, in script order.
+/// The keys of one topic, in script order: the sixteen, and the same followed by the four of
+/// `OUTCOME_SUFFIXES`.
 #[derive(Debug, Clone)]
-pub(super) struct TopicKeys(pub(super) [String; 16]);
+pub(super) struct TopicKeys(pub(super) [String; 16], Vec<String>);
 
 impl TopicKeys {
     /// The keys of `topic` (a topic or one partition of it) in namespace `ns` (already validated);
     /// fails on an invalid name.
     pub(super) fn new(ns: &str, topic: &str) -> Result<Self> {
         validate_store_topic(topic)?;
-        Ok(TopicKeys(
-            SUFFIXES.map(|s| format!("postpone:{{{ns}:{topic}}}:{s}")),
-        ))
+        let key = |s: &str| format!("postpone:{{{ns}:{topic}}}:{s}");
+        let keys = SUFFIXES.map(key);
+        let mut with_outcomes = keys.to_vec();
+        with_outcomes.extend(OUTCOME_SUFFIXES.map(key));
+        Ok(TopicKeys(keys, with_outcomes))
     }
 
     /// The key of the record of the claim with `token` (in the topic's slot).
     pub(super) fn claim(&self, token: u64) -> String {
         self.other(&format!("claim:{token}"))
+    }
+
+    /// The topic's sixteen keys and the four of finished jobs, waiters and progress (`done`,
+    /// `done_jobs`, `waited`, `progress`), for the scripts that include outcomes.lua.
+    pub(super) fn with_outcomes(&self) -> &[String] {
+        &self.1
     }
 
     /// Another key of the topic (in its slot): `postpone:{<ns>:<topic>}:<suffix>`.
@@ -113,6 +133,11 @@ impl TopicKeys {
 /// The namespace's wake-up channel.
 pub(super) fn wake_channel(ns: &str) -> String {
     format!("postpone:{{{ns}}}:wake")
+}
+
+/// The namespace's channel of announcements to waiters (see outcomes.lua).
+pub(super) fn ended_channel(ns: &str) -> String {
+    format!("postpone:{{{ns}}}:ended")
 }
 
 /// The namespace's registries: topics, live workers and their entries (one slot).
@@ -142,6 +167,10 @@ mod tests {
         assert_eq!(wake_channel("shop"), "postpone:{shop}:wake");
         assert_eq!(registries("shop")[1], "postpone:{shop}:workers");
         assert_eq!(k.claim(7), "postpone:{shop:orders.close}:claim:7");
+        assert_eq!(k.with_outcomes().len(), 20);
+        assert_eq!(k.with_outcomes()[..16], k.0[..]);
+        assert_eq!(k.with_outcomes()[17], "postpone:{shop:orders.close}:done_jobs");
+        assert_eq!(ended_channel("shop"), "postpone:{shop}:ended");
         assert!(TopicKeys::new("shop", "a}b").is_err());
         let p = TopicKeys::new("shop", "orders.close#2").unwrap();
         assert_eq!(p.0[0], "postpone:{shop:orders.close#2}:due");

@@ -75,13 +75,13 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::store::Due;
+use crate::store::{Announcement, Due, Hint};
 use crate::validate::validate_namespace;
 
 use conn::{Pool, PoolSettings};
 use exec::Conns;
 use group_commit::GroupCommit;
-use hints::Hints;
+use hints::Channel;
 use jobs::{Cancels, Enqueues, Reschedules};
 use keys::TopicKeys;
 
@@ -169,7 +169,9 @@ struct Inner {
     conns: Conns,
     /// On a cluster: the masters known to be down.
     health: Option<cluster_health::Health>,
-    hints: Hints,
+    hints: Channel<Hint>,
+    /// Waiters' announcements (see outcomes.lua), listened to from the first `announcements()`.
+    announcements: Channel<Announcement>,
     /// Group commit of enqueues, cancels and reschedules, per topic.
     enqueues: GroupCommit<Enqueues>,
     cancels: GroupCommit<Cancels>,
@@ -221,10 +223,12 @@ impl RedisStore {
         tracing::debug!(%addr, %version, namespace = %options.namespace, "postpone: connected to Redis");
         let channel = keys::wake_channel(&options.namespace);
         let registries = keys::registries(&options.namespace);
-        let hints = Hints::new(
+        let timeout = options.connect_timeout.max(options.response_timeout);
+        let hints = Channel::new(vec![client.clone()], channel.clone(), timeout);
+        let announcements = Channel::new(
             vec![client.clone()],
-            channel.clone(),
-            options.connect_timeout.max(options.response_timeout),
+            keys::ended_channel(&options.namespace),
+            timeout,
         );
         let pool = Pool::new(client, settings, addr.clone(), first);
         Ok(RedisStore {
@@ -237,6 +241,7 @@ impl RedisStore {
                 conns: Conns::Single(pool),
                 health: None,
                 hints,
+                announcements,
                 enqueues: GroupCommit::default(),
                 cancels: GroupCommit::default(),
                 reschedules: GroupCommit::default(),
@@ -282,10 +287,12 @@ impl RedisStore {
         tracing::debug!(seeds = %connected.addrs, namespace = %options.namespace, "postpone: connected to Redis Cluster");
         let channel = keys::wake_channel(&options.namespace);
         let registries = keys::registries(&options.namespace);
-        let hints = Hints::new(
+        let timeout = options.connect_timeout.max(options.response_timeout);
+        let hints = Channel::new(connected.seed_clients.clone(), channel.clone(), timeout);
+        let announcements = Channel::new(
             connected.seed_clients,
-            channel.clone(),
-            options.connect_timeout.max(options.response_timeout),
+            keys::ended_channel(&options.namespace),
+            timeout,
         );
         Ok(RedisStore {
             inner: Arc::new(Inner {
@@ -297,6 +304,7 @@ impl RedisStore {
                 conns: Conns::Cluster(connected.conn),
                 health: Some(connected.health),
                 hints,
+                announcements,
                 enqueues: GroupCommit::default(),
                 cancels: GroupCommit::default(),
                 reschedules: GroupCommit::default(),

@@ -8,6 +8,9 @@ const PRELUDE_CORE: &str = include_str!("scripts/prelude_core.lua");
 /// What every script but the single enqueue adds: leases, deaths, listings, priorities. Each function a
 /// script's source defines is a closure made at every call, so the hottest script leaves these out.
 const PRELUDE: &str = include_str!("scripts/prelude.lua");
+/// Finished jobs kept, waiters and progress, after the prelude, for the scripts that end jobs or read
+/// outcomes (they get the four keys of `TopicKeys::with_outcomes`).
+const OUTCOMES: &str = include_str!("scripts/outcomes.lua");
 /// The periodic scripts' helpers, after the prelude.
 const PERIODIC: &str = include_str!("scripts/periodic_prelude.lua");
 
@@ -46,6 +49,9 @@ pub(super) struct Scripts {
     pub(super) hold: Script,
     pub(super) registry: Script,
     pub(super) outboxes: Script,
+    pub(super) outcome: Script,
+    pub(super) retain: Script,
+    pub(super) progress: Script,
     pub(super) periodic_upsert: Script,
     pub(super) periodic_tick: Script,
     pub(super) periodic_trigger: Script,
@@ -74,6 +80,11 @@ fn with_enqueue_jobs(body: &str) -> Script {
     ))
 }
 
+/// A script that ends jobs or reads outcomes: the prelude, outcomes.lua, the body.
+fn with_outcomes(body: &str) -> Script {
+    script(&format!("{OUTCOMES}\n{body}"))
+}
+
 /// A periodic script: the prelude, the periodic helpers, the body.
 fn periodic(body: &str) -> Script {
     script(&format!("{PERIODIC}\n{body}"))
@@ -88,12 +99,12 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     // the jobs whose keys let them through.
     enqueue_once: with_enqueue_jobs(include_str!("scripts/enqueue_once.lua")),
     enqueue_keyed: with_enqueue_jobs(include_str!("scripts/enqueue_keyed.lua")),
-    claim: script(include_str!("scripts/claim.lua")),
-    finish: script(include_str!("scripts/finish.lua")),
+    claim: with_outcomes(include_str!("scripts/claim.lua")),
+    finish: with_outcomes(include_str!("scripts/finish.lua")),
     extend: script(include_str!("scripts/extend.lua")),
-    cancel: script(include_str!("scripts/cancel.lua")),
+    cancel: with_outcomes(include_str!("scripts/cancel.lua")),
     reschedule: script(include_str!("scripts/reschedule.lua")),
-    job: script(include_str!("scripts/job.lua")),
+    job: with_outcomes(include_str!("scripts/job.lua")),
     counts: script(include_str!("scripts/counts.lua")),
     dead_list: script(include_str!("scripts/dead_list.lua")),
     dead_requeue: script(include_str!("scripts/dead_requeue.lua")),
@@ -110,6 +121,9 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     hold: script(include_str!("scripts/hold.lua")),
     registry: script(include_str!("scripts/registry.lua")),
     outboxes: lean_script(include_str!("scripts/outboxes.lua")),
+    outcome: with_outcomes(include_str!("scripts/outcome.lua")),
+    retain: with_outcomes(include_str!("scripts/retain.lua")),
+    progress: with_outcomes(include_str!("scripts/progress.lua")),
     periodic_upsert: periodic(include_str!("scripts/periodic_upsert.lua")),
     periodic_tick: periodic(include_str!("scripts/periodic_tick.lua")),
     periodic_trigger: periodic(include_str!("scripts/periodic_trigger.lua")),

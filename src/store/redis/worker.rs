@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::flow::RateLimit;
 use crate::store::{
     ClaimBatch, ClaimRequest, ClaimedJob, Finish, FinishItem, FinishOutcome, HeldBack, Hint, Lease,
-    LeaseStatus, WorkerStore,
+    LeaseStatus, Progress, Retention, WorkerStore, MAX_DUE_MS,
 };
 
 /// Items per finish script call.
@@ -34,8 +34,8 @@ impl WorkerStore for RedisStore {
     async fn claim(&self, topic: &str, request: ClaimRequest) -> Result<ClaimBatch> {
         const CONTEXT: &str = "claiming jobs";
         let keys = self.keys(topic)?;
-        let mut all_keys = Vec::with_capacity(keys.0.len() + 2);
-        all_keys.extend_from_slice(&keys.0);
+        let mut all_keys = Vec::with_capacity(keys.with_outcomes().len() + 2);
+        all_keys.extend_from_slice(keys.with_outcomes());
         let claim_key = keys.claim(request.token);
         // The previous claim's record goes; none named: the same key again, which the script skips.
         all_keys.push(
@@ -43,7 +43,7 @@ impl WorkerStore for RedisStore {
                 .received
                 .map_or_else(|| claim_key.clone(), |t| keys.claim(t)),
         );
-        all_keys.insert(keys.0.len(), claim_key);
+        all_keys.insert(keys.with_outcomes().len(), claim_key);
         let reply = self
             .eval_with(CONTEXT, &SCRIPTS.claim, &all_keys, |inv| {
                 inv.arg(request.max.min(CLAIM_CAP))
@@ -60,7 +60,9 @@ impl WorkerStore for RedisStore {
                         .arg(rate.burst()),
                     None => inv.arg("0").arg(1),
                 };
-                inv.arg(RateLimit::label(request.rate, request.max_running));
+                inv.arg(RateLimit::label(request.rate, request.max_running))
+                    .arg(&self.inner.channel)
+                    .arg(topic);
             })
             .await?;
         let mut r = Reply::new(reply, CONTEXT)?;
@@ -111,12 +113,15 @@ impl WorkerStore for RedisStore {
         let mut out = Vec::with_capacity(items.len());
         for chunk in items.chunks(FINISH_CHUNK) {
             let reply = self
-                .eval(CONTEXT, &SCRIPTS.finish, &keys, |inv| {
+                .eval_with(CONTEXT, &SCRIPTS.finish, keys.with_outcomes(), |inv| {
                     inv.arg(&self.inner.channel).arg(topic);
                     for item in chunk {
                         inv.arg(&item.id).arg(item.token);
                         match &item.finish {
                             Finish::Done => inv.arg("done"),
+                            Finish::Succeeded { result } => {
+                                inv.arg("result").arg(&result[..]).arg("").arg("")
+                            }
                             Finish::Retry {
                                 record,
                                 delay_ms,
@@ -186,6 +191,40 @@ impl WorkerStore for RedisStore {
             }));
         }
         Ok(out)
+    }
+
+    async fn retain(&self, topic: &str, retention: Option<Retention>, limit: usize) -> Result<u64> {
+        const CONTEXT: &str = "trimming kept finished jobs";
+        let keys = self.keys(topic)?;
+        let reply = self
+            .eval_with(CONTEXT, &SCRIPTS.retain, keys.with_outcomes(), |inv| {
+                match retention {
+                    Some(r) => inv
+                        .arg(r.max_age_ms.min(MAX_DUE_MS as u64))
+                        .arg(r.max_count.min(i64::MAX as u64)),
+                    None => inv.arg("").arg(""),
+                };
+                inv.arg(limit.clamp(1, CLAIM_CAP));
+            })
+            .await?;
+        let n = <i64 as redis::FromRedisValue>::from_redis_value(reply)
+            .map_err(|e| Error::backend(CONTEXT, e))?;
+        Ok(n.max(0) as u64)
+    }
+
+    async fn progress(&self, topic: &str, updates: Vec<(Lease, Progress)>) -> Result<()> {
+        const CONTEXT: &str = "recording progress";
+        let keys = self.keys(topic)?;
+        for chunk in updates.chunks(EXTEND_CHUNK) {
+            self.eval_with(CONTEXT, &SCRIPTS.progress, keys.with_outcomes(), |inv| {
+                inv.arg(&self.inner.channel).arg(topic);
+                for ((id, token), progress) in chunk {
+                    inv.arg(id).arg(*token).arg(progress.encode());
+                }
+            })
+            .await?;
+        }
+        Ok(())
     }
 
     async fn hold(&self, topic: &str, delay_ms: u64) -> Result<()> {

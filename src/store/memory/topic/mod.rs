@@ -12,12 +12,14 @@ mod delivered;
 mod flow;
 mod keyed;
 mod ops;
+mod outcomes;
 
 pub(super) use self::ops::History;
+pub(super) use self::outcomes::Announced;
 
 use super::zset::ZSet;
 use crate::store::{
-    CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, DeadEntry, Death, Due, EnqueueOutcome,
+    CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, DeadEntry, Death, Due, Ended, EnqueueOutcome,
     Finish, FinishItem, FinishOutcome, FlowCounts, LeaseStatus, NewJob, RescheduleOutcome,
     StoredJob, StoredState, TopicCounts, MAX_DUE_MS,
 };
@@ -102,6 +104,8 @@ pub(super) struct Topic {
     delivered: ZSet,
     /// Unique and debounce keys (see `keyed.rs`).
     keys: keyed::Keys,
+    /// Finished jobs kept, waiters and progress (see `outcomes.rs`).
+    pub(super) outcomes: outcomes::Outcomes,
 }
 
 /// The due time asked for: a delay from now, or an absolute time (a past time means now), capped at
@@ -142,6 +146,7 @@ impl Topic {
     /// listed and pending its hook.
     fn bury(&mut self, id: &str, record: Vec<u8>, reason: String, now: i64) {
         self.forget(id);
+        self.announce_death(id, &reason, now);
         self.counters.dead_total += 1;
         self.history.tally(now, |m| m.dead += 1);
         let death = Death::new(id, self.counters.dead_total);
@@ -203,7 +208,7 @@ impl Topic {
             *stalls = stalls.saturating_add(1);
             let stalls = *stalls;
             if self.cancels.contains(&id) {
-                self.forget(&id);
+                self.end(&id, Ended::Cancelled, now);
                 self.counters.cancelled += 1;
                 batch.swept_dead += 1;
             } else if stalls > request.stall_limit {
@@ -314,14 +319,18 @@ impl Topic {
         };
         let id = item.id.as_str();
         match item.finish {
-            Finish::Done => {
-                self.forget(id);
+            Finish::Done | Finish::Succeeded { .. } => {
+                let result = match item.finish {
+                    Finish::Succeeded { result } => result,
+                    _ => Vec::new(),
+                };
+                self.end(id, Ended::Succeeded { result }, now);
                 self.counters.processed += 1;
                 self.history.tally(now, |m| m.processed += 1);
                 (FinishOutcome::Applied, None)
             }
             Finish::Retry { .. } if self.cancels.contains(id) => {
-                self.forget(id);
+                self.end(id, Ended::Cancelled, now);
                 self.counters.cancelled += 1;
                 (FinishOutcome::Cancelled, None)
             }
@@ -366,9 +375,9 @@ impl Topic {
         }
     }
 
-    pub(super) fn cancel(&mut self, id: &str) -> CancelOutcome {
+    pub(super) fn cancel(&mut self, id: &str, now: i64) -> CancelOutcome {
         if self.due.contains(id) {
-            self.forget(id);
+            self.end(id, Ended::Cancelled, now);
             self.counters.cancelled += 1;
             CancelOutcome::Removed
         } else if self.active.contains(id) {
@@ -410,10 +419,19 @@ impl Topic {
             );
             job.stalls = self.stalls.get(id).copied().unwrap_or(0);
             job.holder = self.leases.get(id).map(|l| l.holder).filter(|h| *h != 0);
+            job.progress = self.progress_of(id);
             return Some(job);
         } else {
-            let member = self.deaths_of(id).next_back()?;
-            let grave = self.graves.get(member)?;
+            let grave = self
+                .deaths_of(id)
+                .next_back()
+                .and_then(|member| self.graves.get(member));
+            if let Some(kept) = self.kept_job(id, grave.map(|g| g.died_at_ms)) {
+                return Some(kept);
+            }
+            let grave = grave?;
+            let member = grave.death.member();
+            let member = member.as_str();
             let state = StoredState::Dead {
                 seq: grave.death.seq,
                 died_at_ms: grave.died_at_ms,
@@ -424,6 +442,7 @@ impl Topic {
         };
         let mut job = StoredJob::new(state, self.jobs.get(id).cloned().unwrap_or_default());
         job.stalls = self.stalls.get(id).copied().unwrap_or(0);
+        job.progress = self.progress_of(id);
         Some(job)
     }
 
@@ -468,5 +487,6 @@ impl Topic {
             && self.dead_pending.len() == 0
             && self.delivered.len() == 0
             && self.keys.is_empty()
+            && self.outcomes.is_empty()
     }
 }

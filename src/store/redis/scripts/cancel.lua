@@ -1,24 +1,51 @@
 -- Cancels live jobs by id, each on its own, in order (one id, or the ids of coalesced calls).
--- ARGV: ids. Returns per id: 1 removed (it was due), 2 marked (it is running), 3 not found.
-local out, removed = {}, 0
-for i, id in ipairs(ARGV) do
+-- ARGV: the wake channel, the topic, then ids. Returns per id: 1 removed (it was due), 2 marked (it is
+-- running), 3 not found. A removed job is kept, announced and its progress forgotten as in finish.lua
+-- (see outcomes.lua).
+local channel, topic = ARGV[1], ARGV[2]
+local out, removed = {}, {}
+local recs = {}
+local flags = redis.call('HMGET', K_STATS, 'keep', 'waits', 'progress')
+for i = 3, #ARGV do
+  local id = ARGV[i]
   if redis.call('ZREM', K_DUE, id) == 1 then
+    if flags[1] then
+      recs[#removed + 1] = redis.call('HGET', K_JOBS, id) or ''
+    end
     redis.call('HDEL', K_JOBS, id)
     redis.call('HDEL', K_STALLS, id)
     if redis.call('HDEL', K_PRIO, id) == 1 then
       redis.call('ZREM', K_PRIO_READY, id)
       redis.call('ZREM', K_PRIO_WAIT, id)
     end
-    removed = removed + 1
-    out[i] = 1
+    removed[#removed + 1] = id
+    out[i - 2] = 1
   elseif redis.call('ZSCORE', K_ACTIVE, id) then
     redis.call('SADD', K_CANCELS, id)
-    out[i] = 2
+    out[i - 2] = 2
   else
-    out[i] = 3
+    out[i - 2] = 3
   end
 end
-if removed > 0 then
-  redis.call('HINCRBY', K_STATS, 'cancelled', removed)
+if #removed > 0 then
+  redis.call('HINCRBY', K_STATS, 'cancelled', #removed)
+  local kinds = {}
+  for i = 1, #removed do
+    kinds[i] = 'c'
+  end
+  if flags[1] then
+    local now = now_ms()
+    local values = {}
+    for i = 1, #removed do
+      values[i] = done_value('c', now, recs[i], '')
+    end
+    keep_done(flags[1], removed, values, now)
+  end
+  if flags[2] then
+    announce(channel, topic, removed, kinds, {})
+  end
+  if flags[3] then
+    forget_progress(removed)
+  end
 end
 return out

@@ -1,11 +1,11 @@
 -- Sweeps expired leases, then claims due jobs under the caller's lease token (see WorkerStore::claim).
--- KEYS: the topic's sixteen, then this claim's record ("<prefix>claim:<token>") and the record of the
+-- KEYS: the topic's sixteen, the four of outcomes.lua, then this claim's record ("<prefix>claim:<token>") and the record of the
 -- previous claim whose reply the caller received ("<prefix>claim:0" when none): see below.
 -- ARGV: max, lease ms, sweep limit, stall limit, token, again ('1' when this claim was sent before and
 -- its reply was lost), holder (the claiming worker's number, kept in each lease for operators), max
 -- running (0: no limit), the rate limit's emission interval in ms ('0': no limit) and its burst, and
 -- the limits as "<jobs>/<per ms>/<max running>" (kept as `flow` in stats for operators, written when it
--- changes).
+-- changes), the wake channel and the topic (for the announcements of jobs the sweep ends).
 -- Returns: now, swept, swept_dead, next due|nil, next lease deadline|nil, dead pending (0|1), token,
 -- the microseconds of now past its millisecond (0-999), paused (0|1), held back (0 no, 1 max running,
 -- 2 rate, 3 provider), then three fields per claimed job: id, due time, record.
@@ -35,8 +35,8 @@ local max, lease = tonumber(ARGV[1]), tonumber(ARGV[2])
 local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
 local token_s, again, holder = ARGV[5], ARGV[6] == '1', ARGV[7]
 local max_running, interval, burst = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
-local flow_label = ARGV[11]
-local K_CLAIM, K_RECEIVED = KEYS[17], KEYS[18]
+local flow_label, channel, topic = ARGV[11], ARGV[12], ARGV[13]
+local K_CLAIM, K_RECEIVED = KEYS[21], KEYS[22]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local now_us_part = tonumber(time[2]) % 1000
@@ -52,10 +52,13 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
   local back = {}
   local dead_ids, dead_recs, dead_reasons = {}, {}, {}
   local n_cancelled = 0
+  local cancelled_ids, cancelled_recs = {}, {}
   for i, id in ipairs(expired) do
     local stalls = redis.call('HINCRBY', K_STALLS, id, 1)
     if cancelled[i] == 1 then
       redis.call('SREM', K_CANCELS, id)
+      cancelled_ids[#cancelled_ids + 1] = id
+      cancelled_recs[#cancelled_ids] = redis.call('HGET', K_JOBS, id) or ''
       redis.call('HDEL', K_JOBS, id)
       redis.call('HDEL', K_STALLS, id)
       n_cancelled = n_cancelled + 1
@@ -110,6 +113,31 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
   kill_many(dead_ids, dead_recs, dead_reasons, now)
   if #dead_ids > 0 then
     tally(now, 0, 0, 0, 0, #dead_ids)
+  end
+  if #cancelled_ids + #dead_ids > 0 then
+    -- Ended by the sweep: kept, announced and their progress forgotten as in finish.lua.
+    local flags = redis.call('HMGET', K_STATS, 'keep', 'waits', 'progress')
+    if flags[1] then
+      local values = {}
+      for i = 1, #cancelled_ids do
+        values[i] = done_value('c', now, cancelled_recs[i], '')
+      end
+      keep_done(flags[1], cancelled_ids, values, now)
+    end
+    local ended, kinds, data = {}, {}, {}
+    for i, id in ipairs(cancelled_ids) do
+      ended[i], kinds[i], data[i] = id, 'c', ''
+    end
+    for i, id in ipairs(dead_ids) do
+      local k = #cancelled_ids + i
+      ended[k], kinds[k], data[k] = id, 'd', dead_reasons[i]
+    end
+    if flags[2] then
+      announce(channel, topic, ended, kinds, data)
+    end
+    if flags[3] then
+      forget_progress(ended)
+    end
   end
   drop_marker_if_last()
   next_lease = earliest(K_ACTIVE)

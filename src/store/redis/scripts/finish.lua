@@ -1,12 +1,17 @@
 -- Finishes claimed jobs, each only if its token matches its current lease (see Finish in store/mod.rs).
 -- ARGV: channel, topic, then per item: id, token, kind, and for kind 'retry' or 'dead' three more:
 --   'done':  id, token, 'done'
+--   'result': id, token, 'result', the handler's result (encoded), '', '' (a 'done' with a result)
 --   'retry': id, token, 'retry', record, delay ms, '1'|'0' (count it in `retried`)
 --   'dead':  id, token, 'dead', record, reason, ''
 --   'hold':  id, token, 'hold', record, delay ms, '' (a provider's rate limit: a retry counted as
 --            nothing, and no job of the topic is claimed before it is due: `hold_until` in stats)
 -- A finish that ends a lease while `full` is set in stats (a claim found the topic at its max running)
 -- clears it and sends a hint: a slot is free.
+-- Jobs that end (done, cancelled, dead) are kept when the topic keeps finished jobs (`keep` in stats:
+-- succeeded and cancelled ones, with their record and result), announced to their waiters (`waits`),
+-- and their progress forgotten (`progress`): see outcomes.lua. Without any of the three, that costs
+-- three more fields of the HMGET of stats below.
 -- Returns one integer per item: 1 applied, 2 cancelled, 3 stale.
 -- redis.call per batch of done jobs: TIME, HMGET (leases), SCARD (cancels), ZREM (active), HDEL (leases),
 -- ZCARD (active: the marker of prelude.lua goes with the last lease), EXISTS (stalls), HDEL (jobs),
@@ -30,13 +35,15 @@ end
 
 local out, seen = {}, {}
 local gone, ended = {}, {}
+-- How each ended job ended ('s' succeeded, 'c' cancelled, 'd' dead) and its result or reason.
+local ended_kind, ended_data = {}, {}
 local retry_jobs, retry_due = {}, {}
 local dead_ids, dead_recs, dead_reasons = {}, {}, {}
 local processed, retried, n_cancelled = 0, 0, 0
 local first_retry = nil
 local hold_until = nil
--- `full` and `prio` in stats (read once the batch's leases are gone).
-local flags = { false, false }
+-- `full`, `prio`, `keep`, `waits` and `progress` in stats (read once the batch's leases are gone).
+local flags = { false, false, false, false, false }
 for i = 1, n do
   local b = at_arg[i]
   local id, token, kind = ids[i], ARGV[b + 2], ARGV[b + 3]
@@ -46,8 +53,9 @@ for i = 1, n do
     seen[id] = true
     gone[#gone + 1] = id
     out[i] = 1
-    if kind == 'done' then
+    if kind == 'done' or kind == 'result' then
       ended[#ended + 1] = id
+      ended_kind[#ended], ended_data[#ended] = 's', kind == 'result' and ARGV[b + 4] or ''
       processed = processed + 1
     elseif kind == 'retry' or kind == 'hold' then
       if kind == 'hold' then
@@ -58,6 +66,7 @@ for i = 1, n do
       end
       if cancelled[i] == 1 then
         ended[#ended + 1] = id
+        ended_kind[#ended], ended_data[#ended] = 'c', ''
         n_cancelled = n_cancelled + 1
         out[i] = 2
       else
@@ -75,6 +84,7 @@ for i = 1, n do
       end
     else
       ended[#ended + 1] = id
+      ended_kind[#ended], ended_data[#ended] = 'd', ARGV[b + 5]
       dead_ids[#dead_ids + 1] = id
       dead_recs[#dead_recs + 1] = ARGV[b + 4]
       dead_reasons[#dead_reasons + 1] = ARGV[b + 5]
@@ -86,7 +96,7 @@ if #gone > 0 then
   call_many('ZREM', K_ACTIVE, gone, 1)
   call_many('HDEL', K_LEASES, gone, 1)
   drop_marker_if_last()
-  flags = redis.call('HMGET', K_STATS, 'full', 'prio')
+  flags = redis.call('HMGET', K_STATS, 'full', 'prio', 'keep', 'waits', 'progress')
   if flags[1] then
     redis.call('HDEL', K_STATS, 'full')
     publish_hint(channel, topic, now)
@@ -99,6 +109,23 @@ if hold_until then
   end
 end
 if #ended > 0 then
+  if flags[3] then
+    local recs = fetch_many('HMGET', K_JOBS, ended)
+    local kept, values = {}, {}
+    for i, id in ipairs(ended) do
+      if ended_kind[i] ~= 'd' then
+        kept[#kept + 1] = id
+        values[#kept] = done_value(ended_kind[i], now, recs[i] or '', ended_data[i])
+      end
+    end
+    keep_done(flags[3], kept, values, now)
+  end
+  if flags[4] then
+    announce(channel, topic, ended, ended_kind, ended_data)
+  end
+  if flags[5] then
+    forget_progress(ended)
+  end
   call_many('HDEL', K_JOBS, ended, 1)
   if redis.call('EXISTS', K_STALLS) == 1 then
     call_many('HDEL', K_STALLS, ended, 1)

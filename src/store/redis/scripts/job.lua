@@ -1,12 +1,19 @@
--- Finds a job (live first, then dead) by id.
+-- Finds a job by id: live first, then the newer of its kept finish and its newest listed death.
 -- ARGV: id.
--- Returns {0} not found, {1, due time, record, stalls} due, {2, lease deadline, record, stalls, holder}
--- active,
--- {3, death, record, info ("<died at> <reason>"), delivered (0|1)} dead (its newest listed death).
+-- Returns {0} not found, {1, due time, record, stalls, progress} due, {2, lease deadline, record, stalls,
+-- holder, progress} active,
+-- {3, death, record, info ("<died at> <reason>"), delivered (0|1)} dead (its newest listed death),
+-- {4, kept value (outcomes.lua)} kept.
 local id = ARGV[1]
 local s = redis.call('ZSCORE', K_DUE, id)
 if s then
-  return { 1, tonumber(s), redis.call('HGET', K_JOBS, id), tonumber(redis.call('HGET', K_STALLS, id) or 0) }
+  return {
+    1,
+    tonumber(s),
+    redis.call('HGET', K_JOBS, id),
+    tonumber(redis.call('HGET', K_STALLS, id) or 0),
+    redis.call('HGET', K_PROGRESS, id),
+  }
 end
 s = redis.call('ZSCORE', K_ACTIVE, id)
 if s then
@@ -16,9 +23,18 @@ if s then
     redis.call('HGET', K_JOBS, id),
     tonumber(redis.call('HGET', K_STALLS, id) or 0),
     lease_holder(redis.call('HGET', K_LEASES, id)),
+    redis.call('HGET', K_PROGRESS, id),
   }
 end
 local newest = redis.call('ZRANGE', K_DEAD_IDS, '(' .. id .. '\v', '[' .. id .. '\n', 'BYLEX', 'REV', 'LIMIT', 0, 1)
+local kept = redis.call('HGET', K_DONE_JOBS, id)
+if kept and newest[1] then
+  local kept_at = tonumber(string.match(kept, '^%a (%d+)'))
+  local died_at = tonumber(string.match(redis.call('HGET', K_DEAD_INFO, newest[1]) or '', '^(%d+)'))
+  if not (kept_at and died_at and died_at > kept_at) then
+    newest = {}
+  end
+end
 if newest[1] then
   local d = newest[1]
   local pending = redis.call('ZSCORE', K_DEAD_PENDING, d)
@@ -29,5 +45,8 @@ if newest[1] then
     redis.call('HGET', K_DEAD_INFO, d),
     pending and 0 or 1,
   }
+end
+if kept then
+  return { 4, kept }
 end
 return { 0 }

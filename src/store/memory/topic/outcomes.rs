@@ -1,0 +1,206 @@
+//! One topic's finished jobs kept, waiters and progress (the layout of `outcomes.lua`): a job that
+//! ends is kept when the topic keeps finished jobs, announced when a caller waits for it, and its
+//! progress forgotten.
+
+use std::collections::HashMap;
+
+use super::super::zset::ZSet;
+use super::{StoredJob, Topic};
+use crate::store::{DoneState, Ended, Kept, Lease, Lookup, Progress, Retention, StoredState};
+use crate::time::add_ms;
+
+/// Most kept jobs one keep deletes beyond what it kept (bounded steps, as on Redis).
+const TRIM_EXTRA: usize = 16;
+
+#[derive(Debug, Default)]
+pub(in crate::store::memory) struct Outcomes {
+    /// The topic's retention (see [`crate::store::WorkerStore::retain`]).
+    keep: Option<Retention>,
+    /// Kept finished jobs by when they finished.
+    done: ZSet,
+    kept: HashMap<String, Kept>,
+    /// Waited ids by until when.
+    waited: ZSet,
+    progress: HashMap<String, Progress>,
+    /// What this step announced, for the store to send once it lets go of its lock.
+    pub(in crate::store::memory) announced: Vec<Announced>,
+}
+
+/// An announcement of this topic: a waited job's end or progress.
+#[derive(Debug)]
+pub(in crate::store::memory) enum Announced {
+    Ended(String, Ended),
+    Progress(String, Progress),
+}
+
+impl Outcomes {
+    /// A job ended: kept (unless dead) when the topic keeps finished jobs, announced when waited.
+    fn end(&mut self, id: &str, record: Vec<u8>, ended: Ended, now: i64) {
+        self.progress.remove(id);
+        let state = match &ended {
+            Ended::Succeeded { .. } => Some(DoneState::Succeeded),
+            Ended::Cancelled => Some(DoneState::Cancelled),
+            Ended::Dead { .. } => None,
+        };
+        if let (Some(keep), Some(state)) = (self.keep, state) {
+            let result = match &ended {
+                Ended::Succeeded { result } => result.clone(),
+                _ => Vec::new(),
+            };
+            self.done.insert(id, now);
+            let kept = Kept {
+                state,
+                at_ms: now,
+                record,
+                result,
+            };
+            self.kept.insert(id.to_owned(), kept);
+            self.trim(Some(keep), now, 1 + TRIM_EXTRA);
+        }
+        if self.waited.remove(id).is_some() {
+            self.announced.push(Announced::Ended(id.to_owned(), ended));
+        }
+    }
+
+    /// Deletes kept jobs beyond `keep` (all without one), oldest first, at most `limit`.
+    fn trim(&mut self, keep: Option<Retention>, now: i64, limit: usize) -> u64 {
+        let mut gone = Vec::new();
+        let over = match keep {
+            Some(k) => {
+                // Older than the age: finished before now - age.
+                let age = i64::try_from(k.max_age_ms).unwrap_or(i64::MAX);
+                gone.extend(
+                    self.done
+                        .take_up_to(now.saturating_sub(age).saturating_sub(1), limit)
+                        .into_iter()
+                        .map(|(_, id)| id),
+                );
+                (self.done.len() - gone.len()).saturating_sub(k.max_count as usize)
+            }
+            None => limit,
+        };
+        let more = over.min(limit - gone.len());
+        let skip = gone.len();
+        gone.extend(
+            self.done
+                .iter()
+                .skip(skip)
+                .take(more)
+                .map(|(_, id)| id.to_owned()),
+        );
+        for id in &gone {
+            self.done.remove(id);
+            self.kept.remove(id);
+        }
+        gone.len() as u64
+    }
+
+    #[cfg(test)]
+    pub(super) fn is_empty(&self) -> bool {
+        self.done.len() == 0
+            && self.kept.is_empty()
+            && self.waited.len() == 0
+            && self.progress.is_empty()
+    }
+}
+
+impl Topic {
+    /// A live job ends (done or cancelled): forgotten, then kept and announced.
+    pub(super) fn end(&mut self, id: &str, ended: Ended, now: i64) {
+        let record = self.forget(id).unwrap_or_default();
+        self.outcomes.end(id, record, ended, now);
+    }
+
+    /// A live job died (already buried): announced.
+    pub(super) fn announce_death(&mut self, id: &str, reason: &str, now: i64) {
+        let ended = Ended::Dead {
+            reason: reason.to_owned(),
+        };
+        self.outcomes.end(id, Vec::new(), ended, now);
+    }
+
+    /// The kept finish of `id`, when newer than its newest listed death (or it has none).
+    pub(super) fn kept_job(&self, id: &str, died_at: Option<i64>) -> Option<StoredJob> {
+        let kept = self.outcomes.kept.get(id)?;
+        if died_at.is_some_and(|died| died > kept.at_ms) {
+            return None;
+        }
+        let state = StoredState::Done {
+            cancelled: kept.state == DoneState::Cancelled,
+            done_at_ms: kept.at_ms,
+        };
+        let mut job = StoredJob::new(state, kept.record.clone());
+        if kept.state == DoneState::Succeeded {
+            job.result = Some(kept.result.clone());
+        }
+        Some(job)
+    }
+
+    /// A live job's progress.
+    pub(super) fn progress_of(&self, id: &str) -> Option<Progress> {
+        self.outcomes.progress.get(id).cloned()
+    }
+
+    /// See [`crate::store::JobStore::outcome`].
+    pub(in crate::store::memory) fn outcome(&mut self, id: &str, wait_ms: u64, now: i64) -> Lookup {
+        if self.due.contains(id) || self.active.contains(id) {
+            if wait_ms > 0 {
+                for (_, old) in self.outcomes.waited.take_up_to(now - 1, 16) {
+                    self.outcomes.waited.remove(&old);
+                }
+                let until = add_ms(now, wait_ms);
+                if self.outcomes.waited.score(id).is_none_or(|u| u < until) {
+                    self.outcomes.waited.insert(id, until);
+                }
+            }
+            return Lookup::Live {
+                progress: self.progress_of(id),
+            };
+        }
+        match self.job(id) {
+            Some(StoredJob {
+                state: StoredState::Dead {
+                    died_at_ms, reason, ..
+                },
+                ..
+            }) => Lookup::Ended {
+                ended: Ended::Dead { reason },
+                at_ms: died_at_ms,
+            },
+            Some(StoredJob {
+                state: StoredState::Done { done_at_ms, .. },
+                ..
+            }) => {
+                let kept = &self.outcomes.kept[id];
+                Lookup::Ended {
+                    ended: kept.ended(),
+                    at_ms: done_at_ms,
+                }
+            }
+            _ => Lookup::Unknown,
+        }
+    }
+
+    /// See [`crate::store::WorkerStore::retain`].
+    pub(in crate::store::memory) fn retain(&mut self, keep: Option<Retention>, limit: usize, now: i64) -> u64 {
+        self.outcomes.keep = keep;
+        for (_, old) in self.outcomes.waited.take_up_to(now - 1, limit) {
+            self.outcomes.waited.remove(&old);
+        }
+        self.outcomes.trim(keep, now, limit)
+    }
+
+    /// See [`crate::store::WorkerStore::progress`].
+    pub(in crate::store::memory) fn record_progress(&mut self, updates: Vec<(Lease, Progress)>) {
+        for ((id, token), progress) in updates {
+            if !self.held(&id, token) {
+                continue;
+            }
+            if self.outcomes.waited.contains(&id) {
+                let announced = Announced::Progress(id.clone(), progress.clone());
+                self.outcomes.announced.push(announced);
+            }
+            self.outcomes.progress.insert(id, progress);
+        }
+    }
+}

@@ -1,0 +1,25 @@
+-- Records the topic's retention of finished jobs (`keep` in stats: "<max age ms> <max count>"; deleted
+-- when none) and trims kept jobs beyond it, oldest first, at most `limit`; also drops up to `limit`
+-- waiters whose time ended (and `waits` with the last). See WorkerStore::retain.
+-- ARGV: max age ms, max count (both '' for none), limit. Returns how many kept jobs went.
+local now = now_ms()
+local limit = tonumber(ARGV[3])
+local trimmed
+if ARGV[1] == '' then
+  redis.call('HDEL', K_STATS, 'keep')
+  trimmed = trim_done(nil, nil, now, limit)
+else
+  local keep = ARGV[1] .. ' ' .. ARGV[2]
+  if redis.call('HGET', K_STATS, 'keep') ~= keep then
+    redis.call('HSET', K_STATS, 'keep', keep)
+  end
+  trimmed = trim_done(tonumber(ARGV[1]), tonumber(ARGV[2]), now, limit)
+end
+local old = redis.call('ZRANGE', K_WAITED, '-inf', '(' .. string.format('%d', now), 'BYSCORE', 'LIMIT', 0, limit)
+if #old > 0 then
+  call_many('ZREM', K_WAITED, old, 1)
+end
+if redis.call('ZCARD', K_WAITED) == 0 then
+  redis.call('HDEL', K_STATS, 'waits')
+end
+return trimmed
