@@ -6,8 +6,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::flow::RateLimit;
-use crate::store::Retention;
 use crate::schedule::RetrySchedule;
+use crate::store::Retention;
 
 /// A typed job: a serde type bound to one topic.
 ///

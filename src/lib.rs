@@ -108,8 +108,8 @@ pub use client::outbox;
 pub use client::{
     CancelStatus, Client, ClientBuilder, Debounce, Enqueue, EnqueueItem, EnqueueStatus, Enqueued,
     JobInfo, JobOutcome, JobState, Namespaced, NoNamespace, PartialCounts, ScheduleInfo,
-    StoreKeepsItsOwnNamespace, Topic, Unique, UnreadablePartition, Waiter, When, DEFAULT_MAX_PAYLOAD,
-    DEFAULT_NAMESPACE,
+    StoreKeepsItsOwnNamespace, Topic, Unique, UnreadablePartition, Waiter, When,
+    DEFAULT_MAX_PAYLOAD, DEFAULT_NAMESPACE,
 };
 pub use dead_letter::{sink_fn, DeadLetter, DeadLetterSink, FnSink, LogSink};
 pub use error::{BoxError, Error, Report, Result};

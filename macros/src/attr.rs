@@ -242,7 +242,11 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
             Key::MaxRunning => max_running = errors.keep(flow::max_running_value(value)),
             Key::Unique => unique = errors.keep(unique::unique_value(value)),
             Key::UniqueFor => unique_for = errors.keep(unique::unique_for_value(value)),
-            Key::Output => output = errors.keep(syn::parse2::<syn::Type>(quote::ToTokens::to_token_stream(value))),
+            Key::Output => {
+                output = errors.keep(syn::parse2::<syn::Type>(quote::ToTokens::to_token_stream(
+                    value,
+                )))
+            }
             Key::Keep => keep = errors.keep(keep_value(value)),
             Key::KeepLast => keep_last = errors.keep(keep_last_value(value)),
         }

@@ -264,13 +264,22 @@ mod tests {
             #[job(topic = "pdfs", keep_last = 50)]
             struct Render { id: u64 }
         });
-        assert!(last_only.contains("from_millis (604800000) , 50"), "{last_only}");
+        assert!(
+            last_only.contains("from_millis (604800000) , 50"),
+            "{last_only}"
+        );
         let errors = expand_err(parse_quote! {
             #[job(topic = "pdfs", keep = "0", keep_last = 0)]
             struct Render { id: u64 }
         });
-        assert!(errors[0].starts_with("keep must be longer than 0"), "{errors:?}");
-        assert!(errors[1].starts_with("keep_last must be at least 1"), "{errors:?}");
+        assert!(
+            errors[0].starts_with("keep must be longer than 0"),
+            "{errors:?}"
+        );
+        assert!(
+            errors[1].starts_with("keep_last must be at least 1"),
+            "{errors:?}"
+        );
     }
 
     #[test]

@@ -132,8 +132,10 @@ async fn dispatch(hub: std::sync::Weak<Hub>, mut rx: broadcast::Receiver<Announc
 impl Hub {
     fn lock(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<(String, String), Vec<(u64, mpsc::UnboundedSender<Heard>)>>>
-    {
+    ) -> std::sync::MutexGuard<
+        '_,
+        HashMap<(String, String), Vec<(u64, mpsc::UnboundedSender<Heard>)>>,
+    > {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -151,7 +153,10 @@ impl Registration {
         let number = hub.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::unbounded_channel();
         let key = (topic, id);
-        hub.lock().entry(key.clone()).or_default().push((number, tx));
+        hub.lock()
+            .entry(key.clone())
+            .or_default()
+            .push((number, tx));
         Registration {
             hub,
             key,
@@ -188,6 +193,8 @@ pub struct Waiter<J: Job> {
     seen: u64,
     /// When the job was last looked up successfully (found live); `None` before the first lookup.
     looked_up: Option<Instant>,
+    /// Until when the store holds this waiter's registration (from the last lookup).
+    registered_until: Option<Instant>,
     resyncs: watch::Receiver<u64>,
     _job: std::marker::PhantomData<fn() -> J>,
 }
@@ -260,10 +267,13 @@ impl<J: Job> Waiter<J> {
         })
     }
 
-    /// Looks the job up in the store, registering there until `deadline`.
+    /// Looks the job up in the store, registering there until `deadline` (at least [`REGISTER_FOR`]
+    /// from now, so that a waiter whose caller waits again later stays registered in between).
     async fn look_up(&mut self, deadline: Instant) -> Result<Option<Step>> {
         self.seen = *self.resyncs.borrow_and_update();
-        let wait_ms = millis(deadline.saturating_duration_since(Instant::now())).max(1);
+        let now = Instant::now();
+        let until = deadline.max(now + REGISTER_FOR);
+        let wait_ms = millis(until - now);
         let store = &self.client.inner.store;
         Ok(match store.outcome(&self.topic, &self.id, wait_ms).await? {
             Lookup::Ended { ended, .. } => {
@@ -274,6 +284,7 @@ impl<J: Job> Waiter<J> {
                 if progress.is_some() {
                     self.progress = progress;
                 }
+                self.registered_until = Some(until);
                 None
             }
             Lookup::Unknown => Some(Step::Unknown),
@@ -295,7 +306,8 @@ impl<J: Job> Waiter<J> {
                     Err(_) => return Ok(Step::TimedOut),
                 }
             }
-            if self.looked_up.is_none() || *self.resyncs.borrow() != self.seen {
+            let expired = self.registered_until.is_none_or(|until| deadline > until);
+            if self.looked_up.is_none() || expired || *self.resyncs.borrow() != self.seen {
                 match self.look_up(deadline).await {
                     Ok(Some(step)) => return Ok(step),
                     Ok(None) => self.looked_up = Some(Instant::now()),
@@ -337,6 +349,9 @@ impl<J: Job> Waiter<J> {
     }
 }
 
+/// The shortest a waiter is registered in the store at a lookup.
+const REGISTER_FOR: Duration = Duration::from_secs(60);
+
 /// How soon a waiter looks its job up again after a failed lookup (the store coming back).
 const LOOKUP_RETRY: Duration = Duration::from_millis(100);
 
@@ -376,7 +391,7 @@ impl Client {
     /// let stop = worker.shutdown_handle();
     /// let running = tokio::spawn(worker.run());
     ///
-    /// let job = client.enqueue(RenderInvoice { invoice_id: 7 }).id("invoice:7").send().await?;
+    /// let job = client.enqueue(RenderInvoice { invoice_id: 7 }).id("invoice:7").await?;
     /// match client.wait::<RenderInvoice>(&job.id, Duration::from_secs(2)).await? {
     ///     JobOutcome::Succeeded(url) => assert_eq!(url, "https://files.example/invoice-7.pdf"),
     ///     JobOutcome::Pending { .. } => println!("still rendering: answer 202"),
@@ -404,7 +419,7 @@ impl Client {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> postpone::Result<()> {
     /// # let client = Client::memory();
-    /// # client.enqueue(Import { file: "a.csv".into() }).id("import:a").send().await?;
+    /// # client.enqueue(Import { file: "a.csv".into() }).id("import:a").await?;
     /// let mut waiter = client.waiter::<Import>("import:a")?;
     /// let deadline = tokio::time::Instant::now() + Duration::from_millis(50);
     /// while let Some(p) = waiter.next_progress(deadline).await? {
@@ -429,6 +444,7 @@ impl Client {
             ended: None,
             seen: 0,
             looked_up: None,
+            registered_until: None,
             resyncs,
             _job: std::marker::PhantomData,
         })

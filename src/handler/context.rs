@@ -8,9 +8,9 @@ use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 
 use crate::meta::Meta;
+use crate::record::AttemptError;
 use crate::store::Progress;
 use crate::worker::ProgressQueue;
-use crate::record::AttemptError;
 
 /// Why a running job was asked to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

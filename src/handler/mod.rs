@@ -170,6 +170,9 @@ where
     fn call(&self, job: H::Job, ctx: JobContext, state: &Arc<S>) -> HandlerFuture {
         let handler = self.0.clone();
         let state = state.clone();
-        with_output::<H::Job, _>(ctx, |ctx| async move { handler.handle(job, ctx, &state).await })
+        with_output::<H::Job, _>(
+            ctx,
+            |ctx| async move { handler.handle(job, ctx, &state).await },
+        )
     }
 }

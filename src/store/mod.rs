@@ -64,8 +64,8 @@ pub use ops::{
     MinuteCounts, OpsStore, PageEntry, PagePosition, PageQuery, PageState, PrefixPage, WorkerBeat,
     HISTORY_MINUTES,
 };
-pub use outcome::{Announcement, Ended, Lookup, Progress, Retention};
 pub(crate) use outcome::{parse_announcement, DoneState, Kept};
+pub use outcome::{Announcement, Ended, Lookup, Progress, Retention};
 pub use periodic::{
     PeriodicStore, StoredSchedule, TickJob, TickOutcome, TickPlan, TickRequest, TickStatus,
     UpsertStatus,

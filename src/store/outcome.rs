@@ -140,7 +140,6 @@ pub(crate) enum DoneState {
 }
 
 impl DoneState {
-
     pub(crate) fn from_code(code: u8) -> Option<Self> {
         match code {
             b's' => Some(DoneState::Succeeded),
@@ -230,7 +229,10 @@ mod tests {
         assert_eq!(k.record, b"rec");
         assert_eq!(k.result, b"{\"ok\":1}");
         let c = Kept::parse(b"c 5 2\n\n\n").unwrap();
-        assert_eq!((c.state, c.record.as_slice()), (DoneState::Cancelled, &b"\n\n"[..]));
+        assert_eq!(
+            (c.state, c.record.as_slice()),
+            (DoneState::Cancelled, &b"\n\n"[..])
+        );
         assert!(Kept::parse(b"s 5 9\nab").is_none());
         assert!(Kept::parse(b"x 5 0\n").is_none());
     }

@@ -48,9 +48,9 @@ use crate::periodic::{PeriodicJob, Scheduled};
 use crate::Client;
 use config::Config;
 use middleware::Layers;
+pub(crate) use outcomes::ProgressQueue;
 use registry::{ErasedHandler, Registered};
 pub use slots::SlotSharing;
-pub(crate) use outcomes::ProgressQueue;
 
 /// Builds a [`Worker`]: register handlers, set limits, then [`build`](Self::build).
 ///

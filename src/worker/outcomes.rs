@@ -110,7 +110,12 @@ async fn trim<S>(shared: &Shared<S>, topic: &ServedTopic<S>, keep: Option<Retent
             Ok(n) if n as usize >= TRIM_LIMIT => continue,
             Ok(0) => return,
             Ok(n) => {
-                tracing::debug!(topic = topic.name, partition = topic.partition, trimmed = n, "trimmed kept finished jobs");
+                tracing::debug!(
+                    topic = topic.name,
+                    partition = topic.partition,
+                    trimmed = n,
+                    "trimmed kept finished jobs"
+                );
                 return;
             }
             Err(e) => {

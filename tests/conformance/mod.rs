@@ -20,6 +20,7 @@ pub(crate) mod middleware;
 pub(crate) mod ops;
 pub(crate) mod partitions;
 pub(crate) mod periodic;
+pub(crate) mod results;
 pub(crate) mod retry;
 pub(crate) mod worker;
 
@@ -186,6 +187,10 @@ macro_rules! conformance_tests {
             keyed::debounce_under_1000_enqueues_over_2s_runs_once_after_the_last,
             keyed::debounce_max_wait_runs_a_burst_that_never_goes_quiet,
             keyed::unique_and_debounce_refuse_bad_keys_and_times,
+            results::result_typed_round_trip_reaches_the_waiter_and_the_lookup,
+            results::wait_returns_as_soon_as_the_job_ends_and_pending_on_timeout,
+            results::wait_reports_death_cancellation_and_unknown_jobs,
+            results::retention_keeps_the_newest_by_count_and_trims_by_age,
         );
     };
     (@each $factory:path, $($module:ident :: $name:ident),* $(,)?) => {

@@ -28,10 +28,10 @@ use tokio::sync::broadcast;
 pub use self::clock::{Clock, ManualClock, SystemClock};
 use self::topic::{Announced, Topic};
 use super::{
-    Announcement, CancelOutcome, ClaimBatch, ClaimRequest, DeadEntry, DeadLetterStore, DeadSelection, Death, Due,
-    EnqueueOutcome, FinishItem, FinishOutcome, Hint, JobStore, KeyedJob, KeyedOutcome, Lease,
-    LeaseStatus, Lookup, NewJob, Progress, RequeueOutcome, RescheduleOutcome, Retention, StoredJob,
-    TopicCounts, TrimPolicy, WorkerStore,
+    Announcement, CancelOutcome, ClaimBatch, ClaimRequest, DeadEntry, DeadLetterStore,
+    DeadSelection, Death, Due, EnqueueOutcome, FinishItem, FinishOutcome, Hint, JobStore, KeyedJob,
+    KeyedOutcome, Lease, LeaseStatus, Lookup, NewJob, Progress, RequeueOutcome, RescheduleOutcome,
+    Retention, StoredJob, TopicCounts, TrimPolicy, WorkerStore,
 };
 use crate::error::Result;
 

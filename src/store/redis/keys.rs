@@ -169,7 +169,10 @@ mod tests {
         assert_eq!(k.claim(7), "postpone:{shop:orders.close}:claim:7");
         assert_eq!(k.with_outcomes().len(), 20);
         assert_eq!(k.with_outcomes()[..16], k.0[..]);
-        assert_eq!(k.with_outcomes()[17], "postpone:{shop:orders.close}:done_jobs");
+        assert_eq!(
+            k.with_outcomes()[17],
+            "postpone:{shop:orders.close}:done_jobs"
+        );
         assert_eq!(ended_channel("shop"), "postpone:{shop}:ended");
         assert!(TopicKeys::new("shop", "a}b").is_err());
         let p = TopicKeys::new("shop", "orders.close#2").unwrap();

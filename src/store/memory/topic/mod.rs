@@ -19,9 +19,9 @@ pub(super) use self::outcomes::Announced;
 
 use super::zset::ZSet;
 use crate::store::{
-    CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, DeadEntry, Death, Due, Ended, EnqueueOutcome,
-    Finish, FinishItem, FinishOutcome, FlowCounts, LeaseStatus, NewJob, RescheduleOutcome,
-    StoredJob, StoredState, TopicCounts, MAX_DUE_MS,
+    CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, DeadEntry, Death, Due, Ended,
+    EnqueueOutcome, Finish, FinishItem, FinishOutcome, FlowCounts, LeaseStatus, NewJob,
+    RescheduleOutcome, StoredJob, StoredState, TopicCounts, MAX_DUE_MS,
 };
 use crate::time::add_ms;
 

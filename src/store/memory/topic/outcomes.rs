@@ -159,9 +159,10 @@ impl Topic {
         }
         match self.job(id) {
             Some(StoredJob {
-                state: StoredState::Dead {
-                    died_at_ms, reason, ..
-                },
+                state:
+                    StoredState::Dead {
+                        died_at_ms, reason, ..
+                    },
                 ..
             }) => Lookup::Ended {
                 ended: Ended::Dead { reason },
@@ -182,7 +183,12 @@ impl Topic {
     }
 
     /// See [`crate::store::WorkerStore::retain`].
-    pub(in crate::store::memory) fn retain(&mut self, keep: Option<Retention>, limit: usize, now: i64) -> u64 {
+    pub(in crate::store::memory) fn retain(
+        &mut self,
+        keep: Option<Retention>,
+        limit: usize,
+        now: i64,
+    ) -> u64 {
         self.outcomes.keep = keep;
         for (_, old) in self.outcomes.waited.take_up_to(now - 1, limit) {
             self.outcomes.waited.remove(&old);

@@ -1,0 +1,284 @@
+//! Results, waiting, progress and kept finished jobs, through the client and a worker: a handler's
+//! typed result reaches its waiters and the job's lookup, a waiter returns as soon as the job ends
+//! (or finds the job that ended before it looked), progress reaches waiters and operators, and the
+//! retention keeps finished jobs by count and age.
+
+use std::time::Duration;
+
+use postpone::{Job, JobContext, JobError, JobOutcome, JobState, Worker};
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use super::keyed::async_channel_like::Gate;
+use super::*;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Pdf {
+    pub url: String,
+    pub pages: u32,
+}
+
+/// A job with a typed result, kept for an hour (at most 3).
+#[derive(Debug, Clone, Serialize, Deserialize, Job)]
+#[job(topic = "invoices.render", output = Pdf, keep = "1h", keep_last = 3, retry = ["0", "0"])]
+pub(crate) struct Render {
+    pub invoice: u64,
+    /// `fail`: fails for good; `slow`: reports progress, then waits at the gate.
+    pub how: String,
+}
+
+/// A job without a result, and nothing kept.
+#[derive(Debug, Clone, Serialize, Deserialize, Job)]
+#[job(topic = "emails.send")]
+pub(crate) struct Email {
+    pub to: String,
+}
+
+/// Kept for one second.
+#[derive(Debug, Clone, Serialize, Deserialize, Job)]
+#[job(topic = "short.kept", keep = "1s")]
+pub(crate) struct Brief {
+    pub n: u64,
+}
+
+fn render(invoice: u64, how: &str) -> Render {
+    Render {
+        invoice,
+        how: how.into(),
+    }
+}
+
+/// A worker for Render (slow ones wait at `gate`), Email and Brief.
+fn renderer(b: &Backend, gate: Gate) -> Running {
+    let handler = move |job: Render, ctx: JobContext| {
+        let gate = gate.clone();
+        async move {
+            match job.how.as_str() {
+                "fail" => return Err(JobError::fail("the template is broken")),
+                "slow" => {
+                    ctx.progress(40.0, "page 2 of 5");
+                    gate.wait().await;
+                }
+                _ => {}
+            }
+            Ok(Pdf {
+                url: format!("https://files.example/{}.pdf", job.invoice),
+                pages: 5,
+            })
+        }
+    };
+    spawn(
+        Worker::builder(&b.client)
+            .handle(handler)
+            .handle(|_: Email, _| async { Ok(()) })
+            .handle(|_: Brief, _| async { Ok(()) })
+            .concurrency(16)
+            .build()
+            .unwrap(),
+    )
+}
+
+async fn enqueue(b: &Backend, job: Render, id: &str) {
+    b.client.enqueue(job).id(id).await.unwrap();
+}
+
+pub(crate) async fn result_typed_round_trip_reaches_the_waiter_and_the_lookup(b: Backend) {
+    let running = renderer(&b, Gate::closed());
+    enqueue(&b, render(7, "fast"), "invoice:7").await;
+    let outcome = b
+        .client
+        .wait::<Render>("invoice:7", PATIENCE)
+        .await
+        .unwrap();
+    let want = Pdf {
+        url: "https://files.example/7.pdf".into(),
+        pages: 5,
+    };
+    assert_eq!(outcome, JobOutcome::Succeeded(want.clone()));
+    // Kept: the lookup says it succeeded, with the result as JSON; and a wait after the end finds it.
+    let info = b
+        .client
+        .topic::<Render>()
+        .job("invoice:7")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(info.state, JobState::Succeeded { .. }), "{info:?}");
+    let kept: Pdf = serde_json::from_str(info.result.as_deref().unwrap()).unwrap();
+    assert_eq!(kept, want);
+    let again = b
+        .client
+        .wait::<Render>("invoice:7", Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(again, JobOutcome::Succeeded(want));
+    running.stop().await;
+}
+
+pub(crate) async fn wait_returns_as_soon_as_the_job_ends_and_pending_on_timeout(b: Backend) {
+    let gate = Gate::closed();
+    let running = renderer(&b, gate.clone());
+    enqueue(&b, render(8, "slow"), "invoice:8").await;
+    // Not finished within 200 ms: pending, with the progress it reported.
+    let mut waiter = b.client.waiter::<Render>("invoice:8").unwrap();
+    let progress = waiter
+        .next_progress(Instant::now() + PATIENCE)
+        .await
+        .unwrap()
+        .expect("the handler's progress");
+    assert_eq!(
+        (progress.value, progress.message.as_str()),
+        (40.0, "page 2 of 5")
+    );
+    let pending = b
+        .client
+        .wait::<Render>("invoice:8", Duration::from_millis(200))
+        .await
+        .unwrap();
+    match pending {
+        JobOutcome::Pending { progress: Some(p) } => assert_eq!(p.value, 40.0),
+        other => panic!("{other:?}"),
+    }
+    // Many waiters on the running job: each returns once it ends, soon after the gate opens.
+    let waits: Vec<_> = (0..20)
+        .map(|_| {
+            let client = b.client.clone();
+            tokio::spawn(async move { client.wait::<Render>("invoice:8", PATIENCE * 2).await })
+        })
+        .collect();
+    // Operators see the progress too, while it runs.
+    let info = b
+        .client
+        .topic::<Render>()
+        .job("invoice:8")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(info.progress.map(|p| p.value), Some(40.0));
+    // Whether a waiter registered before the end (then it is told) or after (then it finds the kept
+    // job), it gets the result.
+    let opened = Instant::now();
+    gate.open();
+    for w in waits {
+        let outcome = w.await.unwrap().unwrap();
+        assert!(
+            matches!(outcome, JobOutcome::Succeeded(Pdf { pages: 5, .. })),
+            "{outcome:?}"
+        );
+    }
+    assert!(opened.elapsed() < PATIENCE, "the waiters returned late");
+    let outcome = waiter.outcome(PATIENCE).await.unwrap();
+    assert!(outcome.is_final(), "{outcome:?}");
+    running.stop().await;
+}
+
+pub(crate) async fn wait_reports_death_cancellation_and_unknown_jobs(b: Backend) {
+    let running = renderer(&b, Gate::closed());
+    enqueue(&b, render(9, "fail"), "invoice:9").await;
+    let dead = b
+        .client
+        .wait::<Render>("invoice:9", PATIENCE)
+        .await
+        .unwrap();
+    assert_eq!(
+        dead,
+        JobOutcome::Dead {
+            reason: "failed: the template is broken".into()
+        }
+    );
+    // A scheduled job cancelled while a caller waits.
+    b.client
+        .enqueue(render(10, "fast"))
+        .id("invoice:10")
+        .after(Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let mut waiter = b.client.waiter::<Render>("invoice:10").unwrap();
+    let soon = Instant::now() + Duration::from_millis(20);
+    assert_eq!(
+        waiter.next_progress(soon).await.unwrap(),
+        None,
+        "registered, nothing yet"
+    );
+    b.client.cancel::<Render>("invoice:10").await.unwrap();
+    assert_eq!(
+        waiter.outcome(PATIENCE).await.unwrap(),
+        JobOutcome::Cancelled
+    );
+    // Nothing of that id, and a job that succeeded but whose type keeps nothing: unknown.
+    let none = b
+        .client
+        .wait::<Render>("invoice:none", Duration::from_millis(50))
+        .await;
+    assert_eq!(none.unwrap(), JobOutcome::Unknown);
+    // A job whose type keeps nothing: a waiter registered before it ends is told.
+    let in_an_hour = Duration::from_secs(3600);
+    let email = Email {
+        to: "a@example.com".into(),
+    };
+    b.client
+        .enqueue(email)
+        .id("mail:1")
+        .after(in_an_hour)
+        .await
+        .unwrap();
+    let mut waiter = b.client.waiter::<Email>("mail:1").unwrap();
+    let soon = Instant::now() + Duration::from_millis(20);
+    assert_eq!(waiter.next_progress(soon).await.unwrap(), None);
+    b.client
+        .topic::<Email>()
+        .reschedule("mail:1", postpone::When::Now)
+        .await
+        .unwrap();
+    assert_eq!(
+        waiter.outcome(PATIENCE).await.unwrap(),
+        JobOutcome::Succeeded(())
+    );
+    let after = b
+        .client
+        .wait::<Email>("mail:1", Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(after, JobOutcome::Unknown, "an email job is not kept");
+    assert!(b.client.waiter::<Email>("bad\nid").is_err());
+    running.stop().await;
+}
+
+pub(crate) async fn retention_keeps_the_newest_by_count_and_trims_by_age(b: Backend) {
+    let running = renderer(&b, Gate::closed());
+    for n in 0..5 {
+        let id = format!("invoice:{n}");
+        enqueue(&b, render(n, "fast"), &id).await;
+        // One at a time, so that their order of finishing is their order here.
+        let outcome = b.client.wait::<Render>(&id, PATIENCE).await.unwrap();
+        assert!(outcome.is_final());
+    }
+    let topic = b.client.topic::<Render>();
+    for n in 0..5 {
+        let found = topic.job(&format!("invoice:{n}")).await.unwrap();
+        assert_eq!(found.is_some(), n >= 2, "invoice:{n} (keep_last = 3)");
+    }
+    // Kept for a second: gone after it, whether or not another job finishes (the worker trims).
+    b.client
+        .enqueue(Brief { n: 1 })
+        .id("brief:1")
+        .await
+        .unwrap();
+    b.client.wait::<Brief>("brief:1", PATIENCE).await.unwrap();
+    let kept = b.client.topic::<Brief>().job("brief:1").await.unwrap();
+    assert!(matches!(
+        kept.map(|j| j.state),
+        Some(JobState::Succeeded { .. })
+    ));
+    let t0 = Instant::now();
+    eventually("the kept job to age out", || async {
+        let found = b.client.topic::<Brief>().job("brief:1").await.unwrap();
+        found.is_none().then_some(())
+    })
+    .await;
+    assert!(
+        t0.elapsed() >= Duration::from_millis(500),
+        "trimmed before its age"
+    );
+    running.stop().await;
+}
