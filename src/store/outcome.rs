@@ -18,7 +18,7 @@ pub struct Retention {
 
 impl Retention {
     /// Keep finished jobs for `max_age_ms`, at most `max_count` of them.
-    pub fn new(max_age_ms: u64, max_count: u64) -> Self {
+    pub const fn new(max_age_ms: u64, max_count: u64) -> Self {
         Retention {
             max_age_ms,
             max_count,

@@ -33,6 +33,7 @@ mod hints;
 mod inspect;
 mod lease;
 mod ops;
+mod outcomes;
 mod periodic;
 mod priority;
 mod sweep;
@@ -58,6 +59,7 @@ pub(crate) use self::hints::*;
 pub(crate) use self::inspect::*;
 pub(crate) use self::lease::*;
 pub(crate) use self::ops::*;
+pub(crate) use self::outcomes::*;
 pub(crate) use self::periodic::*;
 pub(crate) use self::priority::*;
 pub(crate) use self::sweep::*;
@@ -177,6 +179,11 @@ macro_rules! store_conformance {
             periodic_trigger_enqueues_a_run_now_once,
             periodic_tick_of_a_live_id_or_another_definition_changes_nothing,
             periodic_tick_and_trigger_send_hints,
+            // results, waiters, progress, kept finished jobs
+            result_is_kept_with_its_record_only_under_a_retention,
+            wait_registration_hears_finish_cancel_death_and_sweep,
+            progress_holds_under_the_lease_reaches_waiters_and_goes_with_the_job,
+            retention_trims_by_count_and_age_in_bounded_steps,
         );
     };
     (@each $factory:expr; $($name:ident),* $(,)?) => {$(
