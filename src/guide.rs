@@ -26,6 +26,7 @@ chapter!(periodic, "periodic.md");
 chapter!(flow_control, "flow-control.md");
 chapter!(middleware, "middleware.md");
 chapter!(unique, "unique.md");
+chapter!(results, "results.md");
 chapter!(operating, "operating.md");
 chapter!(deploying_redis, "deploying-redis.md");
 chapter!(guarantees, "guarantees.md");

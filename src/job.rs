@@ -70,7 +70,7 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// async fn render(job: RenderInvoice, _ctx: JobContext) -> Result<Pdf, JobError> {
     ///     Ok(Pdf { url: format!("https://files.example/{}.pdf", job.invoice_id), pages: 2 })
     /// }
-    /// # let _ = postpone::Worker::builder(postpone::Client::memory()).handle(render);
+    /// # let _ = postpone::Worker::builder(&postpone::Client::memory()).handle(render);
     /// ```
     type Output: Serialize + DeserializeOwned + Send + 'static;
 

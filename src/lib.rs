@@ -114,7 +114,9 @@ pub use client::{
 pub use dead_letter::{sink_fn, DeadLetter, DeadLetterSink, FnSink, LogSink};
 pub use error::{BoxError, Error, Report, Result};
 pub use flow::RateLimit;
-pub use handler::{Handler, HandlerFuture, JobContext, JobError, JobHandler, Outcome, StopReason};
+pub use handler::{
+    Handler, HandlerFuture, JobContext, JobError, JobHandler, Outcome, StopReason, MAX_RESULT,
+};
 pub use job::{Job, Keep};
 pub use meta::{MAX_META_ENTRIES, MAX_META_KEY_LEN, MAX_META_VALUE_LEN};
 pub use middleware::{middleware_fn, Middleware};

@@ -291,6 +291,60 @@ impl<'a, J: Job> Enqueue<'a, J> {
     }
 }
 
+impl<'a, J: Job> Enqueue<'a, J> {
+    /// Enqueues the job and waits up to `timeout` for it to end: the enqueue's report, and how the job
+    /// ended ([`JobOutcome`], as [`Client::wait`] returns it). The wait is registered in the store
+    /// before the job exists, so even a job that ends at once is heard, whatever its type keeps: the
+    /// way for a request handler to give a job a moment and otherwise answer `202`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use postpone::{Client, Job, JobContext, JobError, JobOutcome, Worker};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize, Job)]
+    /// #[job(topic = "quotes", output = u64)]
+    /// struct Quote { items: u64 }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> postpone::Result<()> {
+    /// let client = Client::memory();
+    /// let worker = Worker::builder(&client)
+    ///     .handle(|q: Quote, _: JobContext| async move { Ok::<_, JobError>(q.items * 250) })
+    ///     .build()?;
+    /// # let stop = worker.shutdown_handle();
+    /// let running = tokio::spawn(worker.run());
+    ///
+    /// let (job, outcome) = client.enqueue(Quote { items: 4 }).and_wait(Duration::from_secs(2)).await?;
+    /// assert_eq!(outcome, JobOutcome::Succeeded(1000), "job {}", job.id);
+    /// # stop.shutdown();
+    /// # running.await.unwrap()?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// With a unique or debounce key the job may be another one (the key's holder, named in the
+    /// report); then the wait is for that one, registered after the enqueue.
+    pub async fn and_wait(
+        mut self,
+        timeout: Duration,
+    ) -> Result<(Enqueued, super::JobOutcome<J::Output>)> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let client = self.client;
+        if self.item.keyed.is_some() || self.item.job.unique().is_some() {
+            let enqueued = self.await?;
+            let waiter = client.waiter::<J>(&enqueued.id)?;
+            let outcome = waiter.outcome_by(deadline).await?;
+            return Ok((enqueued, outcome));
+        }
+        let id = self.item.id.get_or_insert_with(crate::id::generate).clone();
+        let mut waiter = client.waiter_expecting::<J>(&id)?;
+        waiter.register(deadline).await?;
+        let enqueued = self.await?;
+        let outcome = waiter.outcome_by(deadline).await?;
+        Ok((enqueued, outcome))
+    }
+}
+
 impl<'a, J: Job> IntoFuture for Enqueue<'a, J> {
     type Output = Result<Enqueued>;
     type IntoFuture = Pin<Box<dyn Future<Output = Result<Enqueued>> + Send + 'a>>;

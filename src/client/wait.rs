@@ -20,7 +20,7 @@ use super::Client;
 use crate::error::{Error, Result};
 use crate::job::Job;
 use crate::partition::{partition_of, store_topic};
-use crate::store::{Announcement, Ended, Lookup, Progress, Store};
+use crate::store::{Announcement, Ended, Lookup, Progress, Store, Watch};
 use crate::time::millis;
 use crate::validate::validate_id;
 
@@ -71,10 +71,13 @@ pub(crate) struct Waiters {
     hub: Mutex<Option<Arc<Hub>>>,
 }
 
+/// Waiters by (store topic, id): each with its number and its channel.
+type Waiting = HashMap<(String, String), Vec<(u64, mpsc::UnboundedSender<Heard>)>>;
+
 #[derive(Debug)]
 struct Hub {
     /// Waiters by (store topic, id), each with its number.
-    waiting: Mutex<HashMap<(String, String), Vec<(u64, mpsc::UnboundedSender<Heard>)>>>,
+    waiting: Mutex<Waiting>,
     next: AtomicU64,
     /// Bumped at every resync: waiters then look their job up again. 0 until the hub listens.
     resyncs: watch::Sender<u64>,
@@ -130,12 +133,7 @@ async fn dispatch(hub: std::sync::Weak<Hub>, mut rx: broadcast::Receiver<Announc
 }
 
 impl Hub {
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<
-        '_,
-        HashMap<(String, String), Vec<(u64, mpsc::UnboundedSender<Heard>)>>,
-    > {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Waiting> {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -191,6 +189,9 @@ pub struct Waiter<J: Job> {
     ended: Option<Ended>,
     /// The resync count at the last lookup.
     seen: u64,
+    /// For a job about to be enqueued ([`Watch::Expect`]): ends since this time are its own (0 until
+    /// the store says its now).
+    since_ms: Option<i64>,
     /// When the job was last looked up successfully (found live); `None` before the first lookup.
     looked_up: Option<Instant>,
     /// Until when the store holds this waiter's registration (from the last lookup).
@@ -234,8 +235,20 @@ impl<J: Job> Waiter<J> {
     }
 
     /// Waits until the job ends or `timeout` passes, and says how it ended (or where it is).
-    pub async fn outcome(mut self, timeout: Duration) -> Result<JobOutcome<J::Output>> {
-        let deadline = Instant::now() + timeout;
+    pub async fn outcome(self, timeout: Duration) -> Result<JobOutcome<J::Output>> {
+        self.outcome_by(Instant::now() + timeout).await
+    }
+
+    /// Registers in the store before the job exists (see [`Enqueue::and_wait`](crate::Enqueue::and_wait)):
+    /// what the lookup finds is kept for [`outcome_by`](Self::outcome_by).
+    pub(crate) async fn register(&mut self, deadline: Instant) -> Result<()> {
+        self.look_up(deadline).await?;
+        self.looked_up = Some(Instant::now());
+        Ok(())
+    }
+
+    /// [`outcome`](Self::outcome) by a deadline.
+    pub(crate) async fn outcome_by(mut self, deadline: Instant) -> Result<JobOutcome<J::Output>> {
         loop {
             match self.step(deadline).await? {
                 Step::Progress => continue,
@@ -274,16 +287,28 @@ impl<J: Job> Waiter<J> {
         let now = Instant::now();
         let until = deadline.max(now + REGISTER_FOR);
         let wait_ms = millis(until - now);
+        let watch = match self.since_ms {
+            None => Watch::Live(wait_ms),
+            Some(since_ms) => Watch::Expect { wait_ms, since_ms },
+        };
         let store = &self.client.inner.store;
-        Ok(match store.outcome(&self.topic, &self.id, wait_ms).await? {
+        Ok(match store.outcome(&self.topic, &self.id, watch).await? {
             Lookup::Ended { ended, .. } => {
                 self.ended = Some(ended);
                 Some(Step::Ended)
             }
-            Lookup::Live { progress } => {
+            Lookup::Live { progress, now_ms } => {
                 if progress.is_some() {
                     self.progress = progress;
                 }
+                if self.since_ms == Some(0) {
+                    self.since_ms = Some(now_ms);
+                }
+                self.registered_until = Some(until);
+                None
+            }
+            Lookup::Expected { since_ms } => {
+                self.since_ms = Some(since_ms);
                 self.registered_until = Some(until);
                 None
             }
@@ -297,15 +322,8 @@ impl<J: Job> Waiter<J> {
             return Ok(Step::Ended);
         }
         loop {
-            // Listen first (the hub's first resync says its subscription is up), then look.
-            if *self.resyncs.borrow() == 0 {
-                let up = self.resyncs.wait_for(|n| *n > 0);
-                match tokio::time::timeout_at(deadline, up).await {
-                    Ok(Ok(_)) => {}
-                    Ok(Err(_)) => return Err(listener_stopped()),
-                    Err(_) => return Ok(Step::TimedOut),
-                }
-            }
+            // Look (registering) at once, whether or not the hub listens yet: the store tells a waited
+            // job's end to the lookups after it, and the hub's first resync (it listens) brings one.
             let expired = self.registered_until.is_none_or(|until| deadline > until);
             if self.looked_up.is_none() || expired || *self.resyncs.borrow() != self.seen {
                 match self.look_up(deadline).await {
@@ -367,9 +385,11 @@ impl Client {
     ///
     /// It returns as soon as the outcome is known: the store announces it (one subscription per client,
     /// however many wait), with no polling. A job that ended before the call is found too, when it died
-    /// or its type keeps finished jobs ([`Job::keep`]); a job that succeeded and was not kept is
-    /// [`JobOutcome::Unknown`]. Waiting survives a lost connection: after a reconnect every waiter
-    /// looks its job up again.
+    /// or its type keeps finished jobs ([`Job::keep`]); one that succeeded or was cancelled and was not
+    /// kept is [`JobOutcome::Unknown`]: to enqueue a job and wait for it, use
+    /// [`Enqueue::and_wait`](crate::Enqueue::and_wait), which registers the wait before the job exists.
+    /// Waiting survives a lost connection: after a reconnect every waiter looks its job up again, and
+    /// the store keeps a waited job's end for its waiters' time.
     ///
     /// ```
     /// use std::time::Duration;
@@ -377,7 +397,7 @@ impl Client {
     /// use serde::{Deserialize, Serialize};
     ///
     /// #[derive(Serialize, Deserialize, Job)]
-    /// #[job(topic = "invoices.render", output = String)]
+    /// #[job(topic = "invoices.render", output = String, keep = "1h")]
     /// struct RenderInvoice { invoice_id: u64 }
     ///
     /// async fn render(job: RenderInvoice, _ctx: JobContext) -> Result<String, JobError> {
@@ -387,14 +407,15 @@ impl Client {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> postpone::Result<()> {
     /// let client = Client::memory();
-    /// let worker = Worker::builder(client.clone()).handle(render).build()?;
+    /// let worker = Worker::builder(&client).handle(render).build()?;
     /// let stop = worker.shutdown_handle();
     /// let running = tokio::spawn(worker.run());
     ///
-    /// let job = client.enqueue(RenderInvoice { invoice_id: 7 }).id("invoice:7").await?;
-    /// match client.wait::<RenderInvoice>(&job.id, Duration::from_secs(2)).await? {
+    /// client.enqueue(RenderInvoice { invoice_id: 7 }).id("invoice:7").await?;
+    /// // Later, anywhere: the job may have ended already (it is kept for an hour), or not yet.
+    /// match client.wait::<RenderInvoice>("invoice:7", Duration::from_secs(2)).await? {
     ///     JobOutcome::Succeeded(url) => assert_eq!(url, "https://files.example/invoice-7.pdf"),
-    ///     JobOutcome::Pending { .. } => println!("still rendering: answer 202"),
+    ///     JobOutcome::Pending { .. } => println!("still rendering"),
     ///     other => panic!("{other:?}"),
     /// }
     /// # stop.shutdown();
@@ -430,6 +451,15 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub fn waiter<J: Job>(&self, id: &str) -> Result<Waiter<J>> {
+        self.make_waiter(id, None)
+    }
+
+    /// A waiter for a job about to be enqueued: see [`Enqueue::and_wait`](crate::Enqueue::and_wait).
+    pub(crate) fn waiter_expecting<J: Job>(&self, id: &str) -> Result<Waiter<J>> {
+        self.make_waiter(id, Some(0))
+    }
+
+    fn make_waiter<J: Job>(&self, id: &str, since_ms: Option<i64>) -> Result<Waiter<J>> {
         validate_id(id)?;
         let topic = store_topic(J::TOPIC, partition_of(id, J::partitions())).into_owned();
         let hub = self.inner.waiters.hub(&self.inner.store);
@@ -443,6 +473,7 @@ impl Client {
             progress: None,
             ended: None,
             seen: 0,
+            since_ms,
             looked_up: None,
             registered_until: None,
             resyncs,

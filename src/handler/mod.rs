@@ -121,9 +121,14 @@ pub(crate) fn has_output<J: Job>() -> bool {
     std::mem::size_of::<J::Output>() != 0
 }
 
+/// The largest encoded result a handler may return: 512 KiB, as the default limit on a job
+/// ([`DEFAULT_MAX_PAYLOAD`](crate::DEFAULT_MAX_PAYLOAD)). A result is stored with its job and sent to
+/// its waiters; bigger ones belong in your own storage, with their address as the result.
+pub const MAX_RESULT: usize = 512 * 1024;
+
 /// Runs a handler's future as a [`HandlerFuture`]: its output, when it has one, is encoded into the
-/// attempt's context, where the worker takes it for the finish. An output that does not encode fails
-/// the attempt for good (a retry would encode it no better).
+/// attempt's context, where the worker takes it for the finish. An output that does not encode, or is
+/// larger than [`MAX_RESULT`], fails the attempt for good (a retry would encode it no better).
 fn with_output<J, Fut>(ctx: JobContext, start: impl FnOnce(JobContext) -> Fut) -> HandlerFuture
 where
     J: Job,
@@ -138,6 +143,11 @@ where
     Box::pin(async move {
         let output = run.await?;
         match serde_json::to_vec(&output) {
+            Ok(bytes) if bytes.len() > MAX_RESULT => Err(JobError::fail(format!(
+                "the handler's result is {} bytes, more than the {MAX_RESULT} a result may have: \
+                 store it elsewhere and return its address",
+                bytes.len()
+            ))),
             Ok(bytes) => {
                 slot.set_result(bytes);
                 Ok(())

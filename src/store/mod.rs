@@ -64,8 +64,8 @@ pub use ops::{
     MinuteCounts, OpsStore, PageEntry, PagePosition, PageQuery, PageState, PrefixPage, WorkerBeat,
     HISTORY_MINUTES,
 };
-pub(crate) use outcome::{parse_announcement, DoneState, Kept};
-pub use outcome::{Announcement, Ended, Lookup, Progress, Retention};
+pub(crate) use outcome::{parse_announcement, parse_told, DoneState, Kept};
+pub use outcome::{Announcement, Ended, Lookup, Progress, Retention, Watch};
 pub use periodic::{
     PeriodicStore, StoredSchedule, TickJob, TickOutcome, TickPlan, TickRequest, TickStatus,
     UpsertStatus,
@@ -139,12 +139,17 @@ pub trait JobStore: Send + Sync + std::fmt::Debug + 'static {
     /// Counts by state, and the topic's counters.
     async fn counts(&self, topic: &str) -> Result<TopicCounts>;
 
-    /// How a job ended, or whether it is live: a live job (due or active) first; else the newer of
-    /// its kept finish and its newest listed death; else [`Lookup::Unknown`]. When the job is live and
-    /// `wait_ms` > 0, a waiter is registered for it in the same atomic step, until the store's now +
-    /// `wait_ms`: its end (and its progress) is then announced on
-    /// [`announcements`](Self::announcements), whatever ends it (a finish, a cancel, a sweep).
-    async fn outcome(&self, topic: &str, id: &str, wait_ms: u64) -> Result<Lookup>;
+    /// How a job ended, or whether it is live: a live job (due or active) first; else the newest of
+    /// its ends told to its waiters, its kept finish and its newest listed death; else
+    /// [`Lookup::Unknown`].
+    ///
+    /// With [`Watch::Live`], a live job gets a waiter in the same atomic step, until the store's now +
+    /// the time given; with [`Watch::Expect`], the job gets one whether or not it exists yet, and only
+    /// ends since the time given count (an absent job is then [`Lookup::Expected`]). Whatever ends a
+    /// waited job (a finish, a cancel, a sweep) announces it on [`announcements`](Self::announcements)
+    /// (and its progress too), and the end is *told*: kept for lookups until its waiters' time ends,
+    /// so that a waiter whose announcement was lost (a reconnect) finds it.
+    async fn outcome(&self, topic: &str, id: &str, watch: Watch) -> Result<Lookup>;
 
     /// The announcements of the namespace's waited jobs (see [`outcome`](Self::outcome)). A store whose
     /// channel may have dropped some sends [`Announcement::Resync`] (and so does a receiver that lags:

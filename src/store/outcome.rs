@@ -85,6 +85,27 @@ impl Progress {
     }
 }
 
+/// How a lookup of a job's outcome registers its caller ([`JobStore::outcome`](super::JobStore::outcome)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Watch {
+    /// Look only.
+    No,
+    /// When the job is live, register a waiter until the store's now + this many ms.
+    Live(u64),
+    /// Register a waiter until the store's now + `wait_ms` whether or not the job exists yet: it is
+    /// about to be enqueued, and its end must not go unheard even if it comes before anything else.
+    /// Its end as told is this job's; a kept finish or a death is only if after `since_ms`. The first
+    /// lookup gives 0: the store's now (reported in [`Lookup::Expected`] or [`Lookup::Live`], for the
+    /// next lookups to give), and forgets the end an older job of the id was told.
+    Expect {
+        /// How long to wait, ms.
+        wait_ms: u64,
+        /// Ends before this time (ms) are another job's of the same id; 0 for the store's now.
+        since_ms: i64,
+    },
+}
+
 /// What a waiter finds when it looks a job up ([`JobStore::outcome`](super::JobStore::outcome)).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -100,6 +121,14 @@ pub enum Lookup {
     Live {
         /// Its progress, if reported.
         progress: Option<Progress>,
+        /// The store's now, ms (where a [`Watch::Expect`] waiter's ends count from).
+        now_ms: i64,
+    },
+    /// No job of this id is live, and none ended since the time asked ([`Watch::Expect`]): the waiter
+    /// is registered for the job to come.
+    Expected {
+        /// The time ends count from (the one asked, or the store's now), ms.
+        since_ms: i64,
     },
     /// No job of this id is live, kept or dead (never enqueued, or finished and not kept).
     Unknown,
@@ -189,15 +218,10 @@ impl Kept {
     }
 }
 
-/// An announcement as published: `"<topic>\n<id>\n<kind><data>"`, kind `s` (data: the result), `c`, `d`
-/// (data: the reason) or `p` (data: the progress).
-pub(crate) fn parse_announcement(payload: &[u8]) -> Option<Announcement> {
-    let mut parts = payload.splitn(3, |&b| b == b'\n');
-    let topic = std::str::from_utf8(parts.next()?).ok()?.to_owned();
-    let id = std::str::from_utf8(parts.next()?).ok()?.to_owned();
-    let rest = parts.next()?;
-    let (&kind, data) = rest.split_first()?;
-    let ended = match kind {
+/// An end as published and as told (`<kind><data>`): kind `s` (data: the result), `c`, or `d` (data:
+/// the reason).
+fn parse_end(kind: u8, data: &[u8]) -> Option<Ended> {
+    Some(match kind {
         b's' => Ended::Succeeded {
             result: data.to_vec(),
         },
@@ -205,15 +229,33 @@ pub(crate) fn parse_announcement(payload: &[u8]) -> Option<Announcement> {
         b'd' => Ended::Dead {
             reason: String::from_utf8_lossy(data).into_owned(),
         },
-        b'p' => {
-            return Some(Announcement::Progress {
-                topic,
-                id,
-                progress: Progress::decode(data)?,
-            })
-        }
         _ => return None,
-    };
+    })
+}
+
+/// A waited job's end as told (kept until its waiters' time ends): `"<at ms> <kind><data>"`.
+pub(crate) fn parse_told(value: &[u8]) -> Option<(Ended, i64)> {
+    let space = value.iter().position(|&b| b == b' ')?;
+    let at = std::str::from_utf8(&value[..space]).ok()?.parse().ok()?;
+    let (&kind, data) = value[space + 1..].split_first()?;
+    Some((parse_end(kind, data)?, at))
+}
+
+/// An announcement as published: `"<topic>\n<id>\n<kind><data>"`, an end (see [`parse_end`]) or kind
+/// `p` (data: the progress).
+pub(crate) fn parse_announcement(payload: &[u8]) -> Option<Announcement> {
+    let mut parts = payload.splitn(3, |&b| b == b'\n');
+    let topic = std::str::from_utf8(parts.next()?).ok()?.to_owned();
+    let id = std::str::from_utf8(parts.next()?).ok()?.to_owned();
+    let (&kind, data) = parts.next()?.split_first()?;
+    if kind == b'p' {
+        return Some(Announcement::Progress {
+            topic,
+            id,
+            progress: Progress::decode(data)?,
+        });
+    }
+    let ended = parse_end(kind, data)?;
     Some(Announcement::Ended { topic, id, ended })
 }
 
@@ -268,6 +310,17 @@ mod tests {
             })
         );
         assert_eq!(parse_announcement(b"pdfs\n7"), None);
+        assert_eq!(
+            parse_told(b"1700000000000 dstalled: lease expired 3 times"),
+            Some((
+                Ended::Dead {
+                    reason: "stalled: lease expired 3 times".into()
+                },
+                1_700_000_000_000
+            ))
+        );
+        assert_eq!(parse_told(b"5 c"), Some((Ended::Cancelled, 5)));
+        assert_eq!(parse_told(b"5c"), None);
         assert_eq!(parse_announcement(b"pdfs\n7\nz"), None);
     }
 

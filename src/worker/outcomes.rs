@@ -6,8 +6,8 @@
 //! costs a parked task.
 //!
 //! Retention: at start the worker records the job type's retention ([`Job::keep`](crate::Job::keep),
-//! or none, which also clears an older one) and trims beyond it; with one, it trims again every
-//! [`TRIM_EVERY`] (at most), in bounded steps.
+//! or none, which also clears an older one) and trims beyond it, and again every [`TRIM_EVERY`] (sooner
+//! for a short retention), in bounded steps; the same call drops waiters whose time ended.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -76,8 +76,8 @@ pub(crate) async fn progress_pump<S: Send + Sync + 'static>(
     }
 }
 
-/// Records the topic's retention at start and, when it keeps finished jobs, trims them until the
-/// worker stops.
+/// Records the topic's retention at start, and trims kept jobs and ended waiters until the worker
+/// stops.
 pub(crate) async fn retention<S: Send + Sync + 'static>(
     shared: Arc<Shared<S>>,
     topic: Arc<ServedTopic<S>>,
@@ -89,9 +89,6 @@ pub(crate) async fn retention<S: Send + Sync + 'static>(
     });
     loop {
         trim(&shared, &topic, keep).await;
-        if keep.is_none() {
-            return;
-        }
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
             _ = stop.wait_for(|s| *s) => return,

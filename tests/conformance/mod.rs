@@ -191,6 +191,8 @@ macro_rules! conformance_tests {
             results::wait_returns_as_soon_as_the_job_ends_and_pending_on_timeout,
             results::wait_reports_death_cancellation_and_unknown_jobs,
             results::retention_keeps_the_newest_by_count_and_trims_by_age,
+            results::result_over_the_limit_is_dead_lettered_with_the_reason,
+            results::wait_registered_by_and_wait_hears_a_job_that_ends_at_once,
         );
     };
     (@each $factory:path, $($module:ident :: $name:ident),* $(,)?) => {

@@ -23,7 +23,8 @@ pub(crate) struct Pdf {
 #[job(topic = "invoices.render", output = Pdf, keep = "1h", keep_last = 3, retry = ["0", "0"])]
 pub(crate) struct Render {
     pub invoice: u64,
-    /// `fail`: fails for good; `slow`: reports progress, then waits at the gate.
+    /// `fail`: fails for good; `slow`: reports progress, then waits at the gate; `huge`: returns a
+    /// result over the limit.
     pub how: String,
 }
 
@@ -58,6 +59,10 @@ fn renderer(b: &Backend, gate: Gate) -> Running {
                 "slow" => {
                     ctx.progress(40.0, "page 2 of 5");
                     gate.wait().await;
+                }
+                "huge" => {
+                    let url = "x".repeat(postpone::MAX_RESULT);
+                    return Ok(Pdf { url, pages: 1 });
                 }
                 _ => {}
             }
@@ -234,12 +239,25 @@ pub(crate) async fn wait_reports_death_cancellation_and_unknown_jobs(b: Backend)
         waiter.outcome(PATIENCE).await.unwrap(),
         JobOutcome::Succeeded(())
     );
-    let after = b
-        .client
-        .wait::<Email>("mail:1", Duration::ZERO)
-        .await
-        .unwrap();
-    assert_eq!(after, JobOutcome::Unknown, "an email job is not kept");
+    // Its end is told to lookups while its waiters' time lasts.
+    let after = b.client.wait::<Email>("mail:1", Duration::ZERO).await;
+    assert_eq!(after.unwrap(), JobOutcome::Succeeded(()));
+    // One nobody waited for is not kept: unknown once it ran.
+    let email = Email {
+        to: "b@example.com".into(),
+    };
+    b.client.enqueue(email).id("mail:2").await.unwrap();
+    eventually("mail:2 to run", || async {
+        let c = b.client.topic::<Email>().counts().await.unwrap();
+        (c.processed == 2).then_some(())
+    })
+    .await;
+    let gone = b.client.wait::<Email>("mail:2", Duration::ZERO).await;
+    assert_eq!(
+        gone.unwrap(),
+        JobOutcome::Unknown,
+        "an email job is not kept"
+    );
     assert!(b.client.waiter::<Email>("bad\nid").is_err());
     running.stop().await;
 }
@@ -280,5 +298,52 @@ pub(crate) async fn retention_keeps_the_newest_by_count_and_trims_by_age(b: Back
         t0.elapsed() >= Duration::from_millis(500),
         "trimmed before its age"
     );
+    running.stop().await;
+}
+
+pub(crate) async fn result_over_the_limit_is_dead_lettered_with_the_reason(b: Backend) {
+    let running = renderer(&b, Gate::closed());
+    enqueue(&b, render(11, "huge"), "invoice:11").await;
+    let outcome = b
+        .client
+        .wait::<Render>("invoice:11", PATIENCE)
+        .await
+        .unwrap();
+    let JobOutcome::Dead { reason } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(
+        reason.starts_with("failed: the handler's result is 524"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("more than the 524288 a result may have"),
+        "{reason}"
+    );
+    running.stop().await;
+}
+
+pub(crate) async fn wait_registered_by_and_wait_hears_a_job_that_ends_at_once(b: Backend) {
+    let running = renderer(&b, Gate::closed());
+    // Email keeps nothing: only a wait registered before the job exists can hear it.
+    for n in 0..20 {
+        let email = Email {
+            to: format!("{n}@example.com"),
+        };
+        let (job, outcome) = b.client.enqueue(email).and_wait(PATIENCE).await.unwrap();
+        assert_eq!(outcome, JobOutcome::Succeeded(()), "job {}", job.id);
+    }
+    let (job, outcome) = b
+        .client
+        .enqueue(render(12, "fast"))
+        .id("invoice:12")
+        .and_wait(PATIENCE)
+        .await
+        .unwrap();
+    assert_eq!(job.id, "invoice:12");
+    assert!(matches!(
+        outcome,
+        JobOutcome::Succeeded(Pdf { pages: 5, .. })
+    ));
     running.stop().await;
 }

@@ -184,6 +184,7 @@ macro_rules! store_conformance {
             wait_registration_hears_finish_cancel_death_and_sweep,
             progress_holds_under_the_lease_reaches_waiters_and_goes_with_the_job,
             retention_trims_by_count_and_age_in_bounded_steps,
+            wait_expecting_a_job_hears_its_end_before_any_other_lookup,
         );
     };
     (@each $factory:expr; $($name:ident),* $(,)?) => {$(

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use postpone::store::{Announcement, Due, Ended, Lookup, Progress, Retention, Store, StoredState};
+use postpone::store::{
+    Announcement, Due, Ended, Lookup, Progress, Retention, Store, StoredState, Watch,
+};
 use tokio::sync::broadcast;
 
 use super::*;
@@ -65,7 +67,7 @@ pub(crate) async fn result_is_kept_with_its_record_only_under_a_retention(store:
     let job = claim_id(s, t, "a", LONG).await;
     finish(s, t, &job, succeeded(b"{\"n\":1}")).await;
     assert_eq!(state(s, t, "a").await, None);
-    assert_eq!(s.outcome(t, "a", 0).await.unwrap(), Lookup::Unknown);
+    assert_eq!(s.outcome(t, "a", Watch::No).await.unwrap(), Lookup::Unknown);
 
     assert_eq!(s.retain(t, Some(KEEP), 100).await.unwrap(), 0);
     create(s, t, "b", REC, Due::In(0)).await;
@@ -86,7 +88,7 @@ pub(crate) async fn result_is_kept_with_its_record_only_under_a_retention(store:
         (REC, Some(&b"{\"n\":2}"[..]))
     );
     assert_eq!(
-        s.outcome(t, "b", 0).await.unwrap(),
+        s.outcome(t, "b", Watch::No).await.unwrap(),
         Lookup::Ended {
             ended: Ended::Succeeded {
                 result: b"{\"n\":2}".to_vec()
@@ -131,8 +133,11 @@ pub(crate) async fn wait_registration_hears_finish_cancel_death_and_sweep(store:
         create(s, t, id, REC, Due::In(60_000)).await;
     }
     for id in ["done", "cancelled", "dead", "swept", "running"] {
-        let live = s.outcome(t, id, 60_000).await.unwrap();
-        assert_eq!(live, Lookup::Live { progress: None });
+        let live = s.outcome(t, id, Watch::Live(60_000)).await.unwrap();
+        assert!(
+            matches!(live, Lookup::Live { progress: None, .. }),
+            "{live:?}"
+        );
     }
     // A scheduled job cancelled.
     s.cancel(t, "cancelled").await.unwrap();
@@ -185,12 +190,27 @@ pub(crate) async fn wait_registration_hears_finish_cancel_death_and_sweep(store:
     wait_past(s, after).await;
     claim(s, t, 0, LONG).await;
     assert_eq!(heard(&mut rx, t).await, ended(t, "swept", Ended::Cancelled));
-    // Each waiter hears once: nothing more about this topic.
+    // Each waiter hears once: nothing more about this topic. Told, each end is found by a lookup while
+    // its waiters wait (a waiter whose announcement was lost finds it so).
+    match s.outcome(t, "done", Watch::No).await.unwrap() {
+        Lookup::Ended {
+            ended: Ended::Succeeded { result },
+            ..
+        } => assert_eq!(result, b"42"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        s.outcome(t, "cancelled", Watch::No).await.unwrap(),
+        Lookup::Ended {
+            ended: Ended::Cancelled,
+            ..
+        }
+    ));
     let more = tokio::time::timeout(Duration::from_millis(200), heard(&mut rx, t)).await;
     assert!(more.is_err(), "{more:?}");
     // Dead: found by a later lookup too.
     assert!(matches!(
-        s.outcome(t, "dead", 0).await.unwrap(),
+        s.outcome(t, "dead", Watch::No).await.unwrap(),
         Lookup::Ended {
             ended: Ended::Dead { .. },
             ..
@@ -217,7 +237,7 @@ pub(crate) async fn progress_holds_under_the_lease_reaches_waiters_and_goes_with
         None,
         "another lease's"
     );
-    s.outcome(t, "a", 60_000).await.unwrap();
+    s.outcome(t, "a", Watch::Live(60_000)).await.unwrap();
     s.progress(t, vec![(("a".into(), job.token), p.clone())])
         .await
         .unwrap();
@@ -233,9 +253,10 @@ pub(crate) async fn progress_holds_under_the_lease_reaches_waiters_and_goes_with
             progress: p.clone()
         }
     );
-    assert_eq!(
-        s.outcome(t, "a", 0).await.unwrap(),
-        Lookup::Live { progress: Some(p) }
+    let live = s.outcome(t, "a", Watch::No).await.unwrap();
+    assert!(
+        matches!(&live, Lookup::Live { progress: Some(q), .. } if *q == p),
+        "{live:?}"
     );
     finish(s, t, &job, Finish::Done).await;
     assert_eq!(
@@ -272,4 +293,51 @@ pub(crate) async fn retention_trims_by_count_and_age_in_bounded_steps(store: Arc
     wait_past(s, after).await;
     assert_eq!(s.retain(t, Some(young), 100).await.unwrap(), 10);
     assert_eq!(state(s, t, "j29").await, None);
+}
+
+pub(crate) async fn wait_expecting_a_job_hears_its_end_before_any_other_lookup(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("wait_expect"));
+    // An older job of the id died: not the one expected.
+    make_dead(s, t, &["a"]).await;
+    let expect = Watch::Expect {
+        wait_ms: 60_000,
+        since_ms: 0,
+    };
+    let Lookup::Expected { since_ms } = s.outcome(t, "a", expect).await.unwrap() else {
+        panic!("expected")
+    };
+    assert!(since_ms >= now(s).await - 60_000);
+    // The job comes, runs and ends before the waiter listens or looks again: its end is told.
+    let mut rx = s.announcements();
+    create(s, t, "a", REC, Due::In(0)).await;
+    let job = claim_id(s, t, "a", LONG).await;
+    finish(s, t, &job, succeeded(b"7")).await;
+    let again = Watch::Expect {
+        wait_ms: 60_000,
+        since_ms,
+    };
+    match s.outcome(t, "a", again).await.unwrap() {
+        Lookup::Ended {
+            ended: Ended::Succeeded { result },
+            ..
+        } => assert_eq!(result, b"7"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        heard(&mut rx, t).await,
+        ended(
+            t,
+            "a",
+            Ended::Succeeded {
+                result: b"7".to_vec()
+            }
+        )
+    );
+    // Nothing kept, nothing told for a job nobody waited for.
+    create(s, t, "b", REC, Due::In(0)).await;
+    let job = claim_id(s, t, "b", LONG).await;
+    finish(s, t, &job, succeeded(b"8")).await;
+    assert_eq!(s.outcome(t, "b", Watch::No).await.unwrap(), Lookup::Unknown);
 }

@@ -31,7 +31,7 @@ use super::{
     Announcement, CancelOutcome, ClaimBatch, ClaimRequest, DeadEntry, DeadLetterStore,
     DeadSelection, Death, Due, EnqueueOutcome, FinishItem, FinishOutcome, Hint, JobStore, KeyedJob,
     KeyedOutcome, Lease, LeaseStatus, Lookup, NewJob, Progress, RequeueOutcome, RescheduleOutcome,
-    Retention, StoredJob, TopicCounts, TrimPolicy, WorkerStore,
+    Retention, StoredJob, TopicCounts, TrimPolicy, Watch, WorkerStore,
 };
 use crate::error::Result;
 
@@ -233,8 +233,8 @@ impl JobStore for MemoryStore {
         Ok(self.read_topic(topic, |state, now| state.counts(now)))
     }
 
-    async fn outcome(&self, topic: &str, id: &str, wait_ms: u64) -> Result<Lookup> {
-        Ok(self.with_topic(topic, |state, now| state.outcome(id, wait_ms, now)))
+    async fn outcome(&self, topic: &str, id: &str, watch: Watch) -> Result<Lookup> {
+        Ok(self.with_topic(topic, |state, now| state.outcome(id, watch, now)))
     }
 
     /// Nothing is ever lost in this process: the one `Resync` sent, at each call, says the receiver

@@ -11,9 +11,9 @@ use super::scripts::SCRIPTS;
 use super::{due_args, RedisStore};
 use crate::error::{Error, Result};
 use crate::store::{
-    Announcement, CancelOutcome, Death, DoneState, Due, Ended, EnqueueOutcome, FlowCounts,
-    JobStore, Kept, KeyedJob, KeyedOutcome, Lookup, NewJob, Progress, RescheduleOutcome, StoredJob,
-    StoredState, TopicCounts, MAX_DUE_MS,
+    parse_told, Announcement, CancelOutcome, Death, DoneState, Due, Ended, EnqueueOutcome,
+    FlowCounts, JobStore, Kept, KeyedJob, KeyedOutcome, Lookup, NewJob, Progress,
+    RescheduleOutcome, StoredJob, StoredState, TopicCounts, Watch, MAX_DUE_MS,
 };
 
 /// A kept finished job as found by id.
@@ -170,17 +170,26 @@ impl JobStore for RedisStore {
         Ok(Some(job))
     }
 
-    async fn outcome(&self, topic: &str, id: &str, wait_ms: u64) -> Result<Lookup> {
+    async fn outcome(&self, topic: &str, id: &str, watch: Watch) -> Result<Lookup> {
         const CONTEXT: &str = "looking up a job's outcome";
         let keys = self.keys(topic)?;
+        let (wait_ms, mode, since_ms) = match watch {
+            Watch::Live(ms) => (ms, "1", 0),
+            Watch::Expect { wait_ms, since_ms } => (wait_ms, "2", since_ms.max(0)),
+            _ => (0, "0", 0),
+        };
         let reply = self
             .eval_with(CONTEXT, &SCRIPTS.outcome, keys.with_outcomes(), |inv| {
-                inv.arg(id).arg(wait_ms.min(MAX_DUE_MS as u64));
+                inv.arg(id)
+                    .arg(wait_ms.min(MAX_DUE_MS as u64))
+                    .arg(mode)
+                    .arg(since_ms);
             })
             .await?;
         let mut r = Reply::new(reply, CONTEXT)?;
         Ok(match r.int()? {
             1 => Lookup::Live {
+                now_ms: r.int()?,
                 progress: r.opt_bytes()?.and_then(|p| Progress::decode(&p)),
             },
             2 => match Kept::parse(&r.bytes()?) {
@@ -197,6 +206,11 @@ impl JobStore for RedisStore {
                     at_ms: died_at_ms,
                 }
             }
+            4 => match parse_told(&r.bytes()?) {
+                Some((ended, at_ms)) => Lookup::Ended { ended, at_ms },
+                None => Lookup::Unknown,
+            },
+            5 => Lookup::Expected { since_ms: r.int()? },
             _ => Lookup::Unknown,
         })
     }

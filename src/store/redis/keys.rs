@@ -33,6 +33,8 @@
 //! postpone:{<ns>:<topic>}:done_jobs     hash  id -> "<s|c> <finished ms> <record length>\n<record><result>"
 //! postpone:{<ns>:<topic>}:waited        zset  id -> until when a caller waits for it (ms; `waits` in stats)
 //! postpone:{<ns>:<topic>}:progress      hash  id -> "<value> <message>" (`progress` in stats)
+//! postpone:{<ns>:<topic>}:told          hash  id -> "<ended at ms> <s|c|d><result|reason>": how a waited
+//!                                             job ended, kept as long as its id is in `waited`
 //! postpone:{<ns>:<topic>}:schedules     hash  periodic schedule name -> "<next ms> <last ms|-> <run now
 //!                                             ms|-> <definition>" (see periodic.rs; the scripts' last key)
 //! postpone:{<ns>}:wake                  pub/sub channel: "<due ms> <topic>"
@@ -89,13 +91,13 @@ const SUFFIXES: [&str; 16] = [
 
 /// The suffixes of the keys of finished jobs, waiters and progress, after the sixteen (see
 /// `scripts/outcomes.lua`).
-const OUTCOME_SUFFIXES: [&str; 4] = ["done", "done_jobs", "waited", "progress"];
+const OUTCOME_SUFFIXES: [&str; 5] = ["done", "done_jobs", "waited", "progress", "told"];
 
 /// Index of `dead_pending` in [`SUFFIXES`].
 #[cfg(test)]
 const DEAD_PENDING: usize = 10;
 
-/// The keys of one topic, in script order: the sixteen, and the same followed by the four of
+/// The keys of one topic, in script order: the sixteen, and the same followed by the five of
 /// `OUTCOME_SUFFIXES`.
 #[derive(Debug, Clone)]
 pub(super) struct TopicKeys(pub(super) [String; 16], Vec<String>);
@@ -117,8 +119,8 @@ impl TopicKeys {
         self.other(&format!("claim:{token}"))
     }
 
-    /// The topic's sixteen keys and the four of finished jobs, waiters and progress (`done`,
-    /// `done_jobs`, `waited`, `progress`), for the scripts that include outcomes.lua.
+    /// The topic's sixteen keys and the five of finished jobs, waiters and progress (`done`,
+    /// `done_jobs`, `waited`, `progress`, `told`), for the scripts that include outcomes.lua.
     pub(super) fn with_outcomes(&self) -> &[String] {
         &self.1
     }
@@ -167,7 +169,7 @@ mod tests {
         assert_eq!(wake_channel("shop"), "postpone:{shop}:wake");
         assert_eq!(registries("shop")[1], "postpone:{shop}:workers");
         assert_eq!(k.claim(7), "postpone:{shop:orders.close}:claim:7");
-        assert_eq!(k.with_outcomes().len(), 20);
+        assert_eq!(k.with_outcomes().len(), 21);
         assert_eq!(k.with_outcomes()[..16], k.0[..]);
         assert_eq!(
             k.with_outcomes()[17],

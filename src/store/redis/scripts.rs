@@ -9,7 +9,7 @@ const PRELUDE_CORE: &str = include_str!("scripts/prelude_core.lua");
 /// script's source defines is a closure made at every call, so the hottest script leaves these out.
 const PRELUDE: &str = include_str!("scripts/prelude.lua");
 /// Finished jobs kept, waiters and progress, after the prelude, for the scripts that end jobs or read
-/// outcomes (they get the four keys of `TopicKeys::with_outcomes`).
+/// outcomes (they get the five keys of `TopicKeys::with_outcomes`).
 const OUTCOMES: &str = include_str!("scripts/outcomes.lua");
 /// The periodic scripts' helpers, after the prelude.
 const PERIODIC: &str = include_str!("scripts/periodic_prelude.lua");

@@ -6,7 +6,9 @@ use std::collections::HashMap;
 
 use super::super::zset::ZSet;
 use super::{StoredJob, Topic};
-use crate::store::{DoneState, Ended, Kept, Lease, Lookup, Progress, Retention, StoredState};
+use crate::store::{
+    DoneState, Ended, Kept, Lease, Lookup, Progress, Retention, StoredState, Watch,
+};
 use crate::time::add_ms;
 
 /// Most kept jobs one keep deletes beyond what it kept (bounded steps, as on Redis).
@@ -21,6 +23,8 @@ pub(in crate::store::memory) struct Outcomes {
     kept: HashMap<String, Kept>,
     /// Waited ids by until when.
     waited: ZSet,
+    /// How waited jobs ended, and when, while they are waited for.
+    told: HashMap<String, (Ended, i64)>,
     progress: HashMap<String, Progress>,
     /// What this step announced, for the store to send once it lets go of its lock.
     pub(in crate::store::memory) announced: Vec<Announced>,
@@ -57,8 +61,25 @@ impl Outcomes {
             self.kept.insert(id.to_owned(), kept);
             self.trim(Some(keep), now, 1 + TRIM_EXTRA);
         }
-        if self.waited.remove(id).is_some() {
+        if self.waited.contains(id) {
+            self.told.insert(id.to_owned(), (ended.clone(), now));
             self.announced.push(Announced::Ended(id.to_owned(), ended));
+        }
+    }
+
+    /// Drops up to `limit` waiters whose time ended, and what they were told.
+    fn drop_waiters(&mut self, now: i64, limit: usize) {
+        for (_, old) in self.waited.take_up_to(now - 1, limit) {
+            self.waited.remove(&old);
+            self.told.remove(&old);
+        }
+    }
+
+    /// Registers a waiter of `id` until `until`.
+    fn register(&mut self, id: &str, until: i64, now: i64) {
+        self.drop_waiters(now, 16);
+        if self.waited.score(id).is_none_or(|u| u < until) {
+            self.waited.insert(id, until);
         }
     }
 
@@ -100,6 +121,7 @@ impl Outcomes {
         self.done.len() == 0
             && self.kept.is_empty()
             && self.waited.len() == 0
+            && self.told.is_empty()
             && self.progress.is_empty()
     }
 }
@@ -142,43 +164,58 @@ impl Topic {
     }
 
     /// See [`crate::store::JobStore::outcome`].
-    pub(in crate::store::memory) fn outcome(&mut self, id: &str, wait_ms: u64, now: i64) -> Lookup {
+    pub(in crate::store::memory) fn outcome(&mut self, id: &str, watch: Watch, now: i64) -> Lookup {
+        let (wait_ms, expect, since) = match watch {
+            Watch::Live(ms) => (ms, false, -1),
+            Watch::Expect {
+                wait_ms,
+                since_ms: 0,
+            } => {
+                // The first lookup: what an older job of the id was told is not this one's.
+                self.outcomes.told.remove(id);
+                (wait_ms, true, now)
+            }
+            Watch::Expect { wait_ms, since_ms } => (wait_ms, true, since_ms),
+            _ => (0, false, -1),
+        };
+        let until = add_ms(now, wait_ms);
         if self.due.contains(id) || self.active.contains(id) {
             if wait_ms > 0 {
-                for (_, old) in self.outcomes.waited.take_up_to(now - 1, 16) {
-                    self.outcomes.waited.remove(&old);
-                }
-                let until = add_ms(now, wait_ms);
-                if self.outcomes.waited.score(id).is_none_or(|u| u < until) {
-                    self.outcomes.waited.insert(id, until);
-                }
+                self.outcomes.register(id, until, now);
             }
             return Lookup::Live {
                 progress: self.progress_of(id),
+                now_ms: now,
             };
         }
-        match self.job(id) {
-            Some(StoredJob {
-                state:
-                    StoredState::Dead {
-                        died_at_ms, reason, ..
-                    },
-                ..
-            }) => Lookup::Ended {
-                ended: Ended::Dead { reason },
-                at_ms: died_at_ms,
-            },
-            Some(StoredJob {
-                state: StoredState::Done { done_at_ms, .. },
-                ..
-            }) => {
-                let kept = &self.outcomes.kept[id];
-                Lookup::Ended {
-                    ended: kept.ended(),
-                    at_ms: done_at_ms,
-                }
+        // Its told end (this job's, whatever its time), or a newer kept finish or death after `since`.
+        let told = self.outcomes.told.get(id).cloned();
+        let kept = self.outcomes.kept.get(id).map(|k| (k.ended(), k.at_ms));
+        let dead = self
+            .deaths_of(id)
+            .next_back()
+            .and_then(|member| self.graves.get(member))
+            .map(|g| {
+                let ended = Ended::Dead {
+                    reason: g.reason.clone(),
+                };
+                (ended, g.died_at_ms)
+            });
+        let newest = [kept, dead]
+            .into_iter()
+            .flatten()
+            .filter(|(_, at)| *at > since)
+            .fold(told, |best, (ended, at)| match best {
+                Some((_, best_at)) if best_at >= at => best,
+                _ => Some((ended, at)),
+            });
+        match newest {
+            Some((ended, at_ms)) => Lookup::Ended { ended, at_ms },
+            None if expect => {
+                self.outcomes.register(id, until, now);
+                Lookup::Expected { since_ms: since }
             }
-            _ => Lookup::Unknown,
+            None => Lookup::Unknown,
         }
     }
 
@@ -190,9 +227,7 @@ impl Topic {
         now: i64,
     ) -> u64 {
         self.outcomes.keep = keep;
-        for (_, old) in self.outcomes.waited.take_up_to(now - 1, limit) {
-            self.outcomes.waited.remove(&old);
-        }
+        self.outcomes.drop_waiters(now, limit);
         self.outcomes.trim(keep, now, limit)
     }
 

@@ -42,7 +42,7 @@ if #removed > 0 then
     keep_done(flags[1], removed, values, now)
   end
   if flags[2] then
-    announce(channel, topic, removed, kinds, {})
+    announce(channel, topic, removed, kinds, {}, now_ms())
   end
   if flags[3] then
     forget_progress(removed)

@@ -1,5 +1,5 @@
 -- Sweeps expired leases, then claims due jobs under the caller's lease token (see WorkerStore::claim).
--- KEYS: the topic's sixteen, the four of outcomes.lua, then this claim's record ("<prefix>claim:<token>") and the record of the
+-- KEYS: the topic's sixteen, the five of outcomes.lua, then this claim's record ("<prefix>claim:<token>") and the record of the
 -- previous claim whose reply the caller received ("<prefix>claim:0" when none): see below.
 -- ARGV: max, lease ms, sweep limit, stall limit, token, again ('1' when this claim was sent before and
 -- its reply was lost), holder (the claiming worker's number, kept in each lease for operators), max
@@ -36,7 +36,7 @@ local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
 local token_s, again, holder = ARGV[5], ARGV[6] == '1', ARGV[7]
 local max_running, interval, burst = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local flow_label, channel, topic = ARGV[11], ARGV[12], ARGV[13]
-local K_CLAIM, K_RECEIVED = KEYS[21], KEYS[22]
+local K_CLAIM, K_RECEIVED = KEYS[22], KEYS[23]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local now_us_part = tonumber(time[2]) % 1000
@@ -133,7 +133,7 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
       ended[k], kinds[k], data[k] = id, 'd', dead_reasons[i]
     end
     if flags[2] then
-      announce(channel, topic, ended, kinds, data)
+      announce(channel, topic, ended, kinds, data, now)
     end
     if flags[3] then
       forget_progress(ended)

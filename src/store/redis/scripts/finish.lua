@@ -121,7 +121,7 @@ if #ended > 0 then
     keep_done(flags[3], kept, values, now)
   end
   if flags[4] then
-    announce(channel, topic, ended, ended_kind, ended_data)
+    announce(channel, topic, ended, ended_kind, ended_data, now)
   end
   if flags[5] then
     forget_progress(ended)

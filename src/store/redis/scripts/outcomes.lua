@@ -1,11 +1,11 @@
 -- postpone: finished jobs kept, waiters and progress (see keys.rs and store/outcome.rs), after the
--- prelude, for the scripts that end jobs or read outcomes. Their four keys follow the topic's sixteen
--- (KEYS[17] to KEYS[20]). What they cost a topic that keeps nothing and that nobody waits for: one more
+-- prelude, for the scripts that end jobs or read outcomes. Their five keys follow the topic's sixteen
+-- (KEYS[17] to KEYS[21]). What they cost a topic that keeps nothing and that nobody waits for: one more
 -- field or three read in the stats hash, which the script reads anyway.
 --
 -- Stats fields: `keep` "<max age ms> <max count>" (the topic's retention, written by retain.lua),
 -- `waits` (set while `waited` may hold an id), `progress` (set while `progress` may hold an id).
-local K_DONE, K_DONE_JOBS, K_WAITED, K_PROGRESS = KEYS[17], KEYS[18], KEYS[19], KEYS[20]
+local K_DONE, K_DONE_JOBS, K_WAITED, K_PROGRESS, K_TOLD = KEYS[17], KEYS[18], KEYS[19], KEYS[20], KEYS[21]
 
 -- Most kept jobs one trim deletes beyond what its caller kept (bounded steps).
 local TRIM_EXTRA = 16
@@ -78,22 +78,35 @@ end
 
 -- Announces how jobs ended to their waiters, for the ids that `waited` holds (call only when `waits` is
 -- set in stats): one message each, "<topic>\n<id>\n<kind><data>", kind 's' (data: the result), 'c' or
--- 'd' (data: the reason). Their waiters are done.
-local function announce(wake, topic, ids, kinds, data)
+-- 'd' (data: the reason); and tells it ("<now> <kind><data>" in `told`) for as long as the id stays in
+-- `waited`, so that a waiter whose message was lost (a reconnect) finds it when it looks again.
+local function announce(wake, topic, ids, kinds, data, now)
   if #ids == 0 then
     return
   end
   local waited = fetch_many('ZMSCORE', K_WAITED, ids)
-  local heard = {}
+  local told = {}
   local channel = ended_channel(wake)
+  local at = string.format('%d', now) .. ' '
   for i, id in ipairs(ids) do
     if waited[i] then
-      redis.call('PUBLISH', channel, topic .. '\n' .. id .. '\n' .. kinds[i] .. (data[i] or ''))
-      heard[#heard + 1] = id
+      local end_of = kinds[i] .. (data[i] or '')
+      redis.call('PUBLISH', channel, topic .. '\n' .. id .. '\n' .. end_of)
+      told[#told + 1] = id
+      told[#told + 1] = at .. end_of
     end
   end
-  if #heard > 0 then
-    call_many('ZREM', K_WAITED, heard, 1)
+  if #told > 0 then
+    call_many('HSET', K_TOLD, told, 2)
+  end
+end
+
+-- Drops up to `limit` waiters whose time ended (and what they were told); with the last, `waits`.
+local function drop_waiters(now, limit)
+  local old = redis.call('ZRANGE', K_WAITED, '-inf', '(' .. string.format('%d', now), 'BYSCORE', 'LIMIT', 0, limit)
+  if #old > 0 then
+    call_many('ZREM', K_WAITED, old, 1)
+    call_many('HDEL', K_TOLD, old, 1)
     if redis.call('ZCARD', K_WAITED) == 0 then
       redis.call('HDEL', K_STATS, 'waits')
     end

@@ -1,6 +1,6 @@
 -- Records the topic's retention of finished jobs (`keep` in stats: "<max age ms> <max count>"; deleted
 -- when none) and trims kept jobs beyond it, oldest first, at most `limit`; also drops up to `limit`
--- waiters whose time ended (and `waits` with the last). See WorkerStore::retain.
+-- waiters whose time ended (and what they were told; `waits` with the last). See WorkerStore::retain.
 -- ARGV: max age ms, max count (both '' for none), limit. Returns how many kept jobs went.
 local now = now_ms()
 local limit = tonumber(ARGV[3])
@@ -15,11 +15,5 @@ else
   end
   trimmed = trim_done(tonumber(ARGV[1]), tonumber(ARGV[2]), now, limit)
 end
-local old = redis.call('ZRANGE', K_WAITED, '-inf', '(' .. string.format('%d', now), 'BYSCORE', 'LIMIT', 0, limit)
-if #old > 0 then
-  call_many('ZREM', K_WAITED, old, 1)
-end
-if redis.call('ZCARD', K_WAITED) == 0 then
-  redis.call('HDEL', K_STATS, 'waits')
-end
+drop_waiters(now, limit)
 return trimmed
