@@ -293,7 +293,7 @@ impl<'a, J: Job> Enqueue<'a, J> {
 
 impl<'a, J: Job> Enqueue<'a, J> {
     /// Enqueues the job and waits up to `timeout` for it to end: the enqueue's report, and how the job
-    /// ended ([`JobOutcome`], as [`Client::wait`] returns it). The wait is registered in the store
+    /// ended ([`JobOutcome`](super::JobOutcome), as [`Client::wait`] returns it). The wait is registered in the store
     /// before the job exists, so even a job that ends at once is heard, whatever its type keeps: the
     /// way for a request handler to give a job a moment and otherwise answer `202`.
     ///
