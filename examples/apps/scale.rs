@@ -75,7 +75,7 @@ struct Run {
 }
 
 /// Drains `JOBS` jobs of `J` through `client`; `redis_cpu` reads each node's CPU seconds.
-async fn drain<J: Job>(
+async fn drain<J: Job<Output = ()>>(
     client: &Client,
     make: fn(u64) -> J,
     redis_cpu: &(dyn Fn() -> Vec<f64> + Sync),
