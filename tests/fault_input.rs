@@ -200,3 +200,13 @@ async fn hostile_names_ids_and_payloads_get_clear_errors() {
     // Nothing of the above reached Redis.
     assert!(server.keys().is_empty(), "{:?}", server.keys());
 }
+
+/// Waiting needs a Tokio runtime (its listener is a task): outside one, a clear error, never a panic.
+#[test]
+fn wait_outside_a_tokio_runtime_is_a_clear_error() {
+    let client = Client::memory();
+    let err = client.waiter::<Wrong>("job:1").unwrap_err();
+    assert!(matches!(err, Error::InvalidConfig { .. }), "{err}");
+    assert!(err.to_string().contains("needs a Tokio runtime"), "{err}");
+    assert!(client.waiter::<Wrong>("bad\nid").is_err());
+}

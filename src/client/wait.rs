@@ -85,19 +85,23 @@ struct Hub {
 
 impl Waiters {
     /// The client's hub, started on first use (inside a Tokio runtime).
-    fn hub(&self, store: &Arc<dyn Store>) -> Arc<Hub> {
+    fn hub(&self, store: &Arc<dyn Store>) -> Result<Arc<Hub>> {
         let mut hub = self.hub.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(hub) = hub.as_ref() {
-            return hub.clone();
+            return Ok(hub.clone());
         }
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::InvalidConfig {
+            reason: "waiting for a job needs a Tokio runtime: call `wait` or `waiter` inside one"
+                .into(),
+        })?;
         let new = Arc::new(Hub {
             waiting: Mutex::default(),
             next: AtomicU64::new(0),
             resyncs: watch::channel(0).0,
         });
-        tokio::spawn(dispatch(Arc::downgrade(&new), store.announcements()));
+        runtime.spawn(dispatch(Arc::downgrade(&new), store.announcements()));
         *hub = Some(new.clone());
-        new
+        Ok(new)
     }
 }
 
@@ -462,7 +466,7 @@ impl Client {
     fn make_waiter<J: Job>(&self, id: &str, since_ms: Option<i64>) -> Result<Waiter<J>> {
         validate_id(id)?;
         let topic = store_topic(J::TOPIC, partition_of(id, J::partitions())).into_owned();
-        let hub = self.inner.waiters.hub(&self.inner.store);
+        let hub = self.inner.waiters.hub(&self.inner.store)?;
         let resyncs = hub.resyncs.subscribe();
         let registration = Registration::new(hub, topic.clone(), id.to_owned());
         Ok(Waiter {

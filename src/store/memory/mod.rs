@@ -37,6 +37,8 @@ use crate::error::Result;
 
 /// How many hints a slow receiver may fall behind before it sees `Lagged` (and should look again).
 const HINT_CAPACITY: usize = 1024;
+/// As on Redis: a burst of a thousand waited jobs ending at once must not make every waiter look again.
+const ANNOUNCEMENT_CAPACITY: usize = 16 * 1024;
 
 /// Jobs kept in this process's memory.
 ///
@@ -66,7 +68,7 @@ impl MemoryStore {
     pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
         let (hints, _) = broadcast::channel(HINT_CAPACITY);
         clock.register_hints(hints.clone());
-        let (announcements, _) = broadcast::channel(HINT_CAPACITY);
+        let (announcements, _) = broadcast::channel(ANNOUNCEMENT_CAPACITY);
         MemoryStore {
             topics: Mutex::new(HashMap::new()),
             registries: Mutex::default(),

@@ -28,6 +28,9 @@ pub(super) trait Message: Clone + Send + Sync + std::fmt::Debug + 'static {
     const RESYNC: Self;
     /// What the channel is for, in logs.
     const WHAT: &'static str;
+    /// How many messages a slow receiver may fall behind before it sees `Lagged` (and acts as on the
+    /// resync message).
+    const CAPACITY: usize;
     /// A payload as a message; `None` when malformed.
     fn parse(payload: &[u8]) -> Option<Self>;
 }
@@ -35,6 +38,7 @@ pub(super) trait Message: Clone + Send + Sync + std::fmt::Debug + 'static {
 impl Message for Hint {
     const RESYNC: Self = Hint::All;
     const WHAT: &'static str = "hints";
+    const CAPACITY: usize = 1024;
     fn parse(payload: &[u8]) -> Option<Self> {
         parse(payload)
     }
@@ -43,14 +47,14 @@ impl Message for Hint {
 impl Message for Announcement {
     const RESYNC: Self = Announcement::Resync;
     const WHAT: &'static str = "announcements";
+    /// A burst of ends (a thousand jobs waited for, finishing at once) must not make every waiter look
+    /// its job up again.
+    const CAPACITY: usize = 16 * 1024;
     fn parse(payload: &[u8]) -> Option<Self> {
         parse_announcement(payload)
     }
 }
 
-/// How many messages a slow receiver may fall behind before it sees `Lagged` (treat that as the
-/// resync message).
-const CAPACITY: usize = 1024;
 /// How often the pub/sub connection is pinged, to notice a dead peer.
 const PING_EVERY: Duration = Duration::from_secs(15);
 /// Pauses between reconnects: short, so that hints are back within half a second of Redis answering
@@ -73,7 +77,7 @@ pub(super) struct Channel<M: Message> {
 
 impl<M: Message> Channel<M> {
     pub(super) fn new(clients: Vec<Client>, channel: String, timeout: Duration) -> Self {
-        let (tx, _) = broadcast::channel(CAPACITY);
+        let (tx, _) = broadcast::channel(M::CAPACITY);
         Channel {
             tx,
             clients,
