@@ -6,7 +6,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::listing::payload_json;
+use super::listing::{payload_json, result_json};
 use super::workers::{worker_id, WorkerInfo};
 use crate::client::{JobState, Topic};
 use crate::error::Result;
@@ -262,7 +262,7 @@ impl JobDetail {
             StoredState::Dead { seq, delivered, .. } => (Some(seq), Some(delivered)),
             _ => (None, None),
         };
-        let result = stored.result.as_deref().map(payload_json);
+        let result = stored.result.as_deref().and_then(result_json);
         let progress = stored.progress.clone();
         let state = JobState::of(stored.state);
         Ok(JobDetail {

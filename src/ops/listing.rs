@@ -1,5 +1,6 @@
 //! Jobs by state, paged by cursor: scheduled by due time, running by lease deadline, dead by time of
-//! death, merged across partitions; and the search by id prefix.
+//! death, kept finished jobs by when they finished, merged across partitions; and the search by id
+//! prefix.
 
 use std::fmt;
 use std::str::FromStr;
@@ -12,7 +13,7 @@ use crate::client::Topic;
 use crate::error::{Error, Result};
 use crate::partition::store_topic;
 use crate::record::Record;
-use crate::store::{PageEntry, PagePosition, PageQuery, PageState};
+use crate::store::{Ended, PageEntry, PagePosition, PageQuery, PageState};
 use crate::time::ms_to_time;
 
 /// Most jobs one page holds.
@@ -108,7 +109,7 @@ pub struct JobQuery {
 
 impl JobQuery {
     /// The first 20 jobs in `state`, oldest first (earliest due, earliest lease deadline, earliest
-    /// death).
+    /// death, earliest finish).
     pub fn new(state: PageState) -> Self {
         JobQuery {
             state,
@@ -140,10 +141,33 @@ impl JobQuery {
     /// Only jobs whose id starts with `prefix`. Dead letters are found in id order in O(log n + page);
     /// scheduled and running jobs by a scan of the topic, in no particular order, each page examining a
     /// bounded number of jobs: a page may hold fewer than the limit (even none) and still have a next
-    /// one. (A job whose whole id is known is found directly by [`Ops::job`](super::Ops::job).)
+    /// one. Kept finished jobs ([`PageState::Done`]) are not searched: such a listing fails with
+    /// [`Error::InvalidConfig`]. (A job whose whole id is known is found directly by
+    /// [`Ops::job`](super::Ops::job), finished and kept ones too.)
     pub fn id_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.id_prefix = Some(prefix.into());
         self
+    }
+}
+
+/// How a kept finished job ended (as JSON: `"succeeded"`, `"cancelled"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Finished {
+    /// Its handler succeeded.
+    Succeeded,
+    /// It was cancelled.
+    Cancelled,
+}
+
+impl Finished {
+    /// `"succeeded"` or `"cancelled"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Finished::Succeeded => "succeeded",
+            Finished::Cancelled => "cancelled",
+        }
     }
 }
 
@@ -157,7 +181,8 @@ pub struct JobSummary {
     pub partition: u16,
     /// Its state.
     pub state: PageState,
-    /// When it is due (scheduled), its lease deadline (running), or when it died (dead).
+    /// When it is due (scheduled), its lease deadline (running), when it died (dead), or when it
+    /// finished (done).
     pub at: DateTime<Utc>,
     /// The attempt it is on (dead: the attempts it ran).
     pub attempt: u32,
@@ -175,6 +200,10 @@ pub struct JobSummary {
     pub reason: Option<String>,
     /// Its last error, if an attempt failed.
     pub last_error: Option<String>,
+    /// How a kept finished job ended (state done); `None` in other states.
+    pub finished: Option<Finished>,
+    /// A kept succeeded job's result as JSON (a string when it is not JSON), when its type returns one.
+    pub result: Option<serde_json::Value>,
 }
 
 impl JobSummary {
@@ -183,6 +212,11 @@ impl JobSummary {
         let (death, reason) = match e.death {
             Some((seq, reason)) => (Some(seq), Some(reason)),
             None => (None, None),
+        };
+        let (finished, result) = match e.ended {
+            Some(Ended::Succeeded { result }) => (Some(Finished::Succeeded), result_json(&result)),
+            Some(Ended::Cancelled) => (Some(Finished::Cancelled), None),
+            _ => (None, None),
         };
         JobSummary {
             partition,
@@ -198,6 +232,8 @@ impl JobSummary {
             death,
             reason,
             last_error: record.and_then(|r| r.errors.last().map(|e| e.message.clone())),
+            finished,
+            result,
             id: e.id,
         }
     }
@@ -219,6 +255,11 @@ pub(crate) fn payload_json(payload: &[u8]) -> serde_json::Value {
     serde_json::from_slice(payload).unwrap_or_else(|_| {
         serde_json::Value::String(String::from_utf8_lossy(payload).into_owned())
     })
+}
+
+/// A kept result as JSON (a string when it is not JSON); `None` when empty (its type returns none).
+pub(crate) fn result_json(result: &[u8]) -> Option<serde_json::Value> {
+    (!result.is_empty()).then(|| payload_json(result))
 }
 
 /// One page of a listing.
@@ -245,6 +286,13 @@ impl Topic {
     /// so jobs added or removed meanwhile never make a page repeat or skip the others.
     pub async fn jobs(&self, query: &JobQuery) -> Result<JobPage> {
         if let Some(prefix) = &query.id_prefix {
+            if query.state == PageState::Done {
+                return Err(Error::InvalidConfig {
+                    reason: "kept finished jobs are not searched by id prefix: look one up by its \
+                             whole id (`Ops::job`), or page through them"
+                        .to_owned(),
+                });
+            }
             return self.search(query, prefix).await;
         }
         let after = match &query.cursor {

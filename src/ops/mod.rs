@@ -28,8 +28,10 @@
 //! - Registries: [`Ops::topics`] (every topic ever enqueued to or served, registered once per client
 //!   and worker) and [`Ops::workers`] (live workers, from their heartbeats; gone a few heartbeats after a
 //!   worker dies).
-//! - Jobs: [`Ops::jobs`] pages scheduled, running or dead jobs by cursor in O(log n + page) whatever
-//!   the backlog, merged over partitions; [`Ops::job`] shows one, with a "why isn't this running" line.
+//! - Jobs: [`Ops::jobs`] pages scheduled, running, dead or kept finished jobs ([`PageState::Done`],
+//!   each saying whether it succeeded or was cancelled, with its result) by cursor in O(log n + page)
+//!   whatever the backlog, merged over partitions; [`Ops::job`] shows one, with a "why isn't this
+//!   running" line, a kept job's result and a running job's progress.
 //! - Control: [`Ops::pause`] / [`Ops::resume`], [`Ops::run_now`], [`Ops::cancel`],
 //!   [`Ops::reschedule`], dead letters by id or in bulk by reason ([`Ops::requeue_dead`],
 //!   [`Ops::purge_dead`]), each step one atomic script.
@@ -53,7 +55,7 @@ use serde::Serialize;
 pub use self::control::{BulkOutcome, DeadFilter};
 pub use self::doctor::{Check, Level};
 pub use self::inspect::JobDetail;
-pub use self::listing::{Cursor, JobPage, JobQuery, JobSummary, MAX_PAGE};
+pub use self::listing::{Cursor, Finished, JobPage, JobQuery, JobSummary, MAX_PAGE};
 pub use self::outbox::{OutboxInfo, OutboxReport};
 pub use self::workers::{WorkerInfo, WorkerTopic};
 pub use crate::store::{MinuteCounts, PageState};
@@ -161,8 +163,9 @@ impl Ops {
         self.topic(topic).await?.jobs(query).await
     }
 
-    /// One job, live or dead, in full, with why it is not running; `None` when it finished, was
-    /// cancelled, or never existed.
+    /// One job, live, dead or kept finished, in full, with why it is not running (and a kept job's
+    /// result, a running job's progress); `None` when it finished or was cancelled and is not kept, or
+    /// never existed.
     pub async fn job(&self, topic: &str, id: &str) -> Result<Option<JobDetail>> {
         let topic = self.topic(topic).await?;
         let store = self.client.backend().as_ref();

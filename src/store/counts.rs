@@ -16,6 +16,9 @@ pub struct TopicCounts {
     pub dead: u64,
     /// Dead jobs whose hook has not yet succeeded.
     pub dead_pending: u64,
+    /// Finished jobs kept (succeeded or cancelled), while the topic's retention keeps them (see
+    /// [`Job::keep`](crate::Job::keep)).
+    pub done: u64,
     /// Counter: attempts that succeeded.
     pub processed: u64,
     /// Counter: failed attempts scheduled for a retry.
@@ -104,6 +107,7 @@ impl std::ops::AddAssign for TopicCounts {
         self.active += o.active;
         self.dead += o.dead;
         self.dead_pending += o.dead_pending;
+        self.done += o.done;
         self.processed += o.processed;
         self.retried += o.retried;
         self.failed += o.failed;

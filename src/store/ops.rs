@@ -4,9 +4,10 @@
 
 use async_trait::async_trait;
 
+use super::Ended;
 use crate::error::Result;
 
-/// Which of a topic's jobs a listing walks (as JSON: `"scheduled"`, `"running"`, `"dead"`).
+/// Which of a topic's jobs a listing walks (as JSON: `"scheduled"`, `"running"`, `"dead"`, `"done"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -17,13 +18,17 @@ pub enum PageState {
     Running,
     /// Listed dead letters, by time of death.
     Dead,
+    /// Kept finished jobs (succeeded or cancelled, while the topic's retention keeps them: see
+    /// [`Job::keep`](crate::Job::keep)), by when they finished. Each entry says how it ended
+    /// ([`PageEntry::ended`]). Not searchable by id prefix.
+    Done,
 }
 
 /// A place in a listing: the sort key of an entry (score, then member), so that the next page starts
 /// right after it even when that entry has gone meanwhile.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PagePosition {
-    /// The entry's score: due time, lease deadline or time of death (ms).
+    /// The entry's score: due time, lease deadline, time of death or time it finished (ms).
     pub score: i64,
     /// The entry's member: the job's id, or for a dead letter its death as
     /// `<id>\n<sequence, 15 digits>` (see [`PageEntry::position`]).
@@ -62,7 +67,7 @@ impl PageQuery {
 pub struct PageEntry {
     /// Its id.
     pub id: String,
-    /// Due time, lease deadline or time of death (ms), by its listing.
+    /// Due time, lease deadline, time of death or time it finished (ms), by its listing.
     pub score: i64,
     /// Its record (empty when it was missing).
     pub record: Vec<u8>,
@@ -73,6 +78,10 @@ pub struct PageEntry {
     pub holder: Option<u64>,
     /// A dead letter's death number and reason.
     pub death: Option<(u64, String)>,
+    /// A kept finished job's end (listings of [`PageState::Done`]): [`Ended::Succeeded`] with its
+    /// result (encoded; empty when its type returns none), or [`Ended::Cancelled`]. `None` in other
+    /// listings.
+    pub ended: Option<Ended>,
 }
 
 impl PageEntry {
@@ -167,7 +176,8 @@ pub trait OpsStore: Send + Sync + std::fmt::Debug + 'static {
     /// One bounded step of a search for jobs in `state` whose id starts with `prefix`, starting at
     /// `cursor` (`None` for the first step). Dead letters are found in id order, in O(log n + limit);
     /// live jobs by a scan, in no particular order, each step examining a bounded number of jobs (a
-    /// step may find none and still not be the last).
+    /// step may find none and still not be the last). Kept finished jobs ([`PageState::Done`]) are not
+    /// searched: the step finds none.
     async fn find_prefix(
         &self,
         topic: &str,

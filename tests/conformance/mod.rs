@@ -193,6 +193,7 @@ macro_rules! conformance_tests {
             results::retention_keeps_the_newest_by_count_and_trims_by_age,
             results::result_over_the_limit_is_dead_lettered_with_the_reason,
             results::wait_registered_by_and_wait_hears_a_job_that_ends_at_once,
+            results::done_jobs_are_listed_newest_first_by_cursor_and_say_how_they_ended,
         );
     };
     (@each $factory:path, $($module:ident :: $name:ident),* $(,)?) => {

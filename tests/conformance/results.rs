@@ -347,3 +347,153 @@ pub(crate) async fn wait_registered_by_and_wait_hears_a_job_that_ends_at_once(b:
     ));
     running.stop().await;
 }
+
+/// Kept (at most 100, for an hour), with a result.
+#[derive(Debug, Clone, Serialize, Deserialize, Job)]
+#[job(topic = "results.listed", output = u64, keep = "1h", keep_last = 100)]
+pub(crate) struct Listed {
+    pub n: u64,
+}
+
+/// Every kept job of `results.listed`, page by page (`limit` a page): (finished at ms, id, how it
+/// ended, result); `between` runs after each page.
+async fn done_pages(
+    b: &Backend,
+    query: postpone::ops::JobQuery,
+    mut between: impl AsyncFnMut(),
+) -> Vec<(
+    i64,
+    String,
+    postpone::ops::Finished,
+    Option<serde_json::Value>,
+)> {
+    let ops = b.client.ops();
+    let mut q = query;
+    let mut seen = Vec::new();
+    for _ in 0..1000 {
+        let page = ops.jobs("results.listed", &q).await.unwrap();
+        for j in page.jobs {
+            assert_eq!(j.state, postpone::ops::PageState::Done);
+            let finished = j.finished.expect("a done entry says how it ended");
+            seen.push((j.at.timestamp_millis(), j.id, finished, j.result));
+        }
+        between().await;
+        match page.next {
+            // Through text, as the command line and the dashboard hand it back.
+            Some(c) => q = q.cursor(c.to_string().parse().unwrap()),
+            None => return seen,
+        }
+    }
+    panic!("the listing never ended");
+}
+
+pub(crate) async fn done_jobs_are_listed_newest_first_by_cursor_and_say_how_they_ended(b: Backend) {
+    use postpone::ops::{Finished, JobQuery, PageState};
+
+    let running = spawn(
+        Worker::builder(&b.client)
+            .handle(|job: Listed, _| async move { Ok(job.n * 10) })
+            .build()
+            .unwrap(),
+    );
+    // The worker records the retention as it starts, beside its first claims: one job kept first.
+    let topic = b.client.topic::<Listed>();
+    let mut warm = 0;
+    loop {
+        let id = format!("warm:{warm}");
+        b.client.enqueue(Listed { n: 0 }).id(&id).await.unwrap();
+        b.client.wait::<Listed>(&id, PATIENCE).await.unwrap();
+        if topic.job(&id).await.unwrap().is_some() {
+            break;
+        }
+        assert!(warm < 1000, "the worker never recorded the retention");
+        warm += 1;
+    }
+    let warm = format!("warm:{warm}");
+    // One at a time: their finishing order is n's (ties of one ms ordered by id, n zero-padded).
+    for n in 0..20u64 {
+        let id = format!("listed:{n:02}");
+        b.client.enqueue(Listed { n }).id(&id).await.unwrap();
+        let outcome = b.client.wait::<Listed>(&id, PATIENCE).await.unwrap();
+        assert_eq!(outcome, JobOutcome::Succeeded(n * 10));
+    }
+    // Three cancelled before they ran: kept too, after the others.
+    for n in 20..23u64 {
+        let id = format!("listed:{n:02}");
+        let later = b.client.enqueue(Listed { n }).id(&id);
+        later.after(Duration::from_secs(3600)).await.unwrap();
+        b.client.cancel::<Listed>(&id).await.unwrap();
+    }
+    assert_eq!(topic.counts().await.unwrap().done, 24);
+
+    // Newest first, 7 a page; between pages another job finishes (it is newer than every page to
+    // come, so no page repeats or skips one).
+    let mut extra = 0u64;
+    let newest = done_pages(
+        &b,
+        JobQuery::new(PageState::Done).newest_first().limit(7),
+        async || {
+            let id = format!("later:{extra}");
+            b.client
+                .enqueue(Listed { n: 100 + extra })
+                .id(&id)
+                .await
+                .unwrap();
+            b.client.wait::<Listed>(&id, PATIENCE).await.unwrap();
+            extra += 1;
+        },
+    )
+    .await;
+    let ids: Vec<&str> = newest.iter().map(|(_, id, ..)| id.as_str()).collect();
+    let mut want: Vec<String> = (0..23).rev().map(|n| format!("listed:{n:02}")).collect();
+    want.push(warm);
+    assert_eq!(ids, want, "newest first, each once, none of the later ones");
+    for (at, id, finished, result) in &newest[..23] {
+        let n: u64 = id["listed:".len()..].parse().unwrap();
+        if n >= 20 {
+            assert_eq!((*finished, result), (Finished::Cancelled, &None), "{id}");
+        } else {
+            let want = serde_json::json!(n * 10);
+            assert_eq!(
+                (*finished, result),
+                (Finished::Succeeded, &Some(want)),
+                "{id}"
+            );
+        }
+        assert!(*at > 0);
+    }
+    let mut by_time = newest.clone();
+    by_time.sort_by(|a, b| (b.0, &b.1).cmp(&(a.0, &a.1)));
+    assert_eq!(by_time, newest, "by (finished at, id), newest first");
+
+    // Oldest first: every kept job, the same order reversed (with the later ones).
+    let oldest = done_pages(&b, JobQuery::new(PageState::Done).limit(5), async || {}).await;
+    assert_eq!(oldest.len() as u64, 24 + extra);
+    let mut reversed: Vec<_> = oldest
+        .into_iter()
+        .filter(|(_, id, ..)| !id.starts_with("later:"))
+        .collect();
+    reversed.reverse();
+    assert_eq!(reversed, newest);
+
+    // One kept job in full: its result; and a search by prefix is refused, saying what to do.
+    let ops = b.client.ops();
+    let job = ops
+        .job("results.listed", "listed:03")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(job.state, JobState::Succeeded { .. }), "{job:?}");
+    assert_eq!(job.result, Some(serde_json::json!(30)));
+    let job = ops
+        .job("results.listed", "listed:21")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(job.state, JobState::Cancelled { .. }), "{job:?}");
+    assert_eq!(job.result, None);
+    let search = JobQuery::new(PageState::Done).id_prefix("listed:1");
+    let err = ops.jobs("results.listed", &search).await.unwrap_err();
+    assert!(err.to_string().contains("Ops::job"), "{err}");
+    running.stop().await;
+}

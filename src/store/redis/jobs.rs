@@ -222,9 +222,11 @@ impl JobStore for RedisStore {
     async fn counts(&self, topic: &str) -> Result<TopicCounts> {
         const CONTEXT: &str = "counting jobs";
         let keys = self.keys(topic)?;
-        let reply = self.eval(CONTEXT, &SCRIPTS.counts, &keys, |_| {}).await?;
+        let reply = self
+            .eval_with(CONTEXT, &SCRIPTS.counts, keys.with_outcomes(), |_| {})
+            .await?;
         let n = ints(reply, CONTEXT)?;
-        if n.len() != 19 {
+        if n.len() != 20 {
             return Err(Error::backend(
                 CONTEXT,
                 "the script's reply has the wrong length",
@@ -247,6 +249,7 @@ impl JobStore for RedisStore {
             active: n[2],
             dead: n[3],
             dead_pending: n[4],
+            done: n[19],
             processed: n[5],
             retried: n[6],
             failed: n[7],

@@ -1,5 +1,6 @@
 //! [`OpsStore`] on Redis: the namespace's registries of topics and workers (`registry.lua`), jobs listed
-//! by state (`page.lua`, `find_prefix.lua`), pause (`set_paused.lua`) and history (`history.lua`).
+//! by state (`page.lua`, with outcomes.lua for kept finished jobs; `find_prefix.lua`), pause
+//! (`set_paused.lua`) and history (`history.lua`).
 
 use async_trait::async_trait;
 use redis::Value;
@@ -10,7 +11,7 @@ use super::scripts::SCRIPTS;
 use super::RedisStore;
 use crate::error::{Error, Result};
 use crate::store::{
-    Death, MinuteCounts, OpsStore, PageEntry, PageQuery, PageState, PrefixPage, WorkerBeat,
+    Death, Kept, MinuteCounts, OpsStore, PageEntry, PageQuery, PageState, PrefixPage, WorkerBeat,
     HISTORY_MINUTES,
 };
 
@@ -22,10 +23,12 @@ fn state_arg(state: PageState) -> &'static str {
         PageState::Scheduled => "due",
         PageState::Running => "active",
         PageState::Dead => "dead",
+        PageState::Done => "done",
     }
 }
 
-/// Reads page.lua's six fields per entry.
+/// Reads page.lua's six fields per entry (a kept finished job's record and end are in its info: the
+/// stored value that [`Kept::parse`] reads; one whose value is gone meanwhile is left out).
 fn page_entries(r: &mut Reply, state: PageState) -> Result<Vec<PageEntry>> {
     let mut out = Vec::with_capacity(r.remaining() / 6);
     while r.remaining() > 0 {
@@ -35,17 +38,25 @@ fn page_entries(r: &mut Reply, state: PageState) -> Result<Vec<PageEntry>> {
         let stalls = u32::try_from(r.int()?.max(0)).unwrap_or(u32::MAX);
         let holder = u64::try_from(r.int()?).ok().filter(|h| *h != 0);
         let info = r.bytes()?;
-        let (id, death) = if state == PageState::Dead {
-            let Some(Death { id, seq }) = Death::parse(&member) else {
-                continue;
-            };
-            let (_, reason) = super::dead::parse_info(&info);
-            (id, Some((seq, reason)))
-        } else {
-            match String::from_utf8(member) {
-                Ok(id) => (id, None),
-                Err(_) => continue,
+        let (id, death, record, ended) = match state {
+            PageState::Dead => {
+                let Some(Death { id, seq }) = Death::parse(&member) else {
+                    continue;
+                };
+                let (_, reason) = super::dead::parse_info(&info);
+                (id, Some((seq, reason)), record, None)
             }
+            PageState::Done => {
+                let (Ok(id), Some(kept)) = (String::from_utf8(member), Kept::parse(&info)) else {
+                    continue;
+                };
+                let ended = kept.ended();
+                (id, None, kept.record, Some(ended))
+            }
+            _ => match String::from_utf8(member) {
+                Ok(id) => (id, None, record, None),
+                Err(_) => continue,
+            },
         };
         out.push(PageEntry {
             id,
@@ -54,6 +65,7 @@ fn page_entries(r: &mut Reply, state: PageState) -> Result<Vec<PageEntry>> {
             stalls,
             holder,
             death,
+            ended,
         });
     }
     Ok(out)
@@ -178,7 +190,7 @@ impl OpsStore for RedisStore {
         const CONTEXT: &str = "listing jobs";
         let keys = self.keys(topic)?;
         let reply = self
-            .eval(CONTEXT, &SCRIPTS.page, &keys, |inv| {
+            .eval_with(CONTEXT, &SCRIPTS.page, keys.with_outcomes(), |inv| {
                 inv.arg(state_arg(query.state))
                     .arg(if query.newest_first { "desc" } else { "asc" })
                     .arg(query.limit.min(PAGE_CAP));
@@ -200,6 +212,9 @@ impl OpsStore for RedisStore {
     ) -> Result<PrefixPage> {
         const CONTEXT: &str = "searching jobs by id prefix";
         let keys = self.keys(topic)?;
+        if state == PageState::Done {
+            return Ok(PrefixPage::default());
+        }
         let reply = self
             .eval(CONTEXT, &SCRIPTS.find_prefix, &keys, |inv| {
                 inv.arg(state_arg(state))

@@ -454,6 +454,7 @@ impl Topic {
             active: self.active.len() as u64,
             dead: self.dead.len() as u64,
             dead_pending: self.dead_pending.len() as u64,
+            done: self.done().len() as u64,
             paused: self.paused,
             flow: FlowCounts::from_stored(
                 self.flow_seen

@@ -1,5 +1,5 @@
-//! A topic's side of [`OpsStore`](crate::store::OpsStore): listings by state, search by id prefix,
-//! pause, and per-minute history.
+//! A topic's side of [`OpsStore`](crate::store::OpsStore): listings by state (kept finished jobs'
+//! entries come from `outcomes.rs`), search by id prefix, pause, and per-minute history.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -59,6 +59,7 @@ impl Topic {
             stalls: self.stalls.get(id).copied().unwrap_or(0),
             holder: self.leases.get(id).map(|l| l.holder).filter(|h| *h != 0),
             death: None,
+            ended: None,
         }
     }
 
@@ -72,12 +73,14 @@ impl Topic {
             stalls: 0,
             holder: None,
             death: Some((grave.death.seq, grave.reason.clone())),
+            ended: None,
         })
     }
 
     fn page_entry(&self, state: PageState, score: i64, member: &str) -> Option<PageEntry> {
         match state {
             PageState::Dead => self.dead_entry(member),
+            PageState::Done => self.done_entry(member, score),
             _ => Some(self.live_entry(member, score)),
         }
     }
@@ -88,6 +91,7 @@ impl Topic {
             PageState::Scheduled => &self.due,
             PageState::Running => &self.active,
             PageState::Dead => &self.dead,
+            PageState::Done => self.done(),
         };
         let after = query.after.as_ref().map(|p| (p.score, p.member.clone()));
         let range = match (&after, query.newest_first) {
@@ -114,6 +118,9 @@ impl Topic {
         limit: usize,
     ) -> (Vec<PageEntry>, Option<String>) {
         let limit = limit.max(1);
+        if state == PageState::Done {
+            return (Vec::new(), None);
+        }
         let start = cursor.map_or(Bound::Included(prefix.to_owned()), |c| {
             Bound::Excluded(c.to_owned())
         });
@@ -147,6 +154,7 @@ impl Topic {
             .filter_map(|m| match state {
                 PageState::Dead => self.dead_entry(m),
                 PageState::Running => Some(self.live_entry(m, self.active.score(m)?)),
+                PageState::Done => None,
                 _ => Some(self.live_entry(m, self.due.score(m)?)),
             })
             .collect();

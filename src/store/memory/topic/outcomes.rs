@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use super::super::zset::ZSet;
 use super::{StoredJob, Topic};
 use crate::store::{
-    DoneState, Ended, Kept, Lease, Lookup, Progress, Retention, StoredState, Watch,
+    DoneState, Ended, Kept, Lease, Lookup, PageEntry, Progress, Retention, StoredState, Watch,
 };
 use crate::time::add_ms;
 
@@ -156,6 +156,25 @@ impl Topic {
             job.result = Some(kept.result.clone());
         }
         Some(job)
+    }
+
+    /// The kept finished jobs, by when they finished (the listing of [`crate::store::PageState::Done`]).
+    pub(super) fn done(&self) -> &ZSet {
+        &self.outcomes.done
+    }
+
+    /// A kept finished job as an entry of a listing.
+    pub(super) fn done_entry(&self, id: &str, score: i64) -> Option<PageEntry> {
+        let kept = self.outcomes.kept.get(id)?;
+        Some(PageEntry {
+            id: id.to_owned(),
+            score,
+            record: kept.record.clone(),
+            stalls: 0,
+            holder: None,
+            death: None,
+            ended: Some(kept.ended()),
+        })
     }
 
     /// A live job's progress.

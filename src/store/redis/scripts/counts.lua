@@ -1,7 +1,8 @@
 -- Counts by state and the topic's counters.
 -- Returns: scheduled, ready, active, dead, dead pending, then the counters processed, retried, failed,
 -- dead, cancelled, stalled, trimmed, and paused (0|1); then the flow: rate jobs, rate period ms, max
--- running (each 0 when none), hold until (ms, 0 none), and the rate's TAT (ms, rounded down).
+-- running (each 0 when none), hold until (ms, 0 none), and the rate's TAT (ms, rounded down); the
+-- store's now (ms); kept finished jobs (outcomes.lua's `done`).
 local now = now_ms()
 local total = redis.call('ZCARD', K_DUE)
 local ready = redis.call('ZCOUNT', K_DUE, '-inf', now)
@@ -24,4 +25,5 @@ out[14], out[15], out[16] = flow[1] or 0, flow[2] or 0, flow[3] or 0
 out[17] = tonumber(stats[10] or 0)
 out[18] = math.floor(tonumber(stats[11] or 0))
 out[19] = now
+out[20] = redis.call('ZCARD', K_DONE)
 return out

@@ -1,9 +1,11 @@
 -- One page of a topic's jobs in one state, in (score, member) order or its reverse, starting right
 -- after a given entry (see OpsStore::page): O(log n + page), whatever the backlog.
--- ARGV: state ('due'|'active'|'dead'), order ('asc'|'desc'), limit, then, for a page that starts after
--- an entry, its score and member.
+-- ARGV: state ('due'|'active'|'dead'|'done'), order ('asc'|'desc'), limit, then, for a page that starts
+-- after an entry, its score and member.
 -- Returns six fields per entry: member, score, record ('' when missing), stalls, holder (digits, '0'
--- when unknown), info ('<died at> <reason>' for a dead letter, else '').
+-- when unknown), info ('<died at> <reason>' for a dead letter; a kept finished job's whole `done_jobs`
+-- value, record and result included, with record ''; else '').
+-- Built with outcomes.lua (KEYS[17] to KEYS[20]) for the kept finished jobs.
 local state, desc, limit = ARGV[1], ARGV[2] == 'desc', tonumber(ARGV[3])
 local after_score, after = ARGV[4], ARGV[5]
 local key = K_DUE
@@ -11,6 +13,8 @@ if state == 'active' then
   key = K_ACTIVE
 elseif state == 'dead' then
   key = K_DEAD
+elseif state == 'done' then
+  key = K_DONE
 end
 -- The marker of prelude.lua sorts last in `active` (+inf): ranks past n are never listed.
 local n = redis.call('ZCARD', key)
@@ -85,5 +89,15 @@ if #members == 0 then
 end
 if state == 'dead' then
   return dead_entries({}, members, scores)
+end
+if state == 'done' then
+  local kept = fetch_many('HMGET', K_DONE_JOBS, members)
+  local out = {}
+  for i, id in ipairs(members) do
+    local b = #out
+    out[b + 1], out[b + 2], out[b + 3] = id, scores[i], ''
+    out[b + 4], out[b + 5], out[b + 6] = 0, '0', kept[i] or ''
+  end
+  return out
 end
 return live_entries({}, members, scores, state == 'active')
