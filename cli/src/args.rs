@@ -95,7 +95,8 @@ pub(crate) enum Command {
     Workers,
     /// One page of a topic's jobs in one state
     Jobs(JobsArgs),
-    /// One job in full: payload, attempts, errors, and why it is not running
+    /// One job in full: payload, attempts, errors, why it is not running, a running job's progress
+    /// and a kept finished job's result
     Job {
         /// The topic
         topic: String,
@@ -182,6 +183,8 @@ pub(crate) enum StateArg {
     Running,
     /// In the dead letters, by time of death
     Dead,
+    /// Finished (succeeded or cancelled) and kept by the topic's retention, by when they finished
+    Done,
 }
 
 /// A page of a listing.

@@ -141,12 +141,14 @@ impl Out {
         self.paint(Style::new().red().bold(), text)
     }
 
-    /// A job state's name, coloured: scheduled cyan, running green, dead red.
+    /// A job state's name, coloured: scheduled cyan, running and succeeded green, dead red, cancelled
+    /// yellow.
     pub(crate) fn state(&self, state: &str) -> String {
         match state {
             "scheduled" => self.paint(Style::new().cyan(), state),
-            "running" => self.good(state),
+            "running" | "succeeded" => self.good(state),
             "dead" => self.bad(state),
+            "cancelled" => self.warn(state),
             other => other.to_owned(),
         }
     }

@@ -311,3 +311,211 @@ async fn topics_skip_an_invalid_name_in_the_registry() {
     assert_eq!(json["topics"].as_array().unwrap().len(), 1, "{json}");
     postpone(&url, ns, &["periodic", "ls"]).expect(0);
 }
+
+/// A rendered invoice: the result of [`Render`].
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Pdf {
+    url: String,
+}
+
+/// Kept for an hour when finished, with its result; `slow` reports progress, then waits.
+#[derive(Debug, serde::Serialize, serde::Deserialize, postpone::Job)]
+#[job(topic = "cli.render", output = Pdf, keep = "1h")]
+struct Render {
+    invoice: u64,
+    slow: bool,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_done_lists_kept_results_and_job_shows_result_and_progress() {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let server = RedisServer::start();
+    let url = server.url();
+    let ns = "done";
+    let client = client(&server, ns).await;
+    let release = Arc::new(tokio::sync::Notify::new());
+    let gate = release.clone();
+    let worker = postpone::Worker::builder(&client)
+        .handle(move |job: Render, ctx: postpone::JobContext| {
+            let gate = gate.clone();
+            async move {
+                if job.slow {
+                    ctx.progress(40.0, "page 2 of 5 \u{1b}[31m");
+                    gate.notified().await;
+                }
+                Ok(Pdf {
+                    url: format!("https://files.example/{}.pdf", job.invoice),
+                })
+            }
+        })
+        .build()
+        .unwrap();
+    let stop = worker.shutdown_handle();
+    let task = tokio::spawn(worker.run());
+    let topic = client.topic::<Render>();
+    // The worker records the retention as it starts: run jobs until one is kept.
+    let mut n = 0;
+    let kept = loop {
+        n += 1;
+        let id = format!("render:{n}");
+        let job = Render {
+            invoice: n,
+            slow: false,
+        };
+        client.enqueue(job).id(&id).await.unwrap();
+        client
+            .wait::<Render>(&id, Duration::from_secs(10))
+            .await
+            .unwrap();
+        if topic.job(&id).await.unwrap().is_some() {
+            break id;
+        }
+        assert!(n < 1000, "the worker never recorded the retention");
+    };
+    // One cancelled before it ran: kept too, newest.
+    let later = Render {
+        invoice: 0,
+        slow: false,
+    };
+    let in_an_hour = Duration::from_secs(3600);
+    client
+        .enqueue(later)
+        .id("render:cancelled")
+        .after(in_an_hour)
+        .await
+        .unwrap();
+    client.cancel::<Render>("render:cancelled").await.unwrap();
+
+    let run = postpone(&url, ns, &["jobs", "cli.render", "--state", "done"]);
+    run.expect(0);
+    for text in [
+        "FINISHED",
+        "STATE",
+        "RESULT",
+        &kept,
+        "succeeded",
+        "files.example",
+    ] {
+        assert!(run.stdout.contains(text), "{text:?} in {run:#?}");
+    }
+    let cancelled = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("render:cancelled"))
+        .expect("a row");
+    assert!(cancelled.contains("cancelled"), "{run:#?}");
+    let json = postpone(
+        &url,
+        ns,
+        &[
+            "jobs",
+            "cli.render",
+            "--state",
+            "done",
+            "--newest-first",
+            "--json",
+        ],
+    )
+    .expect(0)
+    .json();
+    let jobs = json["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2, "{json:#}");
+    assert_eq!(jobs[0]["id"], "render:cancelled");
+    assert_eq!(jobs[0]["state"], "done");
+    assert_eq!(jobs[0]["finished"], "cancelled");
+    assert_eq!(jobs[0]["result"], Value::Null);
+    assert_eq!(jobs[1]["id"], kept.as_str());
+    assert_eq!(jobs[1]["finished"], "succeeded");
+    let want = format!("https://files.example/{n}.pdf");
+    assert_eq!(jobs[1]["result"]["url"], want.as_str());
+    // Paged by cursor like the other states.
+    let first = postpone(
+        &url,
+        ns,
+        &[
+            "jobs",
+            "cli.render",
+            "--state",
+            "done",
+            "--limit",
+            "1",
+            "--json",
+        ],
+    )
+    .expect(0)
+    .json();
+    assert_eq!(first["jobs"][0]["id"], kept.as_str());
+    let cursor = first["next"].as_str().expect("a next page");
+    let args = ["jobs", "cli.render", "--state", "done", "--limit", "1"];
+    let rest = postpone(
+        &url,
+        ns,
+        &[&args[..], &["--cursor", cursor, "--json"]].concat(),
+    )
+    .expect(0)
+    .json();
+    assert_eq!(rest["jobs"][0]["id"], "render:cancelled");
+    let run = postpone(
+        &url,
+        ns,
+        &[
+            "jobs",
+            "cli.render",
+            "--state",
+            "done",
+            "--id-prefix",
+            "render:",
+        ],
+    );
+    assert!(run.expect(2).stderr.contains("whole id"), "{run:#?}");
+
+    // One kept job: its result.
+    let run = postpone(&url, ns, &["job", "cli.render", &kept]);
+    run.expect(0);
+    for text in [
+        "succeeded, finished",
+        "result",
+        &format!("\"url\": \"{want}\""),
+    ] {
+        assert!(run.stdout.contains(text), "{text:?} in {run:#?}");
+    }
+    let job = postpone(&url, ns, &["job", "cli.render", &kept, "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(job["state"], "succeeded");
+    assert_eq!(job["result"]["url"], want.as_str());
+    let run = postpone(&url, ns, &["job", "cli.render", "render:cancelled"]);
+    assert!(
+        run.expect(0).stdout.contains("cancelled, cancelled"),
+        "{run:#?}"
+    );
+
+    // A running job's progress (its message's control characters not printed).
+    let slow = Render {
+        invoice: 99,
+        slow: true,
+    };
+    client.enqueue(slow).id("render:slow").await.unwrap();
+    let job = support::wait::eventually("the progress to be recorded", || async {
+        let job = postpone(&url, ns, &["job", "cli.render", "render:slow", "--json"])
+            .expect(0)
+            .json();
+        job["progress"].is_object().then_some(job)
+    })
+    .await;
+    assert_eq!(job["state"], "running");
+    assert_eq!(job["progress"]["value"], 40.0);
+    let run = postpone(&url, ns, &["job", "cli.render", "render:slow"]);
+    run.expect(0);
+    assert!(run.stdout.contains("40 page 2 of 5"), "{run:#?}");
+    assert!(!run.stdout.contains('\u{1b}'), "{run:#?}");
+    release.notify_one();
+    client
+        .wait::<Render>("render:slow", Duration::from_secs(10))
+        .await
+        .unwrap();
+    stop.shutdown();
+    task.await.unwrap().unwrap();
+}

@@ -1,4 +1,5 @@
-//! `jobs`, `job`, `dead ls`, `dead show`: listings by state and one job in full.
+//! `jobs`, `job`, `dead ls`, `dead show`: listings by state (kept finished jobs too) and one job in
+//! full.
 
 use postpone::ops::{Cursor, JobDetail, JobPage, JobQuery, JobSummary, Ops, PageState, MAX_PAGE};
 use postpone::JobState;
@@ -14,6 +15,7 @@ fn page_state(state: StateArg) -> PageState {
         StateArg::Scheduled => PageState::Scheduled,
         StateArg::Running => PageState::Running,
         StateArg::Dead => PageState::Dead,
+        StateArg::Done => PageState::Done,
     }
 }
 
@@ -22,6 +24,7 @@ fn state_name(state: StateArg) -> &'static str {
         StateArg::Scheduled => "scheduled",
         StateArg::Running => "running",
         StateArg::Dead => "dead",
+        StateArg::Done => "kept finished",
     }
 }
 
@@ -33,6 +36,12 @@ pub(crate) async fn list(
     state: StateArg,
     page: &PageArgs,
 ) -> Result<(), Failure> {
+    if state == StateArg::Done && page.id_prefix.is_some() {
+        return Err(Failure::Usage(format!(
+            "kept finished jobs are not searched by id prefix: `postpone job {topic} ID` shows one \
+             by its whole id"
+        )));
+    }
     let mut query = JobQuery::new(page_state(state)).limit(usize::from(page.limit));
     if page.newest_first {
         query = query.newest_first();
@@ -70,6 +79,7 @@ fn print_page(out: &Out, topic: &str, state: StateArg, page: &JobPage, later_pag
             StateArg::Scheduled => ["DUE", "ATTEMPT", "ENQUEUED", "LAST ERROR", "PAYLOAD"],
             StateArg::Running => ["LEASE UNTIL", "ATTEMPT", "WORKER", "LAST ERROR", "PAYLOAD"],
             StateArg::Dead => ["DIED", "ATTEMPTS", "REASON", "LAST ERROR", "PAYLOAD"],
+            StateArg::Done => ["FINISHED", "STATE", "ATTEMPTS", "RESULT", "PAYLOAD"],
         });
         let mut table = out.table(&headers);
         for j in &page.jobs {
@@ -90,10 +100,22 @@ fn row(out: &Out, state: StateArg, j: &JobSummary, partitioned: bool) -> Vec<Str
     if partitioned {
         cells.push(j.partition.to_string());
     }
+    if state == StateArg::Done {
+        let finished = j.finished.map_or("?", |f| f.as_str());
+        let result = j.result.as_ref().map(|r| r.to_string()).unwrap_or_default();
+        cells.extend([
+            out.time(j.at),
+            out.state(finished),
+            j.attempt.to_string(),
+            cut(&result, 40),
+            cut(&j.payload.to_string(), 50),
+        ]);
+        return cells;
+    }
     let third = match state {
         StateArg::Scheduled => j.enqueued_at.map(|t| out.time(t)).unwrap_or_default(),
         StateArg::Running => j.worker.clone().unwrap_or_else(|| "?".into()),
-        StateArg::Dead => cut(j.reason.as_deref().unwrap_or(""), 40),
+        _ => cut(j.reason.as_deref().unwrap_or(""), 40),
     };
     cells.extend([
         out.time(j.at),
@@ -109,8 +131,9 @@ fn row(out: &Out, state: StateArg, j: &JobSummary, partitioned: bool) -> Vec<Str
 pub(crate) async fn show(ops: &Ops, out: &Out, topic: &str, id: &str) -> Result<(), Failure> {
     let Some(job) = ops.job(topic, id).await? else {
         return Err(Failure::NotFound(format!(
-            "no job {id:?} in topic {topic:?} (it finished, was cancelled, or never existed); \
-             `postpone dead show {topic} {id}` looks in the dead letters"
+            "no job {id:?} in topic {topic:?} (it finished or was cancelled and its topic keeps no \
+             finished jobs, or it never existed); `postpone dead show {topic} {id}` looks in the \
+             dead letters"
         )));
     };
     if out.json {
@@ -150,9 +173,26 @@ fn print_detail(out: &Out, job: &JobDetail) {
             out.state("dead"),
             both(out, *died_at)
         ),
+        JobState::Succeeded { finished_at } => format!(
+            "{}, finished {}",
+            out.state("succeeded"),
+            both(out, *finished_at)
+        ),
+        JobState::Cancelled { cancelled_at } => format!(
+            "{}, cancelled {}",
+            out.state("cancelled"),
+            both(out, *cancelled_at)
+        ),
         other => format!("{other:?}"),
     };
     line("state", state);
+    if let Some(p) = &job.progress {
+        let text = match p.message.as_str() {
+            "" => p.value.to_string(),
+            message => format!("{} {}", p.value, cut(message, 200)),
+        };
+        line("progress", text);
+    }
     line("why", job.why.clone());
     let attempts = match job.max_attempts {
         Some(n) => format!("{} of {n}", job.attempt),
@@ -222,6 +262,13 @@ fn print_detail(out: &Out, job: &JobDetail) {
     let pretty = serde_json::to_string_pretty(&job.payload).unwrap_or_default();
     for l in pretty.lines() {
         say!("    {l}");
+    }
+    if let Some(result) = &job.result {
+        line("result", String::new());
+        let pretty = serde_json::to_string_pretty(result).unwrap_or_default();
+        for l in pretty.lines() {
+            say!("    {l}");
+        }
     }
 }
 
