@@ -26,6 +26,7 @@ pub(crate) fn state_name(state: PageState) -> &'static str {
     match state {
         PageState::Running => "running",
         PageState::Dead => "dead",
+        PageState::Done => "done",
         _ => "scheduled",
     }
 }
@@ -35,6 +36,7 @@ pub(crate) fn parse_state(name: Option<&str>) -> PageState {
     match name {
         Some("running") => PageState::Running,
         Some("dead") => PageState::Dead,
+        Some("done") => PageState::Done,
         _ => PageState::Scheduled,
     }
 }

@@ -62,7 +62,11 @@ pub(crate) fn timeline(job: &JobDetail, now: DateTime<Utc>) -> Vec<Step> {
     let last_error = job.errors.iter().map(|e| e.attempt).max().unwrap_or(0);
     let n = job.max_attempts.unwrap_or(0).max(k).max(last_error);
     let slot = |a: u32| -> Option<u64> { job.retry_ms.as_ref()?.get(a as usize).copied() };
-    let dead = matches!(job.state, JobState::Dead { .. });
+    // A dead or kept finished job has no attempts to come.
+    let ended = matches!(
+        job.state,
+        JobState::Dead { .. } | JobState::Succeeded { .. } | JobState::Cancelled { .. }
+    );
     // The earliest the attempt after the current one may run: the current one failing at once.
     let mut next_at = match &job.state {
         JobState::Scheduled { due_at } => Some((*due_at).max(now)),
@@ -73,7 +77,7 @@ pub(crate) fn timeline(job: &JobDetail, now: DateTime<Utc>) -> Vec<Step> {
     for a in 1..=n {
         let error = job.errors.iter().rev().find(|e| e.attempt == a);
         let delay = (a > 1).then(|| slot(a)).flatten().map(delay_text);
-        let step = if a < k || (dead && error.is_some()) {
+        let step = if a < k || (ended && error.is_some()) {
             match error {
                 Some(e) => Step {
                     attempt: a,
@@ -109,6 +113,12 @@ pub(crate) fn timeline(job: &JobDetail, now: DateTime<Utc>) -> Vec<Step> {
                 JobState::Dead { died_at, reason } => {
                     (Some(Time::of(*died_at)), format!("dead: {reason}"))
                 }
+                JobState::Succeeded { finished_at } => {
+                    (Some(Time::of(*finished_at)), "succeeded".to_owned())
+                }
+                JobState::Cancelled { cancelled_at } => {
+                    (Some(Time::of(*cancelled_at)), "cancelled".to_owned())
+                }
                 _ => (None, String::new()),
             };
             Step {
@@ -118,8 +128,8 @@ pub(crate) fn timeline(job: &JobDetail, now: DateTime<Utc>) -> Vec<Step> {
                 delay,
                 text,
             }
-        } else if dead {
-            break; // A dead job has no attempts to come.
+        } else if ended {
+            break;
         } else {
             let at = match (next_at, slot(a)) {
                 (Some(t), Some(ms)) => {

@@ -1,4 +1,5 @@
-//! One job: payload, attempt k of n, the retry timeline, why it is not running, and its actions.
+//! One job: payload, attempt k of n, the retry timeline, why it is not running, a running job's progress,
+//! a kept finished job's result, and its actions.
 
 use askama::Template;
 use axum::extract::{OriginalUri, Query, State};
@@ -25,14 +26,16 @@ pub(crate) struct Params {
 pub(crate) struct JobPage {
     pub(crate) chrome: Chrome,
     pub(crate) job: JobDetail,
-    /// "scheduled", "running" or "dead".
+    /// "scheduled", "running", "dead", "succeeded" or "cancelled".
     pub(crate) state: &'static str,
-    /// Due time, lease deadline, or time of death.
+    /// Due time, lease deadline, time of death, or when it finished.
     pub(crate) at: Option<Time>,
     pub(crate) at_label: &'static str,
     pub(crate) reason: Option<String>,
     pub(crate) enqueued_at: Time,
     pub(crate) payload: String,
+    /// A kept succeeded job's result, as pretty JSON.
+    pub(crate) result: Option<String>,
     pub(crate) steps: Vec<Step>,
     pub(crate) topic_link: String,
     pub(crate) list_link: String,
@@ -66,7 +69,8 @@ pub(crate) async fn page(
     };
     let Some(job) = job else {
         let message = format!(
-            "no job {:?} in topic {:?}: it finished, was cancelled or purged, or never existed",
+            "no job {:?} in topic {:?}: it finished or was cancelled and its topic keeps no finished \
+             jobs, was purged, or never existed",
             p.id, p.topic
         );
         return ErrorPage::response(chrome, StatusCode::NOT_FOUND, message);
@@ -105,11 +109,29 @@ pub(crate) async fn page(
             "Died",
             Some(reason.clone()),
         ),
+        JobState::Succeeded { finished_at } => (
+            "succeeded",
+            PageState::Done,
+            Some(Time::of(*finished_at)),
+            "Finished",
+            None,
+        ),
+        JobState::Cancelled { cancelled_at } => (
+            "cancelled",
+            PageState::Done,
+            Some(Time::of(*cancelled_at)),
+            "Cancelled",
+            None,
+        ),
         _ => ("unknown", PageState::Scheduled, None, "", None),
     };
     render(&JobPage {
         steps: timeline(&job, now),
         payload: serde_json::to_string_pretty(&job.payload).unwrap_or_default(),
+        result: job
+            .result
+            .as_ref()
+            .map(|r| serde_json::to_string_pretty(r).unwrap_or_default()),
         enqueued_at: Time::of(job.enqueued_at),
         topic_link: links::topic(&job.topic, PageState::Scheduled),
         list_link: links::topic(&job.topic, list_state),

@@ -1,5 +1,5 @@
-//! A topic: its scheduled, running and dead jobs, one page at a time by cursor (never all of them),
-//! a search by id prefix, and pause / resume.
+//! A topic: its scheduled, running, dead and kept finished jobs, one page at a time by cursor (never
+//! all of them), a search by id prefix (not of kept finished jobs), and pause / resume.
 
 use askama::Template;
 use axum::extract::{OriginalUri, Query, State};
@@ -24,7 +24,7 @@ pub(crate) struct Params {
     cursor: Option<String>,
 }
 
-/// A tab: scheduled, running or dead, with its count.
+/// A tab: scheduled, running, dead or done, with its count.
 #[derive(Debug)]
 pub(crate) struct Tab {
     pub(crate) label: &'static str,
@@ -46,6 +46,18 @@ pub(crate) struct Row {
     /// The reason it died, or its last error.
     pub(crate) error: Option<String>,
     pub(crate) payload: String,
+    /// A kept finished job: "succeeded" or "cancelled".
+    pub(crate) finished: Option<&'static str>,
+    /// A kept succeeded job's result (JSON, cut), when its type returns one.
+    pub(crate) result: Option<String>,
+}
+
+/// `text` cut to `max` characters, with an ellipsis when cut.
+fn snippet(mut text: String, max: usize) -> String {
+    if text.chars().count() > max {
+        text = text.chars().take(max - 1).chain(['…']).collect();
+    }
+    text
 }
 
 #[derive(Debug, Template)]
@@ -66,11 +78,10 @@ pub(crate) struct TopicPage {
 }
 
 fn row(topic: &str, j: JobSummary) -> Row {
-    let mut payload = j.payload.to_string();
-    if payload.chars().count() > 120 {
-        payload = payload.chars().take(119).chain(['…']).collect();
-    }
     Row {
+        payload: snippet(j.payload.to_string(), 120),
+        finished: j.finished.map(|f| f.as_str()),
+        result: j.result.map(|r| snippet(r.to_string(), 120)),
         link: links::dead_letter(topic, &j.id, j.death),
         at: Time::of(j.at),
         attempt: j.attempt,
@@ -78,7 +89,6 @@ fn row(topic: &str, j: JobSummary) -> Row {
         worker: j.worker,
         stalls: j.stalls,
         error: j.reason.or(j.last_error),
-        payload,
         id: j.id,
     }
 }
@@ -94,9 +104,15 @@ pub(crate) async fn page(
     let state = links::parse_state(p.state.as_deref());
     let prefix = p.q.clone().unwrap_or_default();
     let mut query = JobQuery::new(state).limit(PAGE);
-    if state == PageState::Dead {
+    if matches!(state, PageState::Dead | PageState::Done) {
         query = query.newest_first();
     }
+    // Kept finished jobs are not searched by prefix (the search box is not shown on their tab).
+    let prefix = if state == PageState::Done {
+        String::new()
+    } else {
+        prefix
+    };
     if !prefix.is_empty() {
         query = query.id_prefix(prefix.clone());
     }
@@ -121,6 +137,7 @@ pub(crate) async fn page(
         ),
         ("Running", PageState::Running, counts.active),
         ("Dead", PageState::Dead, counts.dead),
+        ("Done", PageState::Done, counts.done),
     ]
     .into_iter()
     .map(|(label, s, count)| Tab {
@@ -144,6 +161,7 @@ pub(crate) async fn page(
         at_label: match state {
             PageState::Running => "Lease until",
             PageState::Dead => "Died",
+            PageState::Done => "Finished",
             _ => "Due",
         },
         counts,
