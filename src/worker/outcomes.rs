@@ -5,9 +5,10 @@
 //! first report, then sends every pending one in one store call. A topic whose handlers report nothing
 //! costs a parked task.
 //!
-//! Retention: at start the worker records the job type's retention ([`Job::keep`](crate::Job::keep),
-//! or none, which also clears an older one) and trims beyond it, and again every [`TRIM_EVERY`] (sooner
-//! for a short retention), in bounded steps; the same call drops waiters whose time ended.
+//! Retention: before it claims anything the worker records the job type's retention
+//! ([`Job::keep`](crate::Job::keep), or none, which also clears an older one) and trims beyond it, then
+//! again every [`TRIM_EVERY`] (sooner for a short retention), in bounded steps; the same call drops
+//! waiters whose time ended.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -76,23 +77,37 @@ pub(crate) async fn progress_pump<S: Send + Sync + 'static>(
     }
 }
 
-/// Records the topic's retention at start, and trims kept jobs and ended waiters until the worker
-/// stops.
+/// The retention of a topic's job type, as the store takes it.
+fn keep_of<S: Send + Sync + 'static>(topic: &ServedTopic<S>) -> Option<Retention> {
+    topic.handler.keep().map(|k| k.retention())
+}
+
+/// Records each served topic's retention (and trims beyond it), before the worker claims anything: a
+/// job that finishes is kept from the first one on.
+pub(crate) async fn record_retentions<S: Send + Sync + 'static>(
+    shared: &Shared<S>,
+    topics: impl Iterator<Item = &Arc<ServedTopic<S>>>,
+) {
+    let rounds = topics.map(|topic| trim(shared, topic, keep_of(topic)));
+    futures_util::future::join_all(rounds).await;
+}
+
+/// Trims kept jobs and ended waiters until the worker stops (after [`record_retentions`]).
 pub(crate) async fn retention<S: Send + Sync + 'static>(
     shared: Arc<Shared<S>>,
     topic: Arc<ServedTopic<S>>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let keep = topic.handler.keep().map(|k| k.retention());
+    let keep = keep_of(&topic);
     let every = keep.map_or(TRIM_EVERY, |k| {
         Duration::from_millis(k.max_age_ms / 4).clamp(Duration::from_secs(1), TRIM_EVERY)
     });
     loop {
-        trim(&shared, &topic, keep).await;
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
+        trim(&shared, &topic, keep).await;
     }
 }
 

@@ -169,6 +169,8 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     tasks
         .background
         .push(tokio::spawn(presence::beat(shared.clone(), beat)));
+    // Jobs that finish are kept (or not) by the job type's retention from the first claim on.
+    outcomes::record_retentions(&shared, topics.values()).await;
     tasks
         .claim_loops
         .extend(claim_loops.into_iter().map(tokio::spawn));

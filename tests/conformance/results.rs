@@ -387,6 +387,16 @@ async fn done_pages(
     panic!("the listing never ended");
 }
 
+/// Returns once the store's clock has moved past the ms it showed at the call (so that what happens
+/// next is in a later ms than what happened before).
+async fn next_ms(client: &postpone::Client) {
+    let now = store_now(client).await;
+    eventually("the store's clock to tick", || async {
+        (store_now(client).await > now).then_some(())
+    })
+    .await;
+}
+
 pub(crate) async fn done_jobs_are_listed_newest_first_by_cursor_and_say_how_they_ended(b: Backend) {
     use postpone::ops::{Finished, JobQuery, PageState};
 
@@ -396,26 +406,23 @@ pub(crate) async fn done_jobs_are_listed_newest_first_by_cursor_and_say_how_they
             .build()
             .unwrap(),
     );
-    // The worker records the retention as it starts, beside its first claims: one job kept first.
+    // The worker records the retention before it claims: its first job is kept.
     let topic = b.client.topic::<Listed>();
-    let mut warm = 0;
-    loop {
-        let id = format!("warm:{warm}");
-        b.client.enqueue(Listed { n: 0 }).id(&id).await.unwrap();
-        b.client.wait::<Listed>(&id, PATIENCE).await.unwrap();
-        if topic.job(&id).await.unwrap().is_some() {
-            break;
-        }
-        assert!(warm < 1000, "the worker never recorded the retention");
-        warm += 1;
-    }
-    let warm = format!("warm:{warm}");
-    // One at a time: their finishing order is n's (ties of one ms ordered by id, n zero-padded).
+    let warm = "warm:0".to_owned();
+    b.client.enqueue(Listed { n: 0 }).id(&warm).await.unwrap();
+    b.client.wait::<Listed>(&warm, PATIENCE).await.unwrap();
+    assert!(
+        topic.job(&warm).await.unwrap().is_some(),
+        "the first job is kept"
+    );
+    next_ms(&b.client).await;
+    // One at a time, each in a later ms than the one before: their finishing order is n's.
     for n in 0..20u64 {
         let id = format!("listed:{n:02}");
         b.client.enqueue(Listed { n }).id(&id).await.unwrap();
         let outcome = b.client.wait::<Listed>(&id, PATIENCE).await.unwrap();
         assert_eq!(outcome, JobOutcome::Succeeded(n * 10));
+        next_ms(&b.client).await;
     }
     // Three cancelled before they ran: kept too, after the others.
     for n in 20..23u64 {
@@ -423,6 +430,7 @@ pub(crate) async fn done_jobs_are_listed_newest_first_by_cursor_and_say_how_they
         let later = b.client.enqueue(Listed { n }).id(&id);
         later.after(Duration::from_secs(3600)).await.unwrap();
         b.client.cancel::<Listed>(&id).await.unwrap();
+        next_ms(&b.client).await;
     }
     assert_eq!(topic.counts().await.unwrap().done, 24);
 
