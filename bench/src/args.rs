@@ -16,10 +16,11 @@ pub(crate) enum Workload {
     DrainIo,
     Page,
     Outbox,
+    Wait,
 }
 
 impl Workload {
-    const ALL: [(&'static str, Workload); 11] = [
+    const ALL: [(&'static str, Workload); 12] = [
         ("enqueue", Workload::Enqueue),
         ("enqueue-bulk", Workload::EnqueueBulk),
         ("drain", Workload::Drain),
@@ -31,6 +32,7 @@ impl Workload {
         ("drain-io", Workload::DrainIo),
         ("page", Workload::Page),
         ("outbox", Workload::Outbox),
+        ("wait", Workload::Wait),
     ];
 
     fn parse(s: &str) -> Option<Self> {
@@ -54,6 +56,7 @@ impl Workload {
             Workload::Idle => 0,
             Workload::EnqueueConcurrent | Workload::DrainIo => 64_000,
             Workload::Outbox => 64 * 500,
+            Workload::Wait => 1_000,
             _ => 50_000,
         }
     }
@@ -93,6 +96,8 @@ pub(crate) struct Args {
     pub(crate) flow: bool,
     /// `drain`, `drain-io`, `backlog`: half the drained jobs enqueued with a priority.
     pub(crate) priorities: bool,
+    /// `drain`: jobs of a type that keeps finished jobs and their results (`bench.kept`).
+    pub(crate) keep: bool,
     /// The worker process records metrics and runs a `tracing` subscriber (the `observe` feature).
     pub(crate) observe: bool,
     /// Delete whatever the Redis holds before the run (without it, a Redis holding keys is refused).
@@ -104,7 +109,7 @@ pub(crate) const DEFAULT_DATABASE: &str = "postgres://postgres@127.0.0.1:5432/te
 
 pub(crate) const USAGE: &str = "\
 usage: postpone-bench <workload> [--jobs N] [--concurrency C] [--redis URL] [--flush]
-                      [--backlog N] [--topics N] [--secs S] [--observe] [--database URL]
+                      [--backlog N] [--topics N] [--secs S] [--observe] [--database URL] [--keep]
 
 workloads (see BENCHMARKS.md):
   enqueue             one task enqueues jobs one at a time, each awaited
@@ -122,8 +127,11 @@ workloads (see BENCHMARKS.md):
   outbox              C tasks (default 64) each commit PostgreSQL transactions that enqueue one job
                       through postpone-postgres's outbox, a relay moving them to Redis; transactional
                       enqueues/s, commit-to-queued p50/p99/max by the Redis clock (needs PostgreSQL)
+  wait                --jobs N (default 1,000) jobs, a Client::wait on each through one client, then a
+                      worker in the same process drains them; ms from each handler's finish to its
+                      waiter's return, p50/p99/max (wake_p99_ms)
   --jobs N         jobs (defaults: 50,000; enqueue-concurrent and drain-io 64,000; delayed 2,000;
-                   memory 100,000; page 1,000,000; outbox 32,000, 500 per task)
+                   memory 100,000; page 1,000,000; outbox 32,000, 500 per task; wait 1,000)
   --concurrency C  worker concurrency (default 50); enqueue-concurrent: enqueueing tasks, outbox:
                    committing tasks (default 64)
   --redis URL      Redis to use, empty (default redis://127.0.0.1:6379); a run FLUSHALLs it, so one
@@ -138,6 +146,8 @@ workloads (see BENCHMARKS.md):
   --flow           drain, drain-io, backlog: flow limits on that never bind (rate 100,000,000/s,
                    max running 1,000,000): what checking them in the claim costs
   --priorities     drain, drain-io, backlog: half the jobs enqueued with a priority (1 or 2)
+  --keep           drain: jobs of a type that keeps every finished job with its result (keep 1h,
+                   keep_last 1,000,000); Redis bytes per kept job (kept_bytes_per_job)
   --observe        the worker process records postpone's metrics (a Prometheus recorder) and logs
                    through a `tracing` subscriber at INFO; needs `--features observe`
 
@@ -165,11 +175,16 @@ impl Args {
             priorities: false,
             observe: false,
             flush: false,
+            keep: false,
         };
         while let Some(flag) = it.next() {
             if flag == "--flow" || flag == "--priorities" {
                 out.flow |= flag == "--flow";
                 out.priorities |= flag == "--priorities";
+                continue;
+            }
+            if flag == "--keep" {
+                out.keep = true;
                 continue;
             }
             if flag == "--observe" || flag == "--flush" {
@@ -191,6 +206,9 @@ impl Args {
         }
         if out.concurrency == 0 || !(1..=10).contains(&out.topics) || out.secs == 0 {
             return Err("--concurrency, --secs must be at least 1; --topics 1 to 10".into());
+        }
+        if out.keep && workload != Workload::Drain {
+            return Err("--keep applies to drain only".into());
         }
         if out.jobs == 0 && workload != Workload::Idle {
             return Err("--jobs must be at least 1".into());
@@ -250,5 +268,13 @@ mod tests {
         assert!(parse("nope").is_err());
         assert!(parse("drain --jobs").is_err());
         assert!(parse("idle --topics 11").is_err());
+        let a = parse("wait").unwrap();
+        assert_eq!(
+            (a.workload, a.jobs, a.concurrency),
+            (Workload::Wait, 1_000, 50)
+        );
+        assert!(parse("drain --keep").unwrap().keep);
+        assert!(!parse("drain").unwrap().keep);
+        assert!(parse("drain-io --keep").is_err());
     }
 }

@@ -62,6 +62,7 @@ impl WorkerProcess {
             .args(["--redis", &args.redis])
             .args(["--topics", &args.topics.to_string()])
             .args(args.flow.then_some("--flow"))
+            .args(args.keep.then_some("--keep"))
             .args(args.observe.then_some("--observe"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -127,6 +128,12 @@ async fn drain_order(_job: Order, _ctx: JobContext, state: State) -> Result<(), 
     Ok(())
 }
 
+/// The `drain --keep` handler: does nothing, and returns the order id (kept with the job).
+async fn kept_order(job: Kept, _ctx: JobContext, state: State) -> Result<u64, JobError> {
+    state.counter.hit();
+    Ok(job.order_id)
+}
+
 /// How long the `drain-io` handler sleeps.
 pub(crate) const IO_HANDLER: Duration = Duration::from_millis(1);
 
@@ -186,6 +193,7 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
     };
     let mut builder = Worker::with_state(&client, state.clone()).concurrency(args.concurrency);
     builder = match args.workload {
+        Workload::Drain if args.keep => builder.handle(kept_order),
         Workload::Drain | Workload::Backlog => builder.handle(drain_order),
         Workload::DrainIo => builder.handle(io_order),
         Workload::Delayed => builder.handle(delayed_order),
@@ -222,7 +230,11 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
             )
             .into());
         }
-        let topic = client.topic::<Order>();
+        let topic = if args.keep {
+            client.topic::<Kept>()
+        } else {
+            client.topic::<Order>()
+        };
         while topic.counts().await?.processed < args.jobs {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }

@@ -23,6 +23,37 @@ impl Order {
     }
 }
 
+/// `wait`: the payload of [`Order`], on a topic of its own, returning its order id to the waiter.
+#[derive(Debug, Clone, Serialize, Deserialize, Job)]
+#[job(topic = "bench.waited", output = u64)]
+pub(crate) struct Waited {
+    pub(crate) order_id: u64,
+    pub(crate) note: String,
+}
+
+impl Waited {
+    pub(crate) fn new(order_id: u64) -> Self {
+        let Order { order_id, note } = Order::new(order_id);
+        Waited { order_id, note }
+    }
+}
+
+/// `drain --keep`: the payload of [`Order`], returning its order id, every finished job kept (with
+/// its result) for an hour, up to a million of them.
+#[derive(Debug, Clone, Serialize, Deserialize, Job)]
+#[job(topic = "bench.kept", output = u64, keep = "1h", keep_last = 1000000)]
+pub(crate) struct Kept {
+    pub(crate) order_id: u64,
+    pub(crate) note: String,
+}
+
+impl Kept {
+    pub(crate) fn new(order_id: u64) -> Self {
+        let Order { order_id, note } = Order::new(order_id);
+        Kept { order_id, note }
+    }
+}
+
 /// Job types on ten topics, for the idle workload (a worker registers the first `--topics` of them).
 #[derive(Debug, Serialize, Deserialize, Job)]
 #[job(topic = "bench.idle.0")]

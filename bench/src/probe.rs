@@ -169,6 +169,14 @@ impl Probe {
         Ok(Self::field(&info, "used_memory")?.parse()?)
     }
 
+    /// `ZCARD key`.
+    pub(crate) async fn zcard(&mut self, key: &str) -> BoxResult<u64> {
+        Ok(redis::cmd("ZCARD")
+            .arg(key)
+            .query_async(&mut self.conn)
+            .await?)
+    }
+
     /// `INFO commandstats`, calls per command.
     pub(crate) async fn command_stats(&mut self) -> BoxResult<CommandStats> {
         let info = self.info("commandstats").await?;

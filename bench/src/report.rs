@@ -77,6 +77,13 @@ pub(crate) struct Report {
     pub(crate) drain_jobs_per_sec: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) ratio_to_drain: Option<f64>,
+    /// `wait`: the 99th percentile of handler finish to waiter return, ms (as `p99_ms`, under its own
+    /// name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) wake_p99_ms: Option<f64>,
+    /// `drain --keep`: Redis `used_memory` with every drained job kept, minus before the enqueue, per job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) kept_bytes_per_job: Option<f64>,
     /// Whether every job ended as it should (none lost, failed, or left behind).
     pub(crate) ok: bool,
     /// The 1-minute load average when the run ended (the machine is shared).

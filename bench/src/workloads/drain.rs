@@ -1,12 +1,16 @@
 //! `drain` (jobs already due, one worker process, a no-op handler), `drain-io` (the same with a handler
-//! that sleeps 1 ms) and `backlog` (`drain` beside a million jobs due in an hour).
+//! that sleeps 1 ms) and `backlog` (`drain` beside a million jobs due in an hour). `drain --keep` drains
+//! jobs of a type that keeps every finished job with its result ([`Kept`]), and measures the Redis
+//! memory they hold afterwards.
 
 use std::time::Instant;
 
-use super::{client, counts_ok, enqueue_bulk, enqueue_bulk_with, rate};
+use postpone::{Client, EnqueueItem};
+
+use super::{all_created, client, counts_ok, enqueue_bulk, enqueue_bulk_with, rate};
 use crate::args::{Args, Workload};
 use crate::child::{WorkerProcess, IO_HANDLER};
-use crate::jobs::Order;
+use crate::jobs::{Kept, Order};
 use crate::probe::Probe;
 use crate::report::{round, Report};
 use crate::BoxResult;
@@ -93,13 +97,28 @@ async fn drain(
         (true, 3) => 2,
         _ => 0,
     };
-    ok &= enqueue_bulk_with(&client, 0, args.jobs, |_| 0, priority).await?;
+    // `--keep`: Redis memory before the enqueue, against after the drain, when every job is kept.
+    let memory_before = if args.keep {
+        Some(probe.used_memory().await?)
+    } else {
+        None
+    };
+    if args.keep {
+        ok &= enqueue_kept(&client, args.jobs).await?;
+    } else {
+        ok &= enqueue_bulk_with(&client, 0, args.jobs, |_| 0, priority).await?;
+    }
     let stats = probe.command_stats().await?;
     let worker = WorkerProcess::start(workload, args).await?;
     let r = worker.finish().await?;
     let after = probe.command_stats().await?;
     let (sent, inner, _) = after.since(&stats);
-    let counts = client.topic::<Order>().counts().await?;
+    let topic = if args.keep {
+        client.topic::<Kept>()
+    } else {
+        client.topic::<Order>()
+    };
+    let counts = topic.counts().await?;
     ok &= counts_ok(&counts, args.jobs, backlog);
     if r.handled != args.jobs {
         println!(
@@ -129,8 +148,15 @@ async fn drain(
         per_job(sent + inner),
         after.time_since(&stats)
     );
+    let mut kept_bytes = None;
+    if let Some(before) = memory_before {
+        let (kept, bytes) = kept_memory(probe, before, args.jobs).await?;
+        ok &= kept == args.jobs;
+        kept_bytes = Some(round(bytes, 1));
+    }
     Ok(Report {
         secs: Some(round(r.secs, 3)),
+        kept_bytes_per_job: kept_bytes,
         jobs_per_sec: Some(round(jobs_per_sec, 0)),
         worker_cpu_s: Some(round(r.cpu_s, 2)),
         redis_cpu_s: Some(round(r.redis_cpu_s, 3)),
@@ -142,4 +168,38 @@ async fn drain(
         ok,
         ..Report::default()
     })
+}
+
+/// `--keep`: enqueues `n` [`Kept`] jobs due now with the bulk API, 1,000 per call; returns whether all
+/// were created.
+async fn enqueue_kept(client: &Client, n: u64) -> BoxResult<bool> {
+    let mut ok = true;
+    for first in (0..n).step_by(1000) {
+        let items = (first..(first + 1000).min(n)).map(|k| EnqueueItem::new(Kept::new(k)));
+        ok &= all_created(&client.enqueue_many(items).await?);
+    }
+    Ok(ok)
+}
+
+/// `--keep`, after the drain: the finished jobs kept (the topic's `done` index), and Redis
+/// `used_memory` now minus `before` (taken before the enqueue) per job.
+async fn kept_memory(probe: &mut Probe, before: i64, jobs: u64) -> BoxResult<(u64, f64)> {
+    // `Client::connect` uses the default namespace.
+    let done = format!(
+        "postpone:{{{}:{}}}:done",
+        postpone::DEFAULT_NAMESPACE,
+        <Kept as postpone::Job>::TOPIC
+    );
+    let kept = probe.zcard(&done).await?;
+    let after = probe.used_memory().await?;
+    let bytes = (after - before) as f64 / jobs as f64;
+    println!(
+        "  kept {kept} finished jobs of {jobs}; Redis used_memory {:.1} MB more than before the enqueue: \
+         {bytes:.0} bytes per kept job",
+        (after - before) as f64 / f64::from(1 << 20)
+    );
+    if kept != jobs {
+        println!("  FAILED: {kept} finished jobs kept, not {jobs}");
+    }
+    Ok((kept, bytes))
 }

@@ -8,6 +8,7 @@ mod idle;
 mod memory;
 mod outbox;
 mod page;
+mod wait;
 
 use postpone::{Client, EnqueueStatus, Enqueued, TopicCounts};
 
@@ -39,6 +40,7 @@ pub(crate) async fn run(args: &Args) -> BoxResult<Report> {
         Workload::Idle => idle::run(args, &mut probe).await,
         Workload::Page => page::run(args, &mut probe).await,
         Workload::Outbox => outbox::run(args, &mut probe).await,
+        Workload::Wait => wait::run(args, &mut probe).await,
     }?;
     // Leave the Redis empty, as it was given, so that the next run takes it. (A failed run leaves its
     // jobs there to look at; the next run then wants --flush.)
