@@ -177,6 +177,16 @@ impl Probe {
             .await?)
     }
 
+    /// Clients subscribed to `channel` (`PUBSUB NUMSUB`).
+    pub(crate) async fn subscribers(&mut self, channel: &str) -> BoxResult<u64> {
+        let (_, n): (String, u64) = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg(channel)
+            .query_async(&mut self.conn)
+            .await?;
+        Ok(n)
+    }
+
     /// `INFO commandstats`, calls per command.
     pub(crate) async fn command_stats(&mut self) -> BoxResult<CommandStats> {
         let info = self.info("commandstats").await?;

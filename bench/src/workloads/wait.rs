@@ -3,9 +3,12 @@
 //! it) drains them. The figure is each job's wake time: from its handler's finish (recorded just before
 //! it returns) to its waiter's return, on the monotonic clock.
 //!
-//! Every waiter is registered before the worker starts: each is primed with a
-//! [`Waiter::next_progress`](postpone::Waiter::next_progress) that returns soon after its first lookup
-//! (which registers it in the store), and the store's index of waited jobs must hold them all.
+//! Every waiter is registered before the worker starts, and the client listening: the client's
+//! subscription is up first (Redis counts it on the channel of announcements, and a moment is left
+//! for its first resync, which would make every waiter look its job up again), then each waiter is
+//! primed with a [`Waiter::next_progress`](postpone::Waiter::next_progress) that returns soon after its
+//! first lookup (which registers it in the store), and the store's index of waited jobs must hold
+//! them all.
 
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -50,14 +53,14 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     let n = args.jobs;
     let (mut ok, ids) = enqueue(&client, n).await?;
 
-    // The client's listener is up once a wait for no such job returns (the first waiters would
-    // otherwise spend their 1 ms priming on it, and be looked up only when the worker runs).
+    // A first wait starts the client's listener; its subscription is then awaited.
     let none = client
         .wait::<Waited>("bench-wait-none", REGISTER_TIMEOUT)
         .await?;
     if none != JobOutcome::Unknown {
         return Err(format!("a wait for no job found {none:?}").into());
     }
+    listening(probe).await?;
     let registering = Instant::now();
     let primed = Arc::new(Semaphore::new(0));
     let mut waiters = JoinSet::new();
@@ -151,6 +154,21 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
         ok,
         ..Report::default()
     })
+}
+
+/// Waits until the client's subscription to the announcements is up (no other process subscribes to
+/// them here: the benchmark's Redis is its own), and a moment more for the client to take it in.
+async fn listening(probe: &mut Probe) -> BoxResult<()> {
+    let channel = format!("postpone:{{{}}}:ended", postpone::DEFAULT_NAMESPACE);
+    let deadline = Instant::now() + REGISTER_TIMEOUT;
+    while probe.subscribers(&channel).await? == 0 {
+        if Instant::now() > deadline {
+            return Err("the client did not subscribe to the announcements in time".into());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    Ok(())
 }
 
 /// Enqueues `n` jobs due now, 1,000 per call; returns whether all were created, and their ids by
