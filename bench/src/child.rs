@@ -2,8 +2,8 @@
 //! the worker has a process (and CPU figures) of its own, as in production.
 //!
 //! The child prints `ready` once its worker runs, and, when it is done, one line of JSON (a
-//! [`ChildReport`]). `drain`, `drain-io` and `delayed` end by themselves once every job was handled and acknowledged;
-//! `idle` ends when its stdin closes.
+//! [`ChildReport`]). `drain`, `drain-io`, `delayed` and `steady` end by themselves once every job was
+//! handled and acknowledged; `idle` ends when its stdin closes.
 
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,11 +36,19 @@ pub(crate) struct ChildReport {
     pub(crate) cpu_s: f64,
     /// Redis CPU over that time.
     pub(crate) redis_cpu_s: f64,
-    /// `delayed`: handler start minus due time by the Redis clock, ms, per job.
+    /// `delayed`, `steady`: handler start minus due time by the Redis clock, ms, per job (its first
+    /// attempt).
     pub(crate) lateness_ms: Vec<f64>,
-    /// `delayed`: each job's due time (ms since the epoch), in the order of `lateness_ms`.
+    /// `delayed`, `steady`: each job's due time (ms since the epoch), in the order of `lateness_ms`.
     pub(crate) due_ms: Vec<i64>,
-    /// `drain-io`: the mean time the handler's 1 ms sleep took, ms (the timer rounds up).
+    /// `delayed`, `steady`: each job's `order_id`, in the order of `lateness_ms`.
+    #[serde(default)]
+    pub(crate) order_ids: Vec<u64>,
+    /// `steady`: the same as `lateness_ms` for second attempts (the retry's due time is when the
+    /// first attempt failed).
+    #[serde(default)]
+    pub(crate) retry_lateness_ms: Vec<f64>,
+    /// `drain-io`, `steady`: the mean time the handler's sleep took, ms (the timer rounds up).
     #[serde(default)]
     pub(crate) handler_mean_ms: f64,
 }
@@ -61,6 +69,8 @@ impl WorkerProcess {
             .args(["--concurrency", &args.concurrency.to_string()])
             .args(["--redis", &args.redis])
             .args(["--topics", &args.topics.to_string()])
+            .args(["--secs", &args.secs.to_string()])
+            .args(["--rate", &args.rate.to_string()])
             .args(args.flow.then_some("--flow"))
             .args(args.observe.then_some("--observe"))
             .stdin(Stdio::piped())
@@ -114,11 +124,51 @@ static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
 #[derive(Clone)]
 struct State {
     counter: Arc<Counter>,
-    /// `delayed`: Redis, for its clock, and the lateness of each job.
+    /// `delayed`, `steady`: Redis, for its clock, and the lateness of each job's first attempt.
     redis: Option<redis::aio::MultiplexedConnection>,
-    lateness: Arc<Mutex<Vec<(f64, i64)>>>,
-    /// `drain-io`: nanoseconds spent in the handlers' sleeps, all jobs.
+    lateness: Arc<Mutex<Vec<Start>>>,
+    /// `steady`: the lateness of second attempts, ms.
+    retry_lateness: Arc<Mutex<Vec<f64>>>,
+    /// `drain-io`, `steady`: nanoseconds spent in the handlers' sleeps, all attempts.
     slept_ns: Arc<AtomicU64>,
+}
+
+/// When a handler started, against its job's due time.
+#[derive(Clone, Copy)]
+struct Start {
+    late_ms: f64,
+    due_ms: i64,
+    order_id: u64,
+}
+
+impl State {
+    /// Reads the Redis clock (first thing in a handler): how late this attempt started, ms.
+    async fn lateness_ms(&self, ctx: &JobContext) -> Result<f64, JobError> {
+        let mut redis = self.redis.clone().expect("this workload has a connection");
+        let (secs, micros): (i64, i64) = redis::cmd("TIME")
+            .query_async(&mut redis)
+            .await
+            .map_err(JobError::msg)?;
+        let late_us = secs * 1_000_000 + micros - ctx.due_at().timestamp_millis() * 1000;
+        Ok(late_us as f64 / 1000.0)
+    }
+
+    /// Records the start of `job`'s first attempt.
+    fn record_start(&self, job: &Order, ctx: &JobContext, late_ms: f64) {
+        self.lateness.lock().unwrap().push(Start {
+            late_ms,
+            due_ms: ctx.due_at().timestamp_millis(),
+            order_id: job.order_id,
+        });
+    }
+
+    /// Sleeps `d` (`tokio::time::sleep`), as a handler waiting on a service, and counts the time.
+    async fn wait_on_io(&self, d: Duration) {
+        let began = Instant::now();
+        tokio::time::sleep(d).await;
+        self.slept_ns
+            .fetch_add(began.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
 }
 
 /// The drain handler: does nothing (the payload is decoded into `Order` by the worker).
@@ -132,29 +182,35 @@ pub(crate) const IO_HANDLER: Duration = Duration::from_millis(1);
 
 /// The drain-io handler: waits on I/O for 1 ms (`tokio::time::sleep`), as a handler calling a service.
 async fn io_order(_job: Order, _ctx: JobContext, state: State) -> Result<(), JobError> {
-    let began = Instant::now();
-    tokio::time::sleep(IO_HANDLER).await;
-    state
-        .slept_ns
-        .fetch_add(began.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    state.wait_on_io(IO_HANDLER).await;
     state.counter.hit();
     Ok(())
 }
 
 /// The delayed handler: reads the Redis clock first thing, and records how late it started.
-async fn delayed_order(_job: Order, ctx: JobContext, state: State) -> Result<(), JobError> {
-    let mut redis = state.redis.clone().expect("delayed has a connection");
-    let (secs, micros): (i64, i64) = redis::cmd("TIME")
-        .query_async(&mut redis)
-        .await
-        .map_err(JobError::msg)?;
-    let late_us = secs * 1_000_000 + micros - ctx.due_at().timestamp_millis() * 1000;
-    let due_ms = ctx.due_at().timestamp_millis();
-    state
-        .lateness
-        .lock()
-        .unwrap()
-        .push((late_us as f64 / 1000.0, due_ms));
+async fn delayed_order(job: Order, ctx: JobContext, state: State) -> Result<(), JobError> {
+    let late_ms = state.lateness_ms(&ctx).await?;
+    state.record_start(&job, &ctx, late_ms);
+    state.counter.hit();
+    Ok(())
+}
+
+/// How long the `steady` handler sleeps.
+pub(crate) const STEADY_HANDLER: Duration = Duration::from_millis(2);
+
+/// The steady handler: records how late it started (by the Redis clock, as `delayed`), waits on I/O
+/// for 2 ms, and fails the first attempt of 1 % of the jobs, asking for the retry at once.
+async fn steady_order(job: Order, ctx: JobContext, state: State) -> Result<(), JobError> {
+    let late_ms = state.lateness_ms(&ctx).await?;
+    if ctx.attempt() == 1 {
+        state.record_start(&job, &ctx, late_ms);
+    } else {
+        state.retry_lateness.lock().unwrap().push(late_ms);
+    }
+    state.wait_on_io(STEADY_HANDLER).await;
+    if ctx.attempt() == 1 && steady::fails_once(job.order_id) {
+        return Err(JobError::retry_after(Duration::ZERO, "fails once"));
+    }
     state.counter.hit();
     Ok(())
 }
@@ -171,7 +227,7 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
     let redis_cpu = probe.cpu_s().await?;
     let client = Client::connect(&args.redis).await?;
     let redis = match args.workload {
-        Workload::Delayed => Some(crate::probe::connection(&args.redis).await?),
+        Workload::Delayed | Workload::Steady => Some(crate::probe::connection(&args.redis).await?),
         _ => None,
     };
     let state = State {
@@ -182,6 +238,7 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
         }),
         redis,
         lateness: Arc::new(Mutex::new(Vec::with_capacity(args.jobs as usize))),
+        retry_lateness: Arc::new(Mutex::new(Vec::new())),
         slept_ns: Arc::new(AtomicU64::new(0)),
     };
     let mut builder = Worker::with_state(&client, state.clone()).concurrency(args.concurrency);
@@ -189,6 +246,7 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
         Workload::Drain | Workload::Backlog => builder.handle(drain_order),
         Workload::DrainIo => builder.handle(io_order),
         Workload::Delayed => builder.handle(delayed_order),
+        Workload::Steady => builder.handle(steady_order),
         Workload::Idle => idle_handlers(builder, args.topics),
         other => return Err(format!("no worker process for {other}").into()),
     };
@@ -228,17 +286,22 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
         }
     }
     let lateness = std::mem::take(&mut *state.lateness.lock().unwrap());
+    let retry_lateness_ms = std::mem::take(&mut *state.retry_lateness.lock().unwrap());
     let handled = state.counter.handled.load(Ordering::Relaxed);
+    // Attempts that slept: `steady`'s retries sleep too.
+    let attempts = handled + retry_lateness_ms.len() as u64;
     let report = ChildReport {
         handled,
         secs: start.elapsed().as_secs_f64(),
         cpu_s: own_cpu_s(),
         redis_cpu_s: probe.cpu_s().await? - redis_cpu,
-        lateness_ms: lateness.iter().map(|l| l.0).collect(),
-        due_ms: lateness.iter().map(|l| l.1).collect(),
+        lateness_ms: lateness.iter().map(|s| s.late_ms).collect(),
+        due_ms: lateness.iter().map(|s| s.due_ms).collect(),
+        order_ids: lateness.iter().map(|s| s.order_id).collect(),
+        retry_lateness_ms,
         handler_mean_ms: state.slept_ns.load(Ordering::Relaxed) as f64
             / 1e6
-            / handled.max(1) as f64,
+            / attempts.max(1) as f64,
     };
     shutdown.shutdown();
     running.await??;
