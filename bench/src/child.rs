@@ -48,6 +48,14 @@ pub(crate) struct ChildReport {
     /// first attempt failed).
     #[serde(default)]
     pub(crate) retry_lateness_ms: Vec<f64>,
+    /// `steady`: the round trip of the handler's TIME, ms, in the order of `lateness_ms` (the lag
+    /// includes about half of it: Redis reads its clock between the two halves).
+    #[serde(default)]
+    pub(crate) clock_rtt_ms: Vec<f64>,
+    /// `steady`: the handlers running when each job started (itself included), in the order of
+    /// `lateness_ms`: at the concurrency, the job may have waited for a slot.
+    #[serde(default)]
+    pub(crate) busy: Vec<u32>,
     /// `drain-io`, `steady`: the mean time the handler's sleep took, ms (the timer rounds up).
     #[serde(default)]
     pub(crate) handler_mean_ms: f64,
@@ -131,34 +139,68 @@ struct State {
     retry_lateness: Arc<Mutex<Vec<f64>>>,
     /// `drain-io`, `steady`: nanoseconds spent in the handlers' sleeps, all attempts.
     slept_ns: Arc<AtomicU64>,
+    /// `steady`: handlers running now.
+    running: Arc<AtomicU64>,
 }
 
-/// When a handler started, against its job's due time.
+/// How late a handler started, by the Redis clock.
+#[derive(Clone, Copy)]
+struct Lateness {
+    late_ms: f64,
+    /// The TIME round trip that read it, ms.
+    clock_rtt_ms: f64,
+}
+
+/// When a job's first attempt started, against its due time.
 #[derive(Clone, Copy)]
 struct Start {
-    late_ms: f64,
+    late: Lateness,
     due_ms: i64,
     order_id: u64,
+    /// Handlers running then (0 where not counted).
+    busy: u32,
+}
+
+/// Counts a handler as running until dropped.
+struct Running(Arc<AtomicU64>);
+
+impl Running {
+    /// Counts one more; returns the guard and how many run now, this one included.
+    fn enter(count: &Arc<AtomicU64>) -> (Self, u64) {
+        let now = count.fetch_add(1, Ordering::Relaxed) + 1;
+        (Running(count.clone()), now)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl State {
-    /// Reads the Redis clock (first thing in a handler): how late this attempt started, ms.
-    async fn lateness_ms(&self, ctx: &JobContext) -> Result<f64, JobError> {
+    /// Reads the Redis clock (first thing in a handler): how late this attempt started.
+    async fn lateness(&self, ctx: &JobContext) -> Result<Lateness, JobError> {
         let mut redis = self.redis.clone().expect("this workload has a connection");
+        let sent = Instant::now();
         let (secs, micros): (i64, i64) = redis::cmd("TIME")
             .query_async(&mut redis)
             .await
             .map_err(JobError::msg)?;
         let late_us = secs * 1_000_000 + micros - ctx.due_at().timestamp_millis() * 1000;
-        Ok(late_us as f64 / 1000.0)
+        Ok(Lateness {
+            late_ms: late_us as f64 / 1000.0,
+            clock_rtt_ms: sent.elapsed().as_secs_f64() * 1e3,
+        })
     }
 
-    /// Records the start of `job`'s first attempt.
-    fn record_start(&self, job: &Order, ctx: &JobContext, late_ms: f64) {
+    /// Records the start of `job`'s first attempt, with `busy` handlers running.
+    fn record_start(&self, job: &Order, ctx: &JobContext, late: Lateness, busy: u64) {
         self.lateness.lock().unwrap().push(Start {
-            late_ms,
+            late,
             due_ms: ctx.due_at().timestamp_millis(),
             order_id: job.order_id,
+            busy: busy as u32,
         });
     }
 
@@ -189,8 +231,8 @@ async fn io_order(_job: Order, _ctx: JobContext, state: State) -> Result<(), Job
 
 /// The delayed handler: reads the Redis clock first thing, and records how late it started.
 async fn delayed_order(job: Order, ctx: JobContext, state: State) -> Result<(), JobError> {
-    let late_ms = state.lateness_ms(&ctx).await?;
-    state.record_start(&job, &ctx, late_ms);
+    let late = state.lateness(&ctx).await?;
+    state.record_start(&job, &ctx, late, 0);
     state.counter.hit();
     Ok(())
 }
@@ -201,11 +243,12 @@ pub(crate) const STEADY_HANDLER: Duration = Duration::from_millis(2);
 /// The steady handler: records how late it started (by the Redis clock, as `delayed`), waits on I/O
 /// for 2 ms, and fails the first attempt of 1 % of the jobs, asking for the retry at once.
 async fn steady_order(job: Order, ctx: JobContext, state: State) -> Result<(), JobError> {
-    let late_ms = state.lateness_ms(&ctx).await?;
+    let (_running, busy) = Running::enter(&state.running);
+    let late = state.lateness(&ctx).await?;
     if ctx.attempt() == 1 {
-        state.record_start(&job, &ctx, late_ms);
+        state.record_start(&job, &ctx, late, busy);
     } else {
-        state.retry_lateness.lock().unwrap().push(late_ms);
+        state.retry_lateness.lock().unwrap().push(late.late_ms);
     }
     state.wait_on_io(STEADY_HANDLER).await;
     if ctx.attempt() == 1 && steady::fails_once(job.order_id) {
@@ -240,6 +283,7 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
         lateness: Arc::new(Mutex::new(Vec::with_capacity(args.jobs as usize))),
         retry_lateness: Arc::new(Mutex::new(Vec::new())),
         slept_ns: Arc::new(AtomicU64::new(0)),
+        running: Arc::new(AtomicU64::new(0)),
     };
     let mut builder = Worker::with_state(&client, state.clone()).concurrency(args.concurrency);
     builder = match args.workload {
@@ -295,10 +339,18 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
         secs: start.elapsed().as_secs_f64(),
         cpu_s: own_cpu_s(),
         redis_cpu_s: probe.cpu_s().await? - redis_cpu,
-        lateness_ms: lateness.iter().map(|s| s.late_ms).collect(),
+        lateness_ms: lateness.iter().map(|s| s.late.late_ms).collect(),
         due_ms: lateness.iter().map(|s| s.due_ms).collect(),
         order_ids: lateness.iter().map(|s| s.order_id).collect(),
         retry_lateness_ms,
+        clock_rtt_ms: match args.workload {
+            Workload::Steady => lateness.iter().map(|s| s.late.clock_rtt_ms).collect(),
+            _ => Vec::new(),
+        },
+        busy: match args.workload {
+            Workload::Steady => lateness.iter().map(|s| s.busy).collect(),
+            _ => Vec::new(),
+        },
         handler_mean_ms: state.slept_ns.load(Ordering::Relaxed) as f64
             / 1e6
             / attempts.max(1) as f64,
