@@ -151,7 +151,8 @@ workloads (see BENCHMARKS.md):
   --topics N       idle: registered topics (default 10, at most 10)
   --secs S         idle: seconds measured (default 10); steady: seconds of enqueueing (default 60)
   --rate R         steady: jobs enqueued per second over all producers (default 20,000; BENCHMARKS.md
-                   asks for half the measured drain capacity)
+                   asks for half the measured drain capacity, but C slots of a 2 ms handler, which
+                   takes ~2.9 ms, run at most C / 2.9 ms: ~17,000/s at 50; above that the lag grows)
   --flow           drain, drain-io, backlog: flow limits on that never bind (rate 100,000,000/s,
                    max running 1,000,000): what checking them in the claim costs
   --priorities     drain, drain-io, backlog: half the jobs enqueued with a priority (1 or 2)

@@ -3,7 +3,8 @@
 //!
 //! The child prints `ready` once its worker runs, and, when it is done, one line of JSON (a
 //! [`ChildReport`]). `drain`, `drain-io`, `delayed` and `steady` end by themselves once every job was
-//! handled and acknowledged; `idle` ends when its stdin closes.
+//! handled and acknowledged (`steady`'s jobs are those the parent says on stdin it created: an enqueue
+//! may fail); `idle` ends when its stdin closes.
 
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use postpone::{Client, Job, JobContext, JobError, Worker};
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader, Lines};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio::sync::Notify;
 
@@ -94,6 +95,14 @@ impl WorkerProcess {
         }
     }
 
+    /// Tells a `steady` worker how many jobs were created (it waits for that many, not `--jobs`).
+    pub(crate) async fn expect(&mut self, jobs: u64) -> BoxResult<()> {
+        let stdin = self.child.stdin.as_mut().ok_or("no stdin")?;
+        stdin.write_all(format!("{jobs}\n").as_bytes()).await?;
+        stdin.flush().await?;
+        Ok(())
+    }
+
     /// Closes its stdin (which stops an idle worker) and reads its report.
     pub(crate) async fn finish(mut self) -> BoxResult<ChildReport> {
         drop(self.child.stdin.take());
@@ -111,14 +120,14 @@ impl WorkerProcess {
 /// Counts handler runs and wakes the main task when the target is reached.
 struct Counter {
     handled: AtomicU64,
-    target: u64,
+    target: AtomicU64,
     done: Notify,
 }
 
 impl Counter {
     fn hit(&self) {
         let n = self.handled.fetch_add(1, Ordering::Relaxed) + 1;
-        if n == self.target {
+        if n == self.target.load(Ordering::Relaxed) {
             self.done.notify_one();
         }
         if n.is_multiple_of(5000) && std::env::var_os("BENCH_PROGRESS").is_some() {
@@ -276,7 +285,7 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
     let state = State {
         counter: Arc::new(Counter {
             handled: AtomicU64::new(0),
-            target: args.jobs,
+            target: AtomicU64::new(args.jobs),
             done: Notify::new(),
         }),
         redis,
@@ -308,11 +317,15 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
         let mut sink = Vec::new();
         tokio::io::stdin().read_to_end(&mut sink).await?;
     } else {
+        if args.workload == Workload::Steady {
+            tokio::spawn(read_target(state.counter.clone()));
+        }
         // Every job handled, then acknowledged (the counter of processed jobs says so).
         let limit = Duration::from_secs(120 + args.jobs / 500);
         let counter = state.counter.clone();
+        let target = || counter.target.load(Ordering::Relaxed);
         let handled = async {
-            while counter.handled.load(Ordering::Relaxed) < counter.target {
+            while counter.handled.load(Ordering::Relaxed) < target() {
                 counter.done.notified().await;
             }
         };
@@ -320,12 +333,12 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
             return Err(format!(
                 "only {} of {} jobs ran within {limit:?}",
                 counter.handled.load(Ordering::Relaxed),
-                args.jobs
+                target()
             )
             .into());
         }
         let topic = client.topic::<Order>();
-        while topic.counts().await?.processed < args.jobs {
+        while topic.counts().await?.processed < target() {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
@@ -360,6 +373,19 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
     crate::observe::check(observed.as_ref(), handled)?;
     println!("{}", serde_json::to_string(&report)?);
     Ok(())
+}
+
+/// `steady`: reads from stdin how many jobs were created, and waits for those only.
+async fn read_target(counter: Arc<Counter>) {
+    let mut line = String::new();
+    let mut stdin = BufReader::new(tokio::io::stdin());
+    if stdin.read_line(&mut line).await.is_err() {
+        return;
+    }
+    if let Ok(jobs) = line.trim().parse() {
+        counter.target.store(jobs, Ordering::Relaxed);
+        counter.done.notify_one();
+    }
 }
 
 fn idle_handlers(
