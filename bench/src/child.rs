@@ -318,7 +318,7 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
         tokio::io::stdin().read_to_end(&mut sink).await?;
     } else {
         if args.workload == Workload::Steady {
-            tokio::spawn(read_target(state.counter.clone()));
+            tokio::spawn(read_target(state.counter.clone(), client.clone()));
         }
         // Every job handled, then acknowledged (the counter of processed jobs says so).
         let limit = Duration::from_secs(120 + args.jobs / 500);
@@ -375,16 +375,38 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
     Ok(())
 }
 
-/// `steady`: reads from stdin how many jobs were created, and waits for those only.
-async fn read_target(counter: Arc<Counter>) {
+/// `steady`: reads from stdin how many jobs were created (all enqueues are done then), and waits for
+/// those only; should the topic then hold no job, running or waiting, while fewer ran (jobs were
+/// lost), it stops waiting after a second without progress, for the parent to report the loss.
+async fn read_target(counter: Arc<Counter>, client: Client) {
     let mut line = String::new();
     let mut stdin = BufReader::new(tokio::io::stdin());
     if stdin.read_line(&mut line).await.is_err() {
         return;
     }
-    if let Ok(jobs) = line.trim().parse() {
-        counter.target.store(jobs, Ordering::Relaxed);
-        counter.done.notify_one();
+    let Ok(jobs) = line.trim().parse() else {
+        return;
+    };
+    counter.target.store(jobs, Ordering::Relaxed);
+    counter.done.notify_one();
+    let topic = client.topic::<Order>();
+    let mut last = u64::MAX;
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let handled = counter.handled.load(Ordering::Relaxed);
+        if handled >= jobs {
+            return;
+        }
+        let Ok(c) = topic.counts().await else {
+            continue;
+        };
+        if c.scheduled + c.ready + c.active == 0 && handled == last {
+            eprintln!("  worker: {handled} of {jobs} jobs ran and the topic holds none: lost");
+            counter.target.store(handled, Ordering::Relaxed);
+            counter.done.notify_one();
+            return;
+        }
+        last = handled;
     }
 }
 

@@ -87,7 +87,11 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     let counts = client.topic::<Order>().counts().await?;
     ok &= counts_ok_retried(&counts, created, 0, retries);
     if r.handled != created || r.lateness_ms.len() as u64 != created {
-        println!("  FAILED: {} handler runs for {created} jobs", r.handled);
+        println!(
+            "  FAILED: {} jobs ran of {created} created (their enqueue returned Created): {} lost",
+            r.handled,
+            created.saturating_sub(r.handled)
+        );
         ok = false;
     }
 
