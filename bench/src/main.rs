@@ -19,6 +19,7 @@
 
 mod args;
 mod child;
+mod handlers;
 mod jobs;
 mod observe;
 mod probe;

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use super::{client, counts_ok_retried, rate, warm_up};
 use crate::args::{Args, Workload};
-use crate::child::{ChildReport, WorkerProcess, STEADY_HANDLER};
+use crate::child::{ChildReport, WorkerProcess};
+use crate::handlers::STEADY_HANDLER;
 use crate::jobs::{steady, Order};
 use crate::probe::Probe;
 use crate::report::{own_cpu_s, percentile, round, Report};
