@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use super::{client, counts_ok, enqueue_bulk, enqueue_bulk_with, rate};
 use crate::args::{Args, Workload};
-use crate::child::{WorkerProcess, IO_HANDLER};
+use crate::child::WorkerProcess;
+use crate::handlers::IO_HANDLER;
 use crate::jobs::Order;
 use crate::probe::Probe;
 use crate::report::{round, Report};
