@@ -7,19 +7,24 @@
 #   REDIS_URL=redis://127.0.0.1:6400 bench/run.sh
 #   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test bench/run.sh outbox
 #                                      # outbox needs PostgreSQL (that URL is its default)
+#   STEADY_RATE=8000 bench/run.sh steady
+#                                      # steady's rate, jobs/s (default 20,000: BENCHMARKS.md asks for
+#                                      # half the measured drain capacity); each run takes 60 s and more
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 URL=${REDIS_URL:-redis://127.0.0.1:6379}
 WORKLOADS=("$@")
-[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(enqueue enqueue-bulk enqueue-concurrent drain drain-io delayed memory backlog idle outbox)
+[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(enqueue enqueue-bulk enqueue-concurrent drain drain-io delayed memory backlog idle outbox steady)
 cargo build --release -q -p postpone-bench
 BIN=${CARGO_TARGET_DIR:-target}/release/postpone-bench
 OUT=$(mktemp)
 for w in "${WORKLOADS[@]}"; do
   for i in $(seq "$RUNS"); do
     echo "== $w run $i, load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-    out=$("$BIN" "$w" --redis "$URL") || { printf '%s\n' "$out" >&2; echo "postpone-bench $w failed" >&2; exit 1; }
+    extra=()
+    [ "$w" != steady ] || [ -z "${STEADY_RATE:-}" ] || extra=(--rate "$STEADY_RATE")
+    out=$("$BIN" "$w" --redis "$URL" ${extra[@]+"${extra[@]}"}) || { printf '%s\n' "$out" >&2; echo "postpone-bench $w failed" >&2; exit 1; }
     printf '%s\n' "$out" >&2
     printf '%s\n' "$out" | tail -1 >> "$OUT"
   done
@@ -29,7 +34,7 @@ python3 - "$OUT" "${WORKLOADS[@]}" <<'PY'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 key = {"delayed": "p99_ms", "memory": "bytes_per_job", "idle": "commands_per_sec", "backlog": "ratio_to_drain",
-       "outbox": "commit_to_queued_p99_ms"}
+       "outbox": "commit_to_queued_p99_ms", "steady": "start_lag_p99_ms"}
 for w in sys.argv[2:]:
     runs = [l for l in lines if l["workload"] == w]
     if not runs:

@@ -16,11 +16,12 @@ pub(crate) enum Workload {
     DrainIo,
     Page,
     Outbox,
+    Steady,
     Wait,
 }
 
 impl Workload {
-    const ALL: [(&'static str, Workload); 12] = [
+    const ALL: [(&'static str, Workload); 13] = [
         ("enqueue", Workload::Enqueue),
         ("enqueue-bulk", Workload::EnqueueBulk),
         ("drain", Workload::Drain),
@@ -32,6 +33,7 @@ impl Workload {
         ("drain-io", Workload::DrainIo),
         ("page", Workload::Page),
         ("outbox", Workload::Outbox),
+        ("steady", Workload::Steady),
         ("wait", Workload::Wait),
     ];
 
@@ -58,6 +60,14 @@ impl Workload {
             Workload::Outbox => 64 * 500,
             Workload::Wait => 1_000,
             _ => 50_000,
+        }
+    }
+
+    /// The seconds of BENCHMARKS.md: `idle` measures 10 s, `steady` enqueues for 60 s.
+    fn default_secs(self) -> u64 {
+        match self {
+            Workload::Steady => 60,
+            _ => 10,
         }
     }
 
@@ -88,9 +98,11 @@ pub(crate) struct Args {
     pub(crate) database: String,
     /// `backlog`: jobs due in an hour sitting beside the drained ones.
     pub(crate) backlog: u64,
-    /// `idle`: registered topics, and seconds measured.
+    /// `idle`: registered topics, and seconds measured; `steady`: seconds of enqueueing.
     pub(crate) topics: usize,
     pub(crate) secs: u64,
+    /// `steady`: jobs enqueued per second, over all producers (its `jobs` is `rate x secs`).
+    pub(crate) rate: u64,
     /// `drain`, `drain-io`, `backlog`: claim under flow limits that never bind (a rate limit of
     /// 100,000,000/s and max running 1,000,000), to measure what checking them costs.
     pub(crate) flow: bool,
@@ -109,7 +121,8 @@ pub(crate) const DEFAULT_DATABASE: &str = "postgres://postgres@127.0.0.1:5432/te
 
 pub(crate) const USAGE: &str = "\
 usage: postpone-bench <workload> [--jobs N] [--concurrency C] [--redis URL] [--flush]
-                      [--backlog N] [--topics N] [--secs S] [--observe] [--database URL] [--keep]
+                      [--backlog N] [--topics N] [--secs S] [--rate R] [--observe] [--database URL]
+                      [--keep]
 
 workloads (see BENCHMARKS.md):
   enqueue             one task enqueues jobs one at a time, each awaited
@@ -127,11 +140,15 @@ workloads (see BENCHMARKS.md):
   outbox              C tasks (default 64) each commit PostgreSQL transactions that enqueue one job
                       through postpone-postgres's outbox, a relay moving them to Redis; transactional
                       enqueues/s, commit-to-queued p50/p99/max by the Redis clock (needs PostgreSQL)
+  steady              64 producers enqueue at --rate jobs/s for --secs s (10 % delayed 0-5 s, 1 % fail
+                      once, retried at once) to a worker process whose handler sleeps 2 ms; start lag
+                      p50/p99/max by the Redis clock, enqueue p99, worker and Redis CPU per job
   wait                --jobs N (default 1,000) jobs, a Client::wait on each through one client, then a
                       worker in the same process drains them; ms from each handler's finish to its
                       waiter's return, p50/p99/max (wake_p99_ms)
   --jobs N         jobs (defaults: 50,000; enqueue-concurrent and drain-io 64,000; delayed 2,000;
-                   memory 100,000; page 1,000,000; outbox 32,000, 500 per task; wait 1,000)
+                   memory 100,000; page 1,000,000; outbox 32,000, 500 per task; steady: rate x secs;
+                   wait 1,000)
   --concurrency C  worker concurrency (default 50); enqueue-concurrent: enqueueing tasks, outbox:
                    committing tasks (default 64)
   --redis URL      Redis to use, empty (default redis://127.0.0.1:6379); a run FLUSHALLs it, so one
@@ -142,7 +159,10 @@ workloads (see BENCHMARKS.md):
                    table postpone_bench_outbox there, and drops it at the end
   --backlog N      backlog: jobs due in an hour beside the drained ones (default 1,000,000)
   --topics N       idle: registered topics (default 10, at most 10)
-  --secs S         idle: seconds measured (default 10)
+  --secs S         idle: seconds measured (default 10); steady: seconds of enqueueing (default 60)
+  --rate R         steady: jobs enqueued per second over all producers (default 20,000; BENCHMARKS.md
+                   asks for half the measured drain capacity, but C slots of a 2 ms handler, which
+                   takes ~2.9 ms, run at most C / 2.9 ms: ~17,000/s at 50; above that the lag grows)
   --flow           drain, drain-io, backlog: flow limits on that never bind (rate 100,000,000/s,
                    max running 1,000,000): what checking them in the claim costs
   --priorities     drain, drain-io, backlog: half the jobs enqueued with a priority (1 or 2)
@@ -170,7 +190,8 @@ impl Args {
                 .unwrap_or_else(|| DEFAULT_DATABASE.into()),
             backlog: 1_000_000,
             topics: 10,
-            secs: 10,
+            secs: workload.default_secs(),
+            rate: 20_000,
             flow: false,
             priorities: false,
             observe: false,
@@ -201,11 +222,18 @@ impl Args {
                 "--backlog" => out.backlog = number(flag, value()?)?,
                 "--topics" => out.topics = number(flag, value()?)? as usize,
                 "--secs" => out.secs = number(flag, value()?)?,
+                "--rate" => out.rate = number(flag, value()?)?,
                 other => return Err(format!("unknown option {other:?}")),
             }
         }
-        if out.concurrency == 0 || !(1..=10).contains(&out.topics) || out.secs == 0 {
-            return Err("--concurrency, --secs must be at least 1; --topics 1 to 10".into());
+        if out.concurrency == 0 || !(1..=10).contains(&out.topics) || out.secs == 0 || out.rate == 0
+        {
+            return Err(
+                "--concurrency, --secs, --rate must be at least 1; --topics 1 to 10".into(),
+            );
+        }
+        if workload == Workload::Steady {
+            out.jobs = out.rate * out.secs;
         }
         if out.keep && workload != Workload::Drain {
             return Err("--keep applies to drain only".into());
@@ -265,6 +293,15 @@ mod tests {
         );
         let a = parse("outbox --jobs 2000 --database postgres://u@h:1/d").unwrap();
         assert_eq!((a.jobs, a.database.as_str()), (2000, "postgres://u@h:1/d"));
+        let a = parse("steady").unwrap();
+        assert_eq!(
+            (a.workload, a.rate, a.secs, a.jobs, a.concurrency),
+            (Workload::Steady, 20_000, 60, 1_200_000, 50)
+        );
+        let a = parse("steady --rate 8000 --secs 5").unwrap();
+        assert_eq!((a.rate, a.secs, a.jobs), (8000, 5, 40_000));
+        assert_eq!(parse("idle").unwrap().secs, 10);
+        assert!(parse("steady --rate 0").is_err());
         assert!(parse("nope").is_err());
         assert!(parse("drain --jobs").is_err());
         assert!(parse("idle --topics 11").is_err());

@@ -2,22 +2,23 @@
 //! the worker has a process (and CPU figures) of its own, as in production.
 //!
 //! The child prints `ready` once its worker runs, and, when it is done, one line of JSON (a
-//! [`ChildReport`]). `drain`, `drain-io` and `delayed` end by themselves once every job was handled and acknowledged;
-//! `idle` ends when its stdin closes.
+//! [`ChildReport`]). `drain`, `drain-io`, `delayed` and `steady` end by themselves once every job was
+//! handled and acknowledged (`steady`'s jobs are those the parent says on stdin it created: an enqueue
+//! may fail); `idle` ends when its stdin closes.
 
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use postpone::{Client, Job, JobContext, JobError, Worker};
+use postpone::{Client, Worker};
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader, Lines};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
-use tokio::sync::Notify;
 
 use crate::args::{Args, Workload};
-use crate::jobs::*;
+use crate::handlers::*;
+use crate::jobs::{Kept, Order};
 use crate::probe::Probe;
 use crate::report::own_cpu_s;
 use crate::BoxResult;
@@ -36,11 +37,27 @@ pub(crate) struct ChildReport {
     pub(crate) cpu_s: f64,
     /// Redis CPU over that time.
     pub(crate) redis_cpu_s: f64,
-    /// `delayed`: handler start minus due time by the Redis clock, ms, per job.
+    /// `delayed`, `steady`: handler start minus due time by the Redis clock, ms, per job (its first
+    /// attempt).
     pub(crate) lateness_ms: Vec<f64>,
-    /// `delayed`: each job's due time (ms since the epoch), in the order of `lateness_ms`.
+    /// `delayed`, `steady`: each job's due time (ms since the epoch), in the order of `lateness_ms`.
     pub(crate) due_ms: Vec<i64>,
-    /// `drain-io`: the mean time the handler's 1 ms sleep took, ms (the timer rounds up).
+    /// `delayed`, `steady`: each job's `order_id`, in the order of `lateness_ms`.
+    #[serde(default)]
+    pub(crate) order_ids: Vec<u64>,
+    /// `steady`: the same as `lateness_ms` for second attempts (the retry's due time is when the
+    /// first attempt failed).
+    #[serde(default)]
+    pub(crate) retry_lateness_ms: Vec<f64>,
+    /// `steady`: the round trip of the handler's TIME, ms, in the order of `lateness_ms` (the lag
+    /// includes about half of it: Redis reads its clock between the two halves).
+    #[serde(default)]
+    pub(crate) clock_rtt_ms: Vec<f64>,
+    /// `steady`: the handlers running when each job started (itself included), in the order of
+    /// `lateness_ms`: at the concurrency, the job may have waited for a slot.
+    #[serde(default)]
+    pub(crate) busy: Vec<u32>,
+    /// `drain-io`, `steady`: the mean time the handler's sleep took, ms (the timer rounds up).
     #[serde(default)]
     pub(crate) handler_mean_ms: f64,
 }
@@ -61,6 +78,8 @@ impl WorkerProcess {
             .args(["--concurrency", &args.concurrency.to_string()])
             .args(["--redis", &args.redis])
             .args(["--topics", &args.topics.to_string()])
+            .args(["--secs", &args.secs.to_string()])
+            .args(["--rate", &args.rate.to_string()])
             .args(args.flow.then_some("--flow"))
             .args(args.keep.then_some("--keep"))
             .args(args.observe.then_some("--observe"))
@@ -77,6 +96,14 @@ impl WorkerProcess {
         }
     }
 
+    /// Tells a `steady` worker how many jobs were created (it waits for that many, not `--jobs`).
+    pub(crate) async fn expect(&mut self, jobs: u64) -> BoxResult<()> {
+        let stdin = self.child.stdin.as_mut().ok_or("no stdin")?;
+        stdin.write_all(format!("{jobs}\n").as_bytes()).await?;
+        stdin.flush().await?;
+        Ok(())
+    }
+
     /// Closes its stdin (which stops an idle worker) and reads its report.
     pub(crate) async fn finish(mut self) -> BoxResult<ChildReport> {
         drop(self.child.stdin.take());
@@ -91,85 +118,6 @@ impl WorkerProcess {
     }
 }
 
-/// Counts handler runs and wakes the main task when the target is reached.
-struct Counter {
-    handled: AtomicU64,
-    target: u64,
-    done: Notify,
-}
-
-impl Counter {
-    fn hit(&self) {
-        let n = self.handled.fetch_add(1, Ordering::Relaxed) + 1;
-        if n == self.target {
-            self.done.notify_one();
-        }
-        if n.is_multiple_of(5000) && std::env::var_os("BENCH_PROGRESS").is_some() {
-            eprintln!("    {n} handled at {:?}", START.get().map(|s| s.elapsed()));
-        }
-    }
-}
-
-static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-
-#[derive(Clone)]
-struct State {
-    counter: Arc<Counter>,
-    /// `delayed`: Redis, for its clock, and the lateness of each job.
-    redis: Option<redis::aio::MultiplexedConnection>,
-    lateness: Arc<Mutex<Vec<(f64, i64)>>>,
-    /// `drain-io`: nanoseconds spent in the handlers' sleeps, all jobs.
-    slept_ns: Arc<AtomicU64>,
-}
-
-/// The drain handler: does nothing (the payload is decoded into `Order` by the worker).
-async fn drain_order(_job: Order, _ctx: JobContext, state: State) -> Result<(), JobError> {
-    state.counter.hit();
-    Ok(())
-}
-
-/// The `drain --keep` handler: does nothing, and returns the order id (kept with the job).
-async fn kept_order(job: Kept, _ctx: JobContext, state: State) -> Result<u64, JobError> {
-    state.counter.hit();
-    Ok(job.order_id)
-}
-
-/// How long the `drain-io` handler sleeps.
-pub(crate) const IO_HANDLER: Duration = Duration::from_millis(1);
-
-/// The drain-io handler: waits on I/O for 1 ms (`tokio::time::sleep`), as a handler calling a service.
-async fn io_order(_job: Order, _ctx: JobContext, state: State) -> Result<(), JobError> {
-    let began = Instant::now();
-    tokio::time::sleep(IO_HANDLER).await;
-    state
-        .slept_ns
-        .fetch_add(began.elapsed().as_nanos() as u64, Ordering::Relaxed);
-    state.counter.hit();
-    Ok(())
-}
-
-/// The delayed handler: reads the Redis clock first thing, and records how late it started.
-async fn delayed_order(_job: Order, ctx: JobContext, state: State) -> Result<(), JobError> {
-    let mut redis = state.redis.clone().expect("delayed has a connection");
-    let (secs, micros): (i64, i64) = redis::cmd("TIME")
-        .query_async(&mut redis)
-        .await
-        .map_err(JobError::msg)?;
-    let late_us = secs * 1_000_000 + micros - ctx.due_at().timestamp_millis() * 1000;
-    let due_ms = ctx.due_at().timestamp_millis();
-    state
-        .lateness
-        .lock()
-        .unwrap()
-        .push((late_us as f64 / 1000.0, due_ms));
-    state.counter.hit();
-    Ok(())
-}
-
-async fn noop<J: Job>(_job: J, _ctx: JobContext, _state: State) -> Result<(), JobError> {
-    Ok(())
-}
-
 /// `postpone-bench __worker <workload> ...`: runs a worker for `workload` and reports.
 pub(crate) async fn main(args: Args) -> BoxResult<()> {
     let start = *START.get_or_init(Instant::now);
@@ -178,25 +126,17 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
     let redis_cpu = probe.cpu_s().await?;
     let client = Client::connect(&args.redis).await?;
     let redis = match args.workload {
-        Workload::Delayed => Some(crate::probe::connection(&args.redis).await?),
+        Workload::Delayed | Workload::Steady => Some(crate::probe::connection(&args.redis).await?),
         _ => None,
     };
-    let state = State {
-        counter: Arc::new(Counter {
-            handled: AtomicU64::new(0),
-            target: args.jobs,
-            done: Notify::new(),
-        }),
-        redis,
-        lateness: Arc::new(Mutex::new(Vec::with_capacity(args.jobs as usize))),
-        slept_ns: Arc::new(AtomicU64::new(0)),
-    };
+    let state = State::new(args.jobs, redis);
     let mut builder = Worker::with_state(&client, state.clone()).concurrency(args.concurrency);
     builder = match args.workload {
         Workload::Drain if args.keep => builder.handle(kept_order),
         Workload::Drain | Workload::Backlog => builder.handle(drain_order),
         Workload::DrainIo => builder.handle(io_order),
         Workload::Delayed => builder.handle(delayed_order),
+        Workload::Steady => builder.handle(steady_order),
         Workload::Idle => idle_handlers(builder, args.topics),
         other => return Err(format!("no worker process for {other}").into()),
     };
@@ -214,11 +154,15 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
         let mut sink = Vec::new();
         tokio::io::stdin().read_to_end(&mut sink).await?;
     } else {
+        if args.workload == Workload::Steady {
+            tokio::spawn(read_target(state.counter.clone(), client.clone()));
+        }
         // Every job handled, then acknowledged (the counter of processed jobs says so).
         let limit = Duration::from_secs(120 + args.jobs / 500);
         let counter = state.counter.clone();
+        let target = || counter.target.load(Ordering::Relaxed);
         let handled = async {
-            while counter.handled.load(Ordering::Relaxed) < counter.target {
+            while counter.handled.load(Ordering::Relaxed) < target() {
                 counter.done.notified().await;
             }
         };
@@ -226,7 +170,7 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
             return Err(format!(
                 "only {} of {} jobs ran within {limit:?}",
                 counter.handled.load(Ordering::Relaxed),
-                args.jobs
+                target()
             )
             .into());
         }
@@ -235,22 +179,35 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
         } else {
             client.topic::<Order>()
         };
-        while topic.counts().await?.processed < args.jobs {
+        while topic.counts().await?.processed < target() {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
     let lateness = std::mem::take(&mut *state.lateness.lock().unwrap());
+    let retry_lateness_ms = std::mem::take(&mut *state.retry_lateness.lock().unwrap());
     let handled = state.counter.handled.load(Ordering::Relaxed);
+    // Attempts that slept: `steady`'s retries sleep too.
+    let attempts = handled + retry_lateness_ms.len() as u64;
     let report = ChildReport {
         handled,
         secs: start.elapsed().as_secs_f64(),
         cpu_s: own_cpu_s(),
         redis_cpu_s: probe.cpu_s().await? - redis_cpu,
-        lateness_ms: lateness.iter().map(|l| l.0).collect(),
-        due_ms: lateness.iter().map(|l| l.1).collect(),
+        lateness_ms: lateness.iter().map(|s| s.late.late_ms).collect(),
+        due_ms: lateness.iter().map(|s| s.due_ms).collect(),
+        order_ids: lateness.iter().map(|s| s.order_id).collect(),
+        retry_lateness_ms,
+        clock_rtt_ms: match args.workload {
+            Workload::Steady => lateness.iter().map(|s| s.late.clock_rtt_ms).collect(),
+            _ => Vec::new(),
+        },
+        busy: match args.workload {
+            Workload::Steady => lateness.iter().map(|s| s.busy).collect(),
+            _ => Vec::new(),
+        },
         handler_mean_ms: state.slept_ns.load(Ordering::Relaxed) as f64
             / 1e6
-            / handled.max(1) as f64,
+            / attempts.max(1) as f64,
     };
     shutdown.shutdown();
     running.await??;
@@ -259,15 +216,37 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
     Ok(())
 }
 
-fn idle_handlers(
-    mut b: postpone::WorkerBuilder<State>,
-    topics: usize,
-) -> postpone::WorkerBuilder<State> {
-    macro_rules! register {
-        ($($i:literal $t:ident),*) => {
-            $( if topics > $i { b = b.handle(noop::<$t>); } )*
-        };
+/// `steady`: reads from stdin how many jobs were created (all enqueues are done then), and waits for
+/// those only; should the topic then hold no job, running or waiting, while fewer ran (jobs were
+/// lost), it stops waiting after a second without progress, for the parent to report the loss.
+async fn read_target(counter: Arc<Counter>, client: Client) {
+    let mut line = String::new();
+    let mut stdin = BufReader::new(tokio::io::stdin());
+    if stdin.read_line(&mut line).await.is_err() {
+        return;
     }
-    register!(0 Idle0, 1 Idle1, 2 Idle2, 3 Idle3, 4 Idle4, 5 Idle5, 6 Idle6, 7 Idle7, 8 Idle8, 9 Idle9);
-    b
+    let Ok(jobs) = line.trim().parse() else {
+        return;
+    };
+    counter.target.store(jobs, Ordering::Relaxed);
+    counter.done.notify_one();
+    let topic = client.topic::<Order>();
+    let mut last = u64::MAX;
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let handled = counter.handled.load(Ordering::Relaxed);
+        if handled >= jobs {
+            return;
+        }
+        let Ok(c) = topic.counts().await else {
+            continue;
+        };
+        if c.scheduled + c.ready + c.active == 0 && handled == last {
+            eprintln!("  worker: {handled} of {jobs} jobs ran and the topic holds none: lost");
+            counter.target.store(handled, Ordering::Relaxed);
+            counter.done.notify_one();
+            return;
+        }
+        last = handled;
+    }
 }

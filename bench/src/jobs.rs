@@ -23,6 +23,55 @@ impl Order {
     }
 }
 
+/// SplitMix64: enough randomness for due times and job mixes, without a dependency.
+pub(crate) fn splitmix(seed: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The `steady` workload's mix, the same on every run and known to both processes by `order_id`
+/// alone: 10 % of the jobs delayed by 0-5 s, 1 % failing their first attempt.
+pub(crate) mod steady {
+    use super::splitmix;
+
+    /// The longest delay of a delayed job, ms.
+    pub(crate) const MAX_DELAY_MS: u64 = 5_000;
+
+    /// Job `order_id`'s delay, ms: 0 for 90 % of the jobs, else uniform in `0..MAX_DELAY_MS`.
+    pub(crate) fn delay_ms(order_id: u64) -> Option<u64> {
+        let r = splitmix(order_id ^ 0x5eed_de1a);
+        r.is_multiple_of(10).then_some((r / 10) % MAX_DELAY_MS)
+    }
+
+    /// Whether job `order_id` fails its first attempt (and then succeeds).
+    pub(crate) fn fails_once(order_id: u64) -> bool {
+        splitmix(order_id ^ 0x5eed_fa11).is_multiple_of(100)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn shares() {
+            let n = 100_000;
+            let delayed = (0..n).filter_map(delay_ms).collect::<Vec<_>>();
+            let failing = (0..n).filter(|&k| fails_once(k)).count();
+            assert!(
+                (9_500..10_500).contains(&delayed.len()),
+                "{}",
+                delayed.len()
+            );
+            assert!((900..1_100).contains(&failing), "{failing}");
+            assert!(delayed.iter().all(|&d| d < MAX_DELAY_MS));
+            let mean = delayed.iter().sum::<u64>() as f64 / delayed.len() as f64;
+            assert!((2_400.0..2_600.0).contains(&mean), "{mean}");
+        }
+    }
+}
+
 /// `wait`: the payload of [`Order`], on a topic of its own, returning its order id to the waiter.
 #[derive(Debug, Clone, Serialize, Deserialize, Job)]
 #[job(topic = "bench.waited", output = u64)]

@@ -5,7 +5,7 @@
 //! ```
 //!
 //! Workloads: `enqueue`, `enqueue-bulk`, `enqueue-concurrent`, `drain`, `drain-io`, `delayed`, `memory`,
-//! `backlog`, `idle`, `page`, `outbox`, `wait`. Each takes an empty Redis and leaves it empty (`FLUSHALL`: a Redis that holds
+//! `backlog`, `idle`, `page`, `outbox`, `steady`, `wait`. Each takes an empty Redis and leaves it empty (`FLUSHALL`: a Redis that holds
 //! keys is refused unless `--flush` is given, so that a run never deletes someone's data), prints
 //! human-readable lines, and last one line of JSON. The exit code is 1 when a job was lost or failed, 2
 //! when the harness could not run. Only the public API is used (`Client`, `Worker`, `enqueue_many`), with
@@ -13,7 +13,9 @@
 //! a process of its own (see `child.rs`). `enqueue-concurrent` runs `--concurrency` tasks (default 64)
 //! through one client and counts enqueue errors (any is a failure); `drain-io`'s handler sleeps 1 ms.
 //! `outbox` commits PostgreSQL transactions through postpone-postgres's outbox and relay (`--database`
-//! or `DATABASE_URL`; see `workloads/outbox.rs` for how commit-to-queued is measured).
+//! or `DATABASE_URL`; see `workloads/outbox.rs` for how commit-to-queued is measured). `steady` enqueues
+//! at `--rate` jobs/s for `--secs` s from 64 producers to a worker process, and measures start lag by
+//! the Redis clock (see `workloads/steady.rs`).
 //! `wait` enqueues 1,000 jobs, waits for each through one client (`Client::waiter`, every waiter
 //! registered first), then drains them with a worker in the same process: ms from each handler's
 //! finish to its waiter's return (`wake_p99_ms`). `drain --keep` drains jobs of a type that keeps every
@@ -21,6 +23,7 @@
 
 mod args;
 mod child;
+mod handlers;
 mod jobs;
 mod observe;
 mod probe;

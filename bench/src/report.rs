@@ -30,6 +30,20 @@ pub(crate) struct Report {
     pub(crate) bytes_per_job: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) commands_per_sec: Option<f64>,
+    /// `steady`: jobs enqueued per second asked for, over all producers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) rate: Option<u64>,
+    /// `steady`: start lag (handler start minus due time, by the Redis clock) p50, p99 and max, ms (as
+    /// `p50_ms`, `p99_ms`, `max_ms`, under their own names).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) start_lag_p50_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) start_lag_p99_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) start_lag_max_ms: Option<f64>,
+    /// `steady`: the 99th percentile of one enqueue, awaited, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) enqueue_p99_ms: Option<f64>,
     /// `outbox`: the 99th percentile of commit-to-queued, ms (as `p99_ms`, under its own name).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) commit_to_queued_p99_ms: Option<f64>,

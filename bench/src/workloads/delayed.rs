@@ -6,21 +6,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::{client, counts_ok, enqueue_bulk};
 use crate::args::{Args, Workload};
 use crate::child::WorkerProcess;
-use crate::jobs::Order;
+use crate::jobs::{splitmix, Order};
 use crate::probe::Probe;
 use crate::report::{percentile, round, Report};
 use crate::BoxResult;
 
 const LEAD_MS: u64 = 1_000;
 const SPREAD_MS: u64 = 10_000;
-
-/// SplitMix64: enough randomness for due times, without a dependency.
-fn splitmix(seed: u64) -> u64 {
-    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 pub(super) async fn run(args: &Args, _probe: &mut Probe) -> BoxResult<Report> {
     let client = client(args).await?;

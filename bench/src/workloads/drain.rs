@@ -9,7 +9,8 @@ use postpone::{Client, EnqueueItem};
 
 use super::{all_created, client, counts_ok, enqueue_bulk, enqueue_bulk_with, rate};
 use crate::args::{Args, Workload};
-use crate::child::{WorkerProcess, IO_HANDLER};
+use crate::child::WorkerProcess;
+use crate::handlers::IO_HANDLER;
 use crate::jobs::{Kept, Order};
 use crate::probe::Probe;
 use crate::report::{round, Report};
