@@ -309,8 +309,8 @@ pub(crate) async fn wait_expecting_a_job_hears_its_end_before_any_other_lookup(
         panic!("expected")
     };
     assert!(since_ms >= now(s).await - 60_000);
-    // The job comes, runs and ends before the waiter listens or looks again: its end is told.
-    let mut rx = s.announcements();
+    // The job comes, runs and ends before the waiter looks again: its end is told (and announced).
+    let mut rx = listening(s).await;
     create(s, t, "a", REC, Due::In(0)).await;
     let job = claim_id(s, t, "a", LONG).await;
     finish(s, t, &job, succeeded(b"7")).await;

@@ -29,6 +29,7 @@ for i = 3, #ARGV do
 end
 if #removed > 0 then
   redis.call('HINCRBY', K_STATS, 'cancelled', #removed)
+  outcome_helpers()
   local kinds = {}
   for i = 1, #removed do
     kinds[i] = 'c'

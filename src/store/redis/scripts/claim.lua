@@ -117,6 +117,7 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
   if #cancelled_ids + #dead_ids > 0 then
     -- Ended by the sweep: kept, announced and their progress forgotten as in finish.lua.
     local flags = redis.call('HMGET', K_STATS, 'keep', 'waits', 'progress')
+    outcome_helpers()
     if flags[1] then
       local values = {}
       for i = 1, #cancelled_ids do

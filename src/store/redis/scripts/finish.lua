@@ -109,6 +109,9 @@ if hold_until then
   end
 end
 if #ended > 0 then
+  if flags[3] or flags[4] or flags[5] then
+    outcome_helpers()
+  end
   if flags[3] then
     local recs = fetch_many('HMGET', K_JOBS, ended)
     local kept, values = {}, {}

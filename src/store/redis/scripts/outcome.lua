@@ -9,6 +9,7 @@
 -- the first lookup).
 -- Returns {1, now, progress|nil} live, {2, kept value} kept, {3, "<died at> <reason>"} dead, {4, told
 -- value} told, {5, since} expected (mode 2, nothing ended since), {0} unknown.
+outcome_helpers()
 local id, wait, mode, since = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local now = now_ms()
 -- Ends of other jobs of the id go back to before `since`.

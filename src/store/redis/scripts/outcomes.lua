@@ -1,7 +1,9 @@
 -- postpone: finished jobs kept, waiters and progress (see keys.rs and store/outcome.rs), after the
 -- prelude, for the scripts that end jobs or read outcomes. Their five keys follow the topic's sixteen
--- (KEYS[17] to KEYS[21]). What they cost a topic that keeps nothing and that nobody waits for: one more
--- field or three read in the stats hash, which the script reads anyway.
+-- (KEYS[17] to KEYS[21]). What they cost a topic that keeps nothing and that nobody waits for: three
+-- more fields read in the stats hash, which the script reads anyway, and one closure per call: the
+-- helpers are made by `outcome_helpers()`, which a script calls only once it needs them (every
+-- function a script defines is a closure made at every call; see prelude_core.lua).
 --
 -- Stats fields: `keep` "<max age ms> <max count>" (the topic's retention, written by retain.lua),
 -- `waits` (set while `waited` may hold an id), `progress` (set while `progress` may hold an id).
@@ -10,115 +12,121 @@ local K_DONE, K_DONE_JOBS, K_WAITED, K_PROGRESS, K_TOLD = KEYS[17], KEYS[18], KE
 -- Most kept jobs one trim deletes beyond what its caller kept (bounded steps).
 local TRIM_EXTRA = 16
 
--- A kept finished job: "<s|c> <finished ms> <record length>\n<record><result>".
-local function done_value(state, now, rec, result)
-  return state .. ' ' .. string.format('%d', now) .. ' ' .. #rec .. '\n' .. rec .. result
-end
+-- The helpers, defined by outcome_helpers().
+local done_value, parse_keep, trim_done, keep_done, ended_channel, announce, drop_waiters, forget_progress
 
--- The retention in a `keep` stats value: max age ms, max count; nil when none.
-local function parse_keep(keep)
-  if not keep then
-    return nil
+-- Makes the helpers below (call before using any of them).
+local function outcome_helpers()
+  -- A kept finished job: "<s|c> <finished ms> <record length>\n<record><result>".
+  done_value = function(state, now, rec, result)
+    return state .. ' ' .. string.format('%d', now) .. ' ' .. #rec .. '\n' .. rec .. result
   end
-  local age, count = string.match(keep, '^(%d+) (%d+)$')
-  if not age then
-    return nil
-  end
-  return tonumber(age), tonumber(count)
-end
 
--- Deletes kept jobs older than `age` ms or beyond the newest `count` (all when `age` is nil), oldest
--- first, at most `limit`; returns how many.
-local function trim_done(age, count, now, limit)
-  if limit <= 0 then
-    return 0
+  -- The retention in a `keep` stats value: max age ms, max count; nil when none.
+  parse_keep = function(keep)
+    if not keep then
+      return nil
+    end
+    local age, count = string.match(keep, '^(%d+) (%d+)$')
+    if not age then
+      return nil
+    end
+    return tonumber(age), tonumber(count)
   end
-  local old
-  if age == nil then
-    old = redis.call('ZRANGE', K_DONE, 0, limit - 1)
-  else
-    old = redis.call('ZRANGE', K_DONE, '-inf', '(' .. string.format('%d', now - age), 'BYSCORE', 'LIMIT', 0, limit)
-    local over = redis.call('ZCARD', K_DONE) - #old - count
-    if over > 0 and #old < limit then
-      local more = redis.call('ZRANGE', K_DONE, #old, #old + math.min(over, limit - #old) - 1)
-      for _, id in ipairs(more) do
-        old[#old + 1] = id
+
+  -- Deletes kept jobs older than `age` ms or beyond the newest `count` (all when `age` is nil), oldest
+  -- first, at most `limit`; returns how many.
+  trim_done = function(age, count, now, limit)
+    if limit <= 0 then
+      return 0
+    end
+    local old
+    if age == nil then
+      old = redis.call('ZRANGE', K_DONE, 0, limit - 1)
+    else
+      old = redis.call('ZRANGE', K_DONE, '-inf', '(' .. string.format('%d', now - age), 'BYSCORE', 'LIMIT', 0, limit)
+      local over = redis.call('ZCARD', K_DONE) - #old - count
+      if over > 0 and #old < limit then
+        local more = redis.call('ZRANGE', K_DONE, #old, #old + math.min(over, limit - #old) - 1)
+        for _, id in ipairs(more) do
+          old[#old + 1] = id
+        end
+      end
+    end
+    if #old > 0 then
+      call_many('ZREM', K_DONE, old, 1)
+      call_many('HDEL', K_DONE_JOBS, old, 1)
+    end
+    return #old
+  end
+
+  -- Keeps finished jobs (`values` from done_value, by id) at `now` under retention `keep` (a stats
+  -- value), and trims beyond it. Does nothing without a retention.
+  keep_done = function(keep, ids, values, now)
+    local age, count = parse_keep(keep)
+    if not age or #ids == 0 then
+      return
+    end
+    local scored, fields = {}, {}
+    local now_s = string.format('%d', now)
+    for i, id in ipairs(ids) do
+      scored[2 * i - 1], scored[2 * i] = now_s, id
+      fields[2 * i - 1], fields[2 * i] = id, values[i]
+    end
+    call_many('ZADD', K_DONE, scored, 2)
+    call_many('HSET', K_DONE_JOBS, fields, 2)
+    trim_done(age, count, now, #ids + TRIM_EXTRA)
+  end
+
+  -- The channel of announcements, from the wake channel's name ("postpone:{<ns>}:wake").
+  ended_channel = function(wake)
+    return string.sub(wake, 1, -5) .. 'ended'
+  end
+
+  -- Announces how jobs ended to their waiters, for the ids that `waited` holds (call only when `waits` is
+  -- set in stats): one message each, "<topic>\n<id>\n<kind><data>", kind 's' (data: the result), 'c' or
+  -- 'd' (data: the reason); and tells it ("<now> <kind><data>" in `told`) for as long as the id stays in
+  -- `waited`, so that a waiter whose message was lost (a reconnect) finds it when it looks again.
+  announce = function(wake, topic, ids, kinds, data, now)
+    if #ids == 0 then
+      return
+    end
+    local waited = fetch_many('ZMSCORE', K_WAITED, ids)
+    local told = {}
+    local channel = ended_channel(wake)
+    local at = string.format('%d', now) .. ' '
+    for i, id in ipairs(ids) do
+      if waited[i] then
+        local end_of = kinds[i] .. (data[i] or '')
+        redis.call('PUBLISH', channel, topic .. '\n' .. id .. '\n' .. end_of)
+        told[#told + 1] = id
+        told[#told + 1] = at .. end_of
+      end
+    end
+    if #told > 0 then
+      call_many('HSET', K_TOLD, told, 2)
+    end
+  end
+
+  -- Drops up to `limit` waiters whose time ended (and what they were told); with the last, `waits`.
+  drop_waiters = function(now, limit)
+    local old = redis.call('ZRANGE', K_WAITED, '-inf', '(' .. string.format('%d', now), 'BYSCORE', 'LIMIT', 0, limit)
+    if #old > 0 then
+      call_many('ZREM', K_WAITED, old, 1)
+      call_many('HDEL', K_TOLD, old, 1)
+      if redis.call('ZCARD', K_WAITED) == 0 then
+        redis.call('HDEL', K_STATS, 'waits')
       end
     end
   end
-  if #old > 0 then
-    call_many('ZREM', K_DONE, old, 1)
-    call_many('HDEL', K_DONE_JOBS, old, 1)
-  end
-  return #old
-end
 
--- Keeps finished jobs (`values` from done_value, by id) at `now` under retention `keep` (a stats
--- value), and trims beyond it. Does nothing without a retention.
-local function keep_done(keep, ids, values, now)
-  local age, count = parse_keep(keep)
-  if not age or #ids == 0 then
-    return
-  end
-  local scored, fields = {}, {}
-  local now_s = string.format('%d', now)
-  for i, id in ipairs(ids) do
-    scored[2 * i - 1], scored[2 * i] = now_s, id
-    fields[2 * i - 1], fields[2 * i] = id, values[i]
-  end
-  call_many('ZADD', K_DONE, scored, 2)
-  call_many('HSET', K_DONE_JOBS, fields, 2)
-  trim_done(age, count, now, #ids + TRIM_EXTRA)
-end
-
--- The channel of announcements, from the wake channel's name ("postpone:{<ns>}:wake").
-local function ended_channel(wake)
-  return string.sub(wake, 1, -5) .. 'ended'
-end
-
--- Announces how jobs ended to their waiters, for the ids that `waited` holds (call only when `waits` is
--- set in stats): one message each, "<topic>\n<id>\n<kind><data>", kind 's' (data: the result), 'c' or
--- 'd' (data: the reason); and tells it ("<now> <kind><data>" in `told`) for as long as the id stays in
--- `waited`, so that a waiter whose message was lost (a reconnect) finds it when it looks again.
-local function announce(wake, topic, ids, kinds, data, now)
-  if #ids == 0 then
-    return
-  end
-  local waited = fetch_many('ZMSCORE', K_WAITED, ids)
-  local told = {}
-  local channel = ended_channel(wake)
-  local at = string.format('%d', now) .. ' '
-  for i, id in ipairs(ids) do
-    if waited[i] then
-      local end_of = kinds[i] .. (data[i] or '')
-      redis.call('PUBLISH', channel, topic .. '\n' .. id .. '\n' .. end_of)
-      told[#told + 1] = id
-      told[#told + 1] = at .. end_of
-    end
-  end
-  if #told > 0 then
-    call_many('HSET', K_TOLD, told, 2)
-  end
-end
-
--- Drops up to `limit` waiters whose time ended (and what they were told); with the last, `waits`.
-local function drop_waiters(now, limit)
-  local old = redis.call('ZRANGE', K_WAITED, '-inf', '(' .. string.format('%d', now), 'BYSCORE', 'LIMIT', 0, limit)
-  if #old > 0 then
-    call_many('ZREM', K_WAITED, old, 1)
-    call_many('HDEL', K_TOLD, old, 1)
-    if redis.call('ZCARD', K_WAITED) == 0 then
-      redis.call('HDEL', K_STATS, 'waits')
-    end
-  end
-end
-
--- Forgets the progress of jobs that end (call only when `progress` is set in stats).
-local function forget_progress(ids)
-  if #ids > 0 then
-    call_many('HDEL', K_PROGRESS, ids, 1)
-    if redis.call('HLEN', K_PROGRESS) == 0 then
-      redis.call('HDEL', K_STATS, 'progress')
+  -- Forgets the progress of jobs that end (call only when `progress` is set in stats).
+  forget_progress = function(ids)
+    if #ids > 0 then
+      call_many('HDEL', K_PROGRESS, ids, 1)
+      if redis.call('HLEN', K_PROGRESS) == 0 then
+        redis.call('HDEL', K_STATS, 'progress')
+      end
     end
   end
 end

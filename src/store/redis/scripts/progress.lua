@@ -1,6 +1,7 @@
 -- Records running jobs' progress, each only if its token matches its lease, and announces it to their
 -- waiters (who keep waiting). See WorkerStore::progress and outcomes.lua.
 -- ARGV: the wake channel, the topic, then per update: id, token, progress ("<value> <message>").
+outcome_helpers()
 local channel, topic = ARGV[1], ARGV[2]
 local n = (#ARGV - 2) / 3
 local ids = {}

@@ -2,6 +2,7 @@
 -- when none) and trims kept jobs beyond it, oldest first, at most `limit`; also drops up to `limit`
 -- waiters whose time ended (and what they were told; `waits` with the last). See WorkerStore::retain.
 -- ARGV: max age ms, max count (both '' for none), limit. Returns how many kept jobs went.
+outcome_helpers()
 local now = now_ms()
 local limit = tonumber(ARGV[3])
 local trimmed
