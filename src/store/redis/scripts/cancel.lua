@@ -29,24 +29,13 @@ for i = 3, #ARGV do
 end
 if #removed > 0 then
   redis.call('HINCRBY', K_STATS, 'cancelled', #removed)
-  outcome_helpers()
-  local kinds = {}
-  for i = 1, #removed do
-    kinds[i] = 'c'
-  end
-  if flags[1] then
-    local now = now_ms()
-    local values = {}
+  if flags[1] or flags[2] or flags[3] then
+    outcome_helpers()
+    local kinds = {}
     for i = 1, #removed do
-      values[i] = done_value('c', now, recs[i], '')
+      kinds[i] = 'c'
     end
-    keep_done(flags[1], removed, values, now)
-  end
-  if flags[2] then
-    announce(channel, topic, removed, kinds, {}, now_ms())
-  end
-  if flags[3] then
-    forget_progress(removed)
+    after_end(flags[1], flags[2], flags[3], channel, topic, removed, kinds, {}, recs, now_ms())
   end
 end
 return out

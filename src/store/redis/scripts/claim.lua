@@ -117,27 +117,17 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
   if #cancelled_ids + #dead_ids > 0 then
     -- Ended by the sweep: kept, announced and their progress forgotten as in finish.lua.
     local flags = redis.call('HMGET', K_STATS, 'keep', 'waits', 'progress')
-    outcome_helpers()
-    if flags[1] then
-      local values = {}
-      for i = 1, #cancelled_ids do
-        values[i] = done_value('c', now, cancelled_recs[i], '')
+    if flags[1] or flags[2] or flags[3] then
+      outcome_helpers()
+      local ended, kinds, data, recs = {}, {}, {}, {}
+      for i, id in ipairs(cancelled_ids) do
+        ended[i], kinds[i], data[i], recs[i] = id, 'c', '', cancelled_recs[i]
       end
-      keep_done(flags[1], cancelled_ids, values, now)
-    end
-    local ended, kinds, data = {}, {}, {}
-    for i, id in ipairs(cancelled_ids) do
-      ended[i], kinds[i], data[i] = id, 'c', ''
-    end
-    for i, id in ipairs(dead_ids) do
-      local k = #cancelled_ids + i
-      ended[k], kinds[k], data[k] = id, 'd', dead_reasons[i]
-    end
-    if flags[2] then
-      announce(channel, topic, ended, kinds, data, now)
-    end
-    if flags[3] then
-      forget_progress(ended)
+      for i, id in ipairs(dead_ids) do
+        local k = #cancelled_ids + i
+        ended[k], kinds[k], data[k] = id, 'd', dead_reasons[i]
+      end
+      after_end(flags[1], flags[2], flags[3], channel, topic, ended, kinds, data, recs, now)
     end
   end
   drop_marker_if_last()

@@ -111,23 +111,8 @@ end
 if #ended > 0 then
   if flags[3] or flags[4] or flags[5] then
     outcome_helpers()
-  end
-  if flags[3] then
-    local recs = fetch_many('HMGET', K_JOBS, ended)
-    local kept, values = {}, {}
-    for i, id in ipairs(ended) do
-      if ended_kind[i] ~= 'd' then
-        kept[#kept + 1] = id
-        values[#kept] = done_value(ended_kind[i], now, recs[i] or '', ended_data[i])
-      end
-    end
-    keep_done(flags[3], kept, values, now)
-  end
-  if flags[4] then
-    announce(channel, topic, ended, ended_kind, ended_data, now)
-  end
-  if flags[5] then
-    forget_progress(ended)
+    local recs = flags[3] and fetch_many('HMGET', K_JOBS, ended) or {}
+    after_end(flags[3], flags[4], flags[5], channel, topic, ended, ended_kind, ended_data, recs, now)
   end
   call_many('HDEL', K_JOBS, ended, 1)
   if redis.call('EXISTS', K_STALLS) == 1 then

@@ -14,6 +14,7 @@ local TRIM_EXTRA = 16
 
 -- The helpers, defined by outcome_helpers().
 local done_value, parse_keep, trim_done, keep_done, ended_channel, announce, drop_waiters, forget_progress
+local after_end
 
 -- Makes the helpers below (call before using any of them).
 local function outcome_helpers()
@@ -127,6 +128,29 @@ local function outcome_helpers()
       if redis.call('HLEN', K_PROGRESS) == 0 then
         redis.call('HDEL', K_STATS, 'progress')
       end
+    end
+  end
+
+  -- What follows the end of jobs (`ids`; `kinds` 's', 'c' or 'd'; `data` their results or reasons;
+  -- `recs` their records, read while `keep` is set), given the `keep`, `waits` and `progress` stats
+  -- fields: succeeded and cancelled ones kept, all announced and told, their progress forgotten.
+  after_end = function(keep, waits, progress, wake, topic, ids, kinds, data, recs, now)
+    if keep then
+      local kept, values = {}, {}
+      for i, id in ipairs(ids) do
+        if kinds[i] ~= 'd' then
+          kept[#kept + 1] = id
+          local result = kinds[i] == 's' and data[i] or ''
+          values[#kept] = done_value(kinds[i], now, recs[i] or '', result or '')
+        end
+      end
+      keep_done(keep, kept, values, now)
+    end
+    if waits then
+      announce(wake, topic, ids, kinds, data, now)
+    end
+    if progress then
+      forget_progress(ids)
     end
   end
 end
