@@ -38,20 +38,8 @@ pub(super) async fn run(args: &Args, _probe: &mut Probe) -> BoxResult<Report> {
         );
         ok = false;
     }
-    let mut worst: Vec<(f64, i64)> = r
-        .lateness_ms
-        .iter()
-        .copied()
-        .zip(r.due_ms.iter().copied())
-        .collect();
-    worst.sort_by(|a, b| b.0.total_cmp(&a.0));
     if let Some(first_due) = r.due_ms.iter().min() {
-        let list: Vec<String> = worst
-            .iter()
-            .take(8)
-            .map(|(l, d)| format!("{l:.1} ms at +{:.3} s", (d - first_due) as f64 / 1000.0))
-            .collect();
-        println!("  latest starts: {}", list.join(", "));
+        println!("  latest starts: {}", latest_starts(&r, *first_due));
     }
     let mut late = r.lateness_ms;
     late.sort_by(f64::total_cmp);
@@ -73,4 +61,21 @@ pub(super) async fn run(args: &Args, _probe: &mut Probe) -> BoxResult<Report> {
         ok,
         ..Report::default()
     })
+}
+
+/// The eight latest starts of a run (lateness, and due time from `first_due`), latest first.
+pub(super) fn latest_starts(r: &crate::child::ChildReport, first_due: i64) -> String {
+    let mut worst: Vec<(f64, i64)> = r
+        .lateness_ms
+        .iter()
+        .copied()
+        .zip(r.due_ms.iter().copied())
+        .collect();
+    worst.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let list: Vec<String> = worst
+        .iter()
+        .take(8)
+        .map(|(l, d)| format!("{l:.1} ms at +{:.3} s", (d - first_due) as f64 / 1000.0))
+        .collect();
+    list.join(", ")
 }

@@ -279,19 +279,10 @@ fn print_breakdown(r: &ChildReport, concurrency: usize) {
         })
         .collect();
     println!("    p99/max ms by due time: {}", line.join(", "));
-    let mut worst: Vec<(f64, i64)> = r
-        .lateness_ms
-        .iter()
-        .copied()
-        .zip(r.due_ms.iter().copied())
-        .collect();
-    worst.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let list: Vec<String> = worst
-        .iter()
-        .take(8)
-        .map(|(l, d)| format!("{l:.1} ms at +{:.3} s", (d - first_due) as f64 / 1000.0))
-        .collect();
-    println!("    latest starts: {}", list.join(", "));
+    println!(
+        "    latest starts: {}",
+        super::delayed::latest_starts(r, first_due)
+    );
 }
 
 fn sorted(mut v: Vec<f64>) -> Vec<f64> {
