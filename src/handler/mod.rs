@@ -55,7 +55,8 @@ pub trait JobHandler<S = ()>: Send + Sync + 'static {
 }
 
 /// Something a worker can run for a job type: an async fn `(job, ctx)` or `(job, ctx, state)` returning
-/// `Result<(), JobError>`. `M` tells the forms apart; you never name it.
+/// `Result<J::Output, JobError>` (`Result<(), JobError>` unless the job type declares an
+/// [`output`](Job::Output)). `M` tells the forms apart; you never name it.
 ///
 /// A handler that takes the state gets a clone of it for each job, so the state type must be `Clone`
 /// (and `Send + Sync + 'static`, as every worker state): derive `Clone`, or give the worker an
@@ -65,7 +66,8 @@ pub trait JobHandler<S = ()>: Send + Sync + 'static {
     message = "`{Self}` is not a postpone handler for this worker, whose state is `{S}`",
     label = "not a handler for this worker",
     note = "a handler is an async fn taking `(job: J, ctx: JobContext)`, or `(job: J, ctx: JobContext, state: {S})` \
-            with this worker's state, where `J` derives `postpone::Job`, and returning `Result<(), JobError>`",
+            with this worker's state, where `J` derives `postpone::Job`, and returning `Result<(), JobError>` \
+            (`Result<T, JobError>` when `J` declares `output = T`)",
     note = "a handler that takes the state gets a clone of it for each job, so `{S}` must be `Clone` (and `Send + \
             Sync + 'static`): derive `Clone` for it, or make the worker's state an `Arc` of it",
     note = "for a type implementing `JobHandler`, register it with `.handler(..)`"
