@@ -8,7 +8,9 @@
 //! - [`OpsStore`]: what operators need (registries of topics and workers, jobs listed by state, pause,
 //!   history), for the operations API ([`crate::ops`]);
 //! - [`PeriodicStore`]: the schedules of periodic jobs (upsert, tick, list, trigger, remove);
-//! - [`Store`]: all five, for `dyn Store`. Every type that implements the five is a `Store`.
+//! - [`WorkflowStore`]: batches with callbacks, and the delivery of the ends of jobs that batches
+//!   follow (see [`workflow`]);
+//! - [`Store`]: all six, for `dyn Store`. Every type that implements the six is a `Store`.
 //!
 //! Backends: [`redis`] (the product: one Redis or a Redis Cluster) and [`memory`] (the embedded default,
 //! same semantics). One conformance suite (`tests/store_conformance`) holds both to this contract.
@@ -51,6 +53,7 @@ mod outcome;
 mod periodic;
 pub mod redis;
 mod types;
+pub mod workflow;
 
 use async_trait::async_trait;
 use tokio::sync::broadcast;
@@ -74,6 +77,10 @@ pub use types::{
     CancelOutcome, ClaimBatch, ClaimRequest, ClaimedJob, Due, EnqueueOutcome, Finish, FinishItem,
     FinishOutcome, HeldBack, Hint, Lease, LeaseStatus, NewJob, RescheduleOutcome, StoredJob,
     StoredState, MAX_DUE_MS, MAX_PRIORITY,
+};
+pub use workflow::{
+    BatchAdded, BatchCreated, BatchJob, BatchMember, BatchStatus, CallbackKind, MemberState,
+    NewBatch, WorkflowStore,
 };
 
 /// Jobs by id: what the [`Client`](crate::Client) does.
@@ -276,7 +283,13 @@ pub trait DeadLetterStore: Send + Sync + std::fmt::Debug + 'static {
 }
 
 /// A whole backend: [`JobStore`] + [`WorkerStore`] + [`DeadLetterStore`] + [`OpsStore`] +
-/// [`PeriodicStore`], usable as `dyn Store`.
-pub trait Store: JobStore + WorkerStore + DeadLetterStore + OpsStore + PeriodicStore {}
+/// [`PeriodicStore`] + [`WorkflowStore`], usable as `dyn Store`.
+pub trait Store:
+    JobStore + WorkerStore + DeadLetterStore + OpsStore + PeriodicStore + WorkflowStore
+{
+}
 
-impl<T: JobStore + WorkerStore + DeadLetterStore + OpsStore + PeriodicStore> Store for T {}
+impl<T: JobStore + WorkerStore + DeadLetterStore + OpsStore + PeriodicStore + WorkflowStore> Store
+    for T
+{
+}

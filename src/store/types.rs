@@ -206,6 +206,9 @@ pub struct ClaimBatch {
     pub next_lease_deadline_ms: Option<i64>,
     /// Whether some dead job is waiting for its hook with a time <= now.
     pub dead_pending: bool,
+    /// Whether ends of jobs that batches follow wait to be delivered
+    /// ([`WorkflowStore::deliver_ends`](super::WorkflowStore::deliver_ends)).
+    pub ends_pending: bool,
     /// How many expired leases were returned to due by the sweep.
     pub swept: u32,
     /// How many jobs the sweep dead-lettered (stalled) or ended (cancelled while active).

@@ -16,6 +16,7 @@ mod periodic;
 #[cfg(test)]
 mod tests;
 mod topic;
+mod workflow;
 mod zset;
 
 use std::collections::HashMap;

@@ -68,6 +68,7 @@ mod periodic;
 mod reply;
 mod scripts;
 mod worker;
+mod workflow;
 
 use std::collections::HashMap;
 use std::fmt;

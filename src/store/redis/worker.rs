@@ -73,6 +73,7 @@ impl WorkerStore for RedisStore {
             next_due_ms: r.opt_int()?,
             next_lease_deadline_ms: r.opt_int()?,
             dead_pending: r.int()? > 0,
+            ends_pending: false,
             ..ClaimBatch::default()
         };
         let token = u64::try_from(r.int()?).map_err(|e| Error::backend(CONTEXT, e))?;
