@@ -35,6 +35,11 @@
 //! postpone:{<ns>:<topic>}:progress      hash  id -> "<value> <message>" (`progress` in stats)
 //! postpone:{<ns>:<topic>}:told          hash  id -> "<ended at ms> <s|c|d><result|reason>": how a waited
 //!                                             job ended, kept as long as its id is in `waited`
+//! postpone:{<ns>:<topic>}:follows       hash  id -> the refs that follow the job, one per line ("b:<batch
+//!                                             id>"; `follow` in stats; see workflow.rs)
+//! postpone:{<ns>:<topic>}:ends          zset  end number -> when it may next be delivered (ms): ends of
+//!                                             followed jobs not yet delivered (`ends` in stats)
+//! postpone:{<ns>:<topic>}:end_info      hash  end number -> "<s|c|d> <id len> <refs len>\n<id><refs><reason>"
 //! postpone:{<ns>:<topic>}:schedules     hash  periodic schedule name -> "<next ms> <last ms|-> <run now
 //!                                             ms|-> <definition>" (see periodic.rs; the scripts' last key)
 //! postpone:{<ns>}:wake                  pub/sub channel: "<due ms> <topic>"
@@ -43,6 +48,15 @@
 //! postpone:{<ns>}:topics                hash  topic -> partitions (every topic ever used)
 //! postpone:{<ns>}:workers               zset  worker id -> when its entry expires (ms)
 //! postpone:{<ns>}:worker_info           hash  worker id -> "<beat ms> <json>"
+//! postpone:{<ns>}:batches               zset  batch id -> created (ms): the namespace's batches
+//! postpone:{<ns>}:batch_check           zset  batch id -> when recovery next looks at it (ms): batches
+//!                                             not yet completed with every callback enqueued
+//! postpone:{<ns>:batch:<id>}:batch      hash  a batch: counts, `closed`, `created`, `completed`, `desc`,
+//!                                             callbacks `cb:<kind>` and `fired:<kind>` (see workflow.rs)
+//! postpone:{<ns>:batch:<id>}:members    zset  "<store topic>\t<job id>" -> number x 4 + state (0 pending,
+//!                                             1 succeeded, 2 dead, 3 cancelled), numbered as added
+//! postpone:{<ns>:batch:<id>}:staged     hash  number -> a member or fired callback committed and not yet
+//!                                             known to be in its topic
 //! postpone:{<ns>}:outboxes              hash  outbox name -> "<expires ms> <reported ms> <report>": the
 //!                                             reports of transactional outboxes' relays
 //! ```
@@ -89,15 +103,24 @@ const SUFFIXES: [&str; 16] = [
     "prio_wait",
 ];
 
-/// The suffixes of the keys of finished jobs, waiters and progress, after the sixteen (see
+/// The suffixes of the keys of finished jobs, waiters, progress and followers, after the sixteen (see
 /// `scripts/outcomes.lua`).
-const OUTCOME_SUFFIXES: [&str; 5] = ["done", "done_jobs", "waited", "progress", "told"];
+const OUTCOME_SUFFIXES: [&str; 8] = [
+    "done",
+    "done_jobs",
+    "waited",
+    "progress",
+    "told",
+    "follows",
+    "ends",
+    "end_info",
+];
 
 /// Index of `dead_pending` in [`SUFFIXES`].
 #[cfg(test)]
 const DEAD_PENDING: usize = 10;
 
-/// The keys of one topic, in script order: the sixteen, and the same followed by the five of
+/// The keys of one topic, in script order: the sixteen, and the same followed by the eight of
 /// `OUTCOME_SUFFIXES`.
 #[derive(Debug, Clone)]
 pub(super) struct TopicKeys(pub(super) [String; 16], Vec<String>);
@@ -119,8 +142,9 @@ impl TopicKeys {
         self.other(&format!("claim:{token}"))
     }
 
-    /// The topic's sixteen keys and the five of finished jobs, waiters and progress (`done`,
-    /// `done_jobs`, `waited`, `progress`, `told`), for the scripts that include outcomes.lua.
+    /// The topic's sixteen keys and the eight of finished jobs, waiters, progress and followers
+    /// (`done`, `done_jobs`, `waited`, `progress`, `told`, `follows`, `ends`, `end_info`), for the
+    /// scripts that include outcomes.lua.
     pub(super) fn with_outcomes(&self) -> &[String] {
         &self.1
     }
@@ -169,7 +193,7 @@ mod tests {
         assert_eq!(wake_channel("shop"), "postpone:{shop}:wake");
         assert_eq!(registries("shop")[1], "postpone:{shop}:workers");
         assert_eq!(k.claim(7), "postpone:{shop:orders.close}:claim:7");
-        assert_eq!(k.with_outcomes().len(), 21);
+        assert_eq!(k.with_outcomes().len(), 24);
         assert_eq!(k.with_outcomes()[..16], k.0[..]);
         assert_eq!(
             k.with_outcomes()[17],

@@ -11,6 +11,8 @@ const PRELUDE: &str = include_str!("scripts/prelude.lua");
 /// Finished jobs kept, waiters and progress, after the prelude, for the scripts that end jobs or read
 /// outcomes (they get the five keys of `TopicKeys::with_outcomes`).
 const OUTCOMES: &str = include_str!("scripts/outcomes.lua");
+/// The batch scripts' helpers, after the core of the prelude (their keys are a batch's, not a topic's).
+const BATCH: &str = include_str!("scripts/batch_prelude.lua");
 /// The periodic scripts' helpers, after the prelude.
 const PERIODIC: &str = include_str!("scripts/periodic_prelude.lua");
 
@@ -56,6 +58,14 @@ pub(super) struct Scripts {
     pub(super) periodic_tick: Script,
     pub(super) periodic_trigger: Script,
     pub(super) periodic_list: Script,
+    pub(super) enqueue_member: Script,
+    pub(super) batch_mark: Script,
+    pub(super) batch_add: Script,
+    pub(super) batch_count: Script,
+    pub(super) batch_unstage: Script,
+    pub(super) batch_due: Script,
+    pub(super) ends_claim: Script,
+    pub(super) ends_ack: Script,
 }
 
 fn script(body: &str) -> Script {
@@ -83,6 +93,11 @@ fn with_enqueue_jobs(body: &str) -> Script {
 /// A script that ends jobs or reads outcomes: the prelude, outcomes.lua, the body.
 fn with_outcomes(body: &str) -> Script {
     script(&format!("{OUTCOMES}\n{body}"))
+}
+
+/// A batch script: the core of the prelude, the batch helpers, the body (see batch_prelude.lua).
+fn batch_script(body: &str) -> Script {
+    lean_script(&format!("{BATCH}\n{body}"))
 }
 
 /// A periodic script: the prelude, the periodic helpers, the body.
@@ -128,6 +143,19 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     periodic_tick: periodic(include_str!("scripts/periodic_tick.lua")),
     periodic_trigger: periodic(include_str!("scripts/periodic_trigger.lua")),
     periodic_list: periodic(include_str!("scripts/periodic_list.lua")),
+    // enqueue_once.lua's body as a function of its arguments, wrapping enqueue.lua's likewise.
+    enqueue_member: with_enqueue_jobs(&format!(
+        "local function enqueue_once_jobs(ARGV)\n{}\nend\n{}",
+        include_str!("scripts/enqueue_once.lua"),
+        include_str!("scripts/enqueue_member.lua")
+    )),
+    batch_mark: lean_script(include_str!("scripts/batch_mark.lua")),
+    batch_add: batch_script(include_str!("scripts/batch_add.lua")),
+    batch_count: batch_script(include_str!("scripts/batch_count.lua")),
+    batch_unstage: batch_script(include_str!("scripts/batch_unstage.lua")),
+    batch_due: lean_script(include_str!("scripts/batch_due.lua")),
+    ends_claim: lean_script(include_str!("scripts/ends_claim.lua")),
+    ends_ack: lean_script(include_str!("scripts/ends_ack.lua")),
 });
 
 #[cfg(test)]

@@ -72,10 +72,11 @@ impl WorkerStore for RedisStore {
             swept_dead: u32::try_from(r.int()?).unwrap_or(u32::MAX),
             next_due_ms: r.opt_int()?,
             next_lease_deadline_ms: r.opt_int()?,
-            dead_pending: r.int()? > 0,
-            ends_pending: false,
             ..ClaimBatch::default()
         };
+        let pending = r.int()?;
+        batch.dead_pending = pending & 1 != 0;
+        batch.ends_pending = pending & 2 != 0;
         let token = u64::try_from(r.int()?).map_err(|e| Error::backend(CONTEXT, e))?;
         batch.now_us = now_ms.saturating_mul(1000) + r.int()?.clamp(0, 999);
         batch.paused = r.int()? == 1;

@@ -1,45 +1,700 @@
-//! Batches and the delivery of followed jobs' ends (see [`crate::store::workflow`]). Not built yet.
+//! Batches on Redis (see [`crate::store::workflow`] for the contract).
+//!
+//! # Who owns which fact
+//!
+//! A batch lives in a slot of its own (`{<ns>:batch:<id>}`: its hash, its members, its staged entries;
+//! see keys.rs and `scripts/batch_prelude.lua`); each member lives in its topic's slot; the namespace's
+//! listing and recovery queue live in the namespace's slot. No script touches two slots, so:
+//!
+//! - **the batch's slot** owns membership, the counts, `closed`, `completed` and which callbacks fired.
+//!   Adding members, counting an end and firing callbacks are each one script there: all or none.
+//!   Whatever it decides must reach a topic (a member to enqueue, a callback fired) is first *staged*
+//!   there, in the same script, numbered;
+//! - **a topic's slot** owns its jobs and who follows them: `enqueue_member.lua` enqueues a staged
+//!   entry under the token `b:<batch>:<number>` (the topic remembers tokens for [`TOKEN_KEEP_MS`], so
+//!   a second enqueue of the same entry is a no-op) and, for a member, makes the batch a follower of the
+//!   job in the same step. The job's first end records the end with its followers (outcomes.lua), in
+//!   the step that ends it;
+//! - **the namespace's slot** owns `batch_check`: every batch not yet done with (completed, every
+//!   staged entry enqueued) is there, put there before the batch exists.
+//!
+//! # What a crash leaves
+//!
+//! - after `batch_mark` and before the batch's script: a listed batch that does not exist; recovery
+//!   drops it;
+//! - after staging and before the enqueues: staged entries; recovery (every [`CHECK_EVERY_MS`])
+//!   enqueues them, and the tokens make any entry enqueued twice count once;
+//! - after the enqueues and before unstaging: the same, every enqueue a no-op;
+//! - after an end is recorded and before it is counted: the end in the topic's `ends`, which the
+//!   topic's workers deliver (a claim reports it); after counting and before `ends_ack`: the end comes
+//!   back after [`END_LEASE_MS`] and counting it again changes nothing (a member is counted only while
+//!   pending); callbacks it fired are staged, so enqueued by the next dispatch or by recovery.
+//!
+//! So every step is atomic where it decides something and idempotent where it crosses slots.
 
 use async_trait::async_trait;
+use futures_util::future::join_all;
 
-use super::RedisStore;
-use crate::error::Result;
+use super::reply::{ints, Reply};
+use super::scripts::SCRIPTS;
+use super::{due_args, RedisStore};
+use crate::error::{Error, Result};
+use crate::store::workflow::{validate_batch_id, BATCH_KEEP_MS, MAX_BATCH_ADD};
 use crate::store::{
-    BatchAdded, BatchCreated, BatchJob, BatchMember, BatchStatus, NewBatch, WorkflowStore,
+    BatchAdded, BatchCreated, BatchJob, BatchMember, BatchStatus, CallbackKind, Due, MemberState,
+    NewBatch, NewJob, WorkflowStore,
 };
+
+/// How long a topic remembers the token of a staged entry it enqueued: a dispatch repeated within it
+/// (a crashed caller's, by recovery) enqueues nothing twice.
+const TOKEN_KEEP_MS: u64 = 3_600_000;
+/// How long recorded ends taken for delivery stay hidden from other workers.
+const END_LEASE_MS: u64 = 30_000;
+/// How often recovery looks at a batch not yet done with (and first, this long after its creation).
+const CHECK_EVERY_MS: u64 = 60_000;
+/// Staged entries per enqueue or unstage call.
+const DISPATCH_CHUNK: usize = 500;
+
+/// A staged entry: a member, or a fired callback, and where it goes.
+struct Entry {
+    number: u64,
+    member: bool,
+    topic: String,
+    job: NewJob,
+}
+
+/// Encodes a member (`m`) or callback (`c`) as staged: `"<m|c> <topic> <id len> <record len> <in|at>
+/// <value> <priority>\n<id><record>"`. Only this module reads it; the scripts keep it as is.
+fn encode_entry(member: bool, job: &BatchJob) -> Vec<u8> {
+    let (kind, value) = due_args(job.job.due);
+    let mut out = format!(
+        "{} {} {} {} {kind} {value} {}\n",
+        if member { 'm' } else { 'c' },
+        job.topic,
+        job.job.id.len(),
+        job.job.record.len(),
+        job.job.priority,
+    )
+    .into_bytes();
+    out.extend_from_slice(job.job.id.as_bytes());
+    out.extend_from_slice(&job.job.record);
+    out
+}
+
+fn decode_entry(number: u64, bytes: &[u8]) -> Option<Entry> {
+    let newline = bytes.iter().position(|&b| b == b'\n')?;
+    let head = std::str::from_utf8(&bytes[..newline]).ok()?;
+    let mut f = head.split(' ');
+    let member = match f.next()? {
+        "m" => true,
+        "c" => false,
+        _ => return None,
+    };
+    let topic = f.next()?.to_owned();
+    let id_len: usize = f.next()?.parse().ok()?;
+    let rec_len: usize = f.next()?.parse().ok()?;
+    let kind = f.next()?;
+    let value: i64 = f.next()?.parse().ok()?;
+    let priority: u8 = f.next()?.parse().ok()?;
+    let body = &bytes[newline + 1..];
+    if body.len() != id_len + rec_len {
+        return None;
+    }
+    let id = std::str::from_utf8(&body[..id_len]).ok()?.to_owned();
+    let due = match kind {
+        "in" => Due::In(u64::try_from(value).ok()?),
+        "at" => Due::At(value),
+        _ => return None,
+    };
+    let job = NewJob::new(id, body[id_len..].to_vec(), due, false).priority(priority);
+    Some(Entry {
+        number,
+        member,
+        topic,
+        job,
+    })
+}
+
+/// A member's ref in its batch: `"<store topic>\t<id>"`.
+fn member_ref(topic: &str, id: &str) -> String {
+    format!("{topic}\t{id}")
+}
+
+/// A recorded end, as `ends_claim.lua` returns it.
+struct RecordedEnd {
+    kind: char,
+    id: String,
+    batches: Vec<String>,
+}
+
+fn parse_end(info: &[u8]) -> Option<RecordedEnd> {
+    let newline = info.iter().position(|&b| b == b'\n')?;
+    let head = std::str::from_utf8(&info[..newline]).ok()?;
+    let mut f = head.split(' ');
+    let kind = f.next()?.chars().next()?;
+    let id_len: usize = f.next()?.parse().ok()?;
+    let refs_len: usize = f.next()?.parse().ok()?;
+    let body = info.get(newline + 1..)?;
+    let id = std::str::from_utf8(body.get(..id_len)?).ok()?.to_owned();
+    let refs = std::str::from_utf8(body.get(id_len..id_len + refs_len)?).ok()?;
+    let batches = refs
+        .split('\n')
+        .filter_map(|r| r.strip_prefix("b:"))
+        .map(str::to_owned)
+        .collect();
+    Some(RecordedEnd {
+        kind,
+        id,
+        batches,
+    })
+}
+
+impl RedisStore {
+    /// A batch's three keys: its hash, its members, its staged entries.
+    fn batch_keys(&self, id: &str) -> Result<[String; 3]> {
+        validate_batch_id(id)?;
+        let ns = &self.inner.namespace;
+        Ok(["batch", "members", "staged"].map(|s| format!("postpone:{{{ns}:batch:{id}}}:{s}")))
+    }
+
+    /// The namespace's listing of batches and its recovery queue.
+    fn batch_registry(&self) -> [String; 2] {
+        let ns = &self.inner.namespace;
+        ["batches", "batch_check"].map(|s| format!("postpone:{{{ns}}}:{s}"))
+    }
+
+    /// Runs `batch_add.lua`; returns its status, the staged number per job, and how many callbacks
+    /// fired.
+    async fn batch_add_call(
+        &self,
+        id: &str,
+        create: Option<&NewBatch>,
+        jobs: &[BatchJob],
+        close: bool,
+    ) -> Result<(i64, Vec<u64>, i64)> {
+        const CONTEXT: &str = "adding jobs to a batch";
+        let keys = self.batch_keys(id)?;
+        let reply = self
+            .eval_with(CONTEXT, &SCRIPTS.batch_add, &keys, |inv| {
+                inv.arg(if create.is_some() { "create" } else { "add" })
+                    .arg(if close { "1" } else { "0" });
+                match create {
+                    Some(batch) => {
+                        inv.arg(&batch.description).arg(batch.callbacks.len());
+                        for (kind, job) in &batch.callbacks {
+                            inv.arg(kind.as_str()).arg(encode_entry(false, job));
+                        }
+                    }
+                    None => {
+                        inv.arg("").arg(0);
+                    }
+                }
+                for job in jobs {
+                    inv.arg(member_ref(&job.topic, &job.job.id))
+                        .arg(encode_entry(true, job));
+                }
+            })
+            .await?;
+        let codes = ints(reply, CONTEXT)?;
+        let status = *codes.first().ok_or_else(|| short(CONTEXT))?;
+        if status != 1 {
+            return Ok((status, Vec::new(), 0));
+        }
+        if codes.len() != jobs.len() + 2 {
+            return Err(short(CONTEXT));
+        }
+        let numbers = codes[1..=jobs.len()]
+            .iter()
+            .map(|&n| u64::try_from(n).unwrap_or(0))
+            .collect();
+        Ok((status, numbers, codes[jobs.len() + 1]))
+    }
+
+    /// Enqueues the jobs just staged (numbered as `batch_add.lua` said; 0: not staged), then anything
+    /// else staged when callbacks fired.
+    async fn dispatch_added(
+        &self,
+        id: &str,
+        jobs: Vec<BatchJob>,
+        numbers: Vec<u64>,
+        fired: i64,
+    ) -> Result<()> {
+        let entries = jobs
+            .into_iter()
+            .zip(numbers)
+            .filter(|(_, n)| *n > 0)
+            .map(|(job, number)| Entry {
+                number,
+                member: true,
+                topic: job.topic,
+                job: job.job,
+            })
+            .collect();
+        self.dispatch(id, entries).await?;
+        if fired > 0 {
+            self.dispatch_staged(id).await?;
+        }
+        Ok(())
+    }
+
+    /// Enqueues staged entries into their topics (members followed by the batch), then unstages them;
+    /// once the batch is done with, takes it off the recovery queue.
+    async fn dispatch(&self, id: &str, entries: Vec<Entry>) -> Result<()> {
+        let follower = format!("b:{id}");
+        // By topic and kind, in staged order within each.
+        let mut groups: Vec<((String, bool), Vec<Entry>)> = Vec::new();
+        for e in entries {
+            match groups
+                .iter_mut()
+                .find(|((t, m), _)| *t == e.topic && *m == e.member)
+            {
+                Some((_, group)) => group.push(e),
+                None => groups.push(((e.topic.clone(), e.member), vec![e])),
+            }
+        }
+        let mut numbers = Vec::new();
+        for ((topic, member), group) in groups {
+            let reference = if member { follower.as_str() } else { "" };
+            for chunk in group.chunks(DISPATCH_CHUNK) {
+                self.enqueue_member_call(id, &topic, reference, chunk)
+                    .await?;
+                numbers.extend(chunk.iter().map(|e| e.number));
+            }
+        }
+        self.unstage(id, &numbers).await
+    }
+
+    async fn enqueue_member_call(
+        &self,
+        batch: &str,
+        topic: &str,
+        reference: &str,
+        entries: &[Entry],
+    ) -> Result<()> {
+        const CONTEXT: &str = "enqueueing a batch's jobs";
+        let keys = self.keys(topic)?;
+        let mut all = keys.0.to_vec();
+        all.push(keys.other("delivered"));
+        all.push(keys.other("follows"));
+        let reply = self
+            .eval_with(CONTEXT, &SCRIPTS.enqueue_member, &all, |inv| {
+                inv.arg(&self.inner.channel)
+                    .arg(topic)
+                    .arg(TOKEN_KEEP_MS)
+                    .arg(reference);
+                for e in entries {
+                    let (kind, value) = due_args(e.job.due);
+                    inv.arg(format!("b:{batch}:{}", e.number))
+                        .arg(&e.job.id)
+                        .arg(&e.job.record[..])
+                        .arg(kind)
+                        .arg(value)
+                        .arg(0)
+                        .arg(e.job.priority);
+                }
+            })
+            .await?;
+        if ints(reply, CONTEXT)?.len() != entries.len() * 2 {
+            return Err(short(CONTEXT));
+        }
+        Ok(())
+    }
+
+    /// Deletes staged entries (by number) and, when the batch is done with, its recovery entry.
+    async fn unstage(&self, id: &str, numbers: &[u64]) -> Result<()> {
+        const CONTEXT: &str = "unstaging a batch's entries";
+        let keys = self.batch_keys(id)?;
+        let mut done = false;
+        let mut chunks: Vec<&[u64]> = numbers.chunks(DISPATCH_CHUNK).collect();
+        if chunks.is_empty() {
+            chunks.push(&[]);
+        }
+        for chunk in chunks {
+            let reply = self
+                .eval_with(CONTEXT, &SCRIPTS.batch_unstage, &keys, |inv| {
+                    inv.arg(BATCH_KEEP_MS).arg(chunk);
+                })
+                .await?;
+            done =
+                redis::from_redis_value::<i64>(reply).map_err(|e| Error::backend(CONTEXT, e))? == 1;
+        }
+        if done {
+            let mut cmd = redis::cmd("ZREM");
+            cmd.arg(&self.batch_registry()[1]).arg(id);
+            self.command::<i64>(CONTEXT, &cmd).await?;
+        }
+        Ok(())
+    }
+
+    /// Enqueues whatever the batch has staged (a crashed caller's leftovers, fired callbacks).
+    async fn dispatch_staged(&self, id: &str) -> Result<()> {
+        const CONTEXT: &str = "reading a batch's staged entries";
+        let keys = self.batch_keys(id)?;
+        let mut cmd = redis::cmd("HGETALL");
+        cmd.arg(&keys[2]);
+        let staged: Vec<(u64, Vec<u8>)> = self.command(CONTEXT, &cmd).await?;
+        let mut entries = Vec::with_capacity(staged.len());
+        let mut broken = Vec::new();
+        for (number, bytes) in staged {
+            match decode_entry(number, &bytes) {
+                Some(e) => entries.push(e),
+                None => {
+                    tracing::error!(
+                        batch = id,
+                        number,
+                        "postpone: a batch's staged entry is not in postpone's format (written outside postpone); dropped"
+                    );
+                    broken.push(number);
+                }
+            }
+        }
+        entries.sort_by_key(|e| e.number);
+        if !broken.is_empty() {
+            self.unstage(id, &broken).await?;
+        }
+        self.dispatch(id, entries).await
+    }
+
+    /// Counts ends in one batch (`ends`: member ref and kind); dispatches what that fired or
+    /// completed.
+    async fn count_ends(&self, id: &str, ends: &[(String, char)]) -> Result<()> {
+        const CONTEXT: &str = "counting a batch's ended jobs";
+        let keys = self.batch_keys(id)?;
+        let reply = self
+            .eval_with(CONTEXT, &SCRIPTS.batch_count, &keys, |inv| {
+                for (reference, kind) in ends {
+                    inv.arg(reference).arg(kind.to_string());
+                }
+            })
+            .await?;
+        let r = ints(reply, CONTEXT)?;
+        let (fired, completed) = match r[..] {
+            [fired, completed] => (fired, completed == 1),
+            _ => return Err(short(CONTEXT)),
+        };
+        if fired == -1 {
+            // The batch is gone (completed long ago): nothing follows this member any more.
+            return Ok(());
+        }
+        if fired > 0 || completed {
+            self.dispatch_staged(id).await?;
+        }
+        Ok(())
+    }
+}
+
+fn short(context: &'static str) -> Error {
+    Error::backend(context, "the script's reply has the wrong length")
+}
+
+/// A batch's status from its hash (`HGETALL`), or `None` when it has none.
+fn parse_status(id: &str, fields: Vec<(String, String)>) -> Option<BatchStatus> {
+    if fields.is_empty() {
+        return None;
+    }
+    let mut s = BatchStatus {
+        id: id.to_owned(),
+        description: String::new(),
+        created_at_ms: 0,
+        total: 0,
+        succeeded: 0,
+        dead: 0,
+        cancelled: 0,
+        closed: false,
+        completed_at_ms: None,
+        callbacks: Vec::new(),
+    };
+    let mut fired = Vec::new();
+    for (field, value) in fields {
+        let n = || value.parse::<u64>().unwrap_or(0);
+        match field.as_str() {
+            "desc" => s.description = value.clone(),
+            "created" => s.created_at_ms = value.parse().unwrap_or(0),
+            "total" => s.total = n(),
+            "succeeded" => s.succeeded = n(),
+            "dead" => s.dead = n(),
+            "cancelled" => s.cancelled = n(),
+            "closed" => s.closed = value == "1",
+            "completed" => s.completed_at_ms = value.parse().ok(),
+            f => {
+                if let Some(kind) = f.strip_prefix("cb:").and_then(callback_kind) {
+                    s.callbacks.push((kind, false));
+                } else if let Some(kind) = f.strip_prefix("fired:").and_then(callback_kind) {
+                    fired.push(kind);
+                }
+            }
+        }
+    }
+    for (kind, has_fired) in &mut s.callbacks {
+        *has_fired = fired.contains(kind);
+    }
+    s.callbacks.sort();
+    Some(s)
+}
+
+fn callback_kind(name: &str) -> Option<CallbackKind> {
+    CallbackKind::ALL.into_iter().find(|k| k.as_str() == name)
+}
+
+fn member_state(score: f64) -> MemberState {
+    match (score as u64) % 4 {
+        1 => MemberState::Succeeded,
+        2 => MemberState::Dead,
+        3 => MemberState::Cancelled,
+        _ => MemberState::Pending,
+    }
+}
+
+fn check_size(jobs: &[BatchJob]) -> Result<()> {
+    if jobs.len() > MAX_BATCH_ADD {
+        return Err(Error::InvalidConfig {
+            reason: format!(
+                "a batch takes at most {MAX_BATCH_ADD} jobs per call ({} given): add them in several calls",
+                jobs.len()
+            ),
+        });
+    }
+    Ok(())
+}
 
 #[async_trait]
 impl WorkflowStore for RedisStore {
-    async fn batch_create(&self, _id: &str, _batch: NewBatch) -> Result<BatchCreated> {
-        Ok(BatchCreated::Exists)
+    async fn batch_create(&self, id: &str, mut batch: NewBatch) -> Result<BatchCreated> {
+        const CONTEXT: &str = "creating a batch";
+        self.batch_keys(id)?;
+        check_size(&batch.jobs)?;
+        let [batches, check] = self.batch_registry();
+        self.eval_with(CONTEXT, &SCRIPTS.batch_mark, &[batches, check], |inv| {
+            inv.arg(id).arg(CHECK_EVERY_MS);
+        })
+        .await?;
+        let jobs = std::mem::take(&mut batch.jobs);
+        let close = batch.close;
+        let (status, numbers, fired) = self.batch_add_call(id, Some(&batch), &jobs, close).await?;
+        if status == 2 {
+            return Ok(BatchCreated::Exists);
+        }
+        self.dispatch_added(id, jobs, numbers, fired).await?;
+        Ok(BatchCreated::Created)
     }
 
-    async fn batch_add(&self, _id: &str, _jobs: Vec<BatchJob>, _close: bool) -> Result<BatchAdded> {
-        Ok(BatchAdded::NotFound)
+    async fn batch_add(&self, id: &str, jobs: Vec<BatchJob>, close: bool) -> Result<BatchAdded> {
+        check_size(&jobs)?;
+        let (status, numbers, fired) = self.batch_add_call(id, None, &jobs, close).await?;
+        match status {
+            3 => return Ok(BatchAdded::Closed),
+            4 => return Ok(BatchAdded::NotFound),
+            _ => {}
+        }
+        let new = numbers.iter().filter(|&&n| n > 0).count() as u64;
+        self.dispatch_added(id, jobs, numbers, fired).await?;
+        Ok(BatchAdded::Added { new })
     }
 
-    async fn batch(&self, _id: &str) -> Result<Option<BatchStatus>> {
-        Ok(None)
+    async fn batch(&self, id: &str) -> Result<Option<BatchStatus>> {
+        let keys = self.batch_keys(id)?;
+        let mut cmd = redis::cmd("HGETALL");
+        cmd.arg(&keys[0]);
+        let fields: Vec<(String, String)> = self.command("reading a batch", &cmd).await?;
+        Ok(parse_status(id, fields))
     }
 
     async fn batch_members(
         &self,
-        _id: &str,
-        _offset: usize,
-        _limit: usize,
+        id: &str,
+        offset: usize,
+        limit: usize,
     ) -> Result<Vec<BatchMember>> {
-        Ok(Vec::new())
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let keys = self.batch_keys(id)?;
+        let mut cmd = redis::cmd("ZRANGE");
+        cmd.arg(&keys[1])
+            .arg(offset)
+            .arg(offset.saturating_add(limit - 1).min(i64::MAX as usize))
+            .arg("WITHSCORES");
+        let members: Vec<(String, f64)> = self.command("reading a batch's members", &cmd).await?;
+        Ok(members
+            .into_iter()
+            .map(|(reference, score)| {
+                let (topic, job) = reference.split_once('\t').unwrap_or(("", &reference));
+                BatchMember {
+                    topic: topic.to_owned(),
+                    id: job.to_owned(),
+                    state: member_state(score),
+                }
+            })
+            .collect())
     }
 
-    async fn batches(&self, _offset: usize, _limit: usize) -> Result<Vec<BatchStatus>> {
-        Ok(Vec::new())
+    async fn batches(&self, offset: usize, limit: usize) -> Result<Vec<BatchStatus>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let [listing, _] = self.batch_registry();
+        let mut cmd = redis::cmd("ZRANGE");
+        cmd.arg(&listing)
+            .arg(offset)
+            .arg(offset.saturating_add(limit - 1).min(i64::MAX as usize))
+            .arg("REV");
+        let ids: Vec<String> = self.command("listing batches", &cmd).await?;
+        let found = join_all(ids.iter().map(|id| self.batch(id))).await;
+        let mut out = Vec::with_capacity(ids.len());
+        let mut gone = Vec::new();
+        for (id, status) in ids.iter().zip(found) {
+            match status? {
+                Some(s) => out.push(s),
+                None => gone.push(id),
+            }
+        }
+        if !gone.is_empty() {
+            let mut cmd = redis::cmd("ZREM");
+            cmd.arg(&listing).arg(gone);
+            self.command::<i64>("listing batches", &cmd).await?;
+        }
+        Ok(out)
     }
 
-    async fn deliver_ends(&self, _topic: &str, _max: usize) -> Result<usize> {
-        Ok(0)
+    async fn deliver_ends(&self, topic: &str, max: usize) -> Result<usize> {
+        const CONTEXT: &str = "delivering ended jobs to their batches";
+        if max == 0 {
+            return Ok(0);
+        }
+        let keys = self.keys(topic)?;
+        let reply = self
+            .eval_with(CONTEXT, &SCRIPTS.ends_claim, keys.with_outcomes(), |inv| {
+                inv.arg(max).arg(END_LEASE_MS);
+            })
+            .await?;
+        let mut r = Reply::new(reply, CONTEXT)?;
+        let mut ends = Vec::new();
+        let mut numbers = Vec::new();
+        while r.remaining() >= 2 {
+            let number = String::from_utf8_lossy(&r.bytes()?).into_owned();
+            let info = r.bytes()?;
+            match parse_end(&info) {
+                Some(end) => ends.push(end),
+                None => tracing::error!(
+                    topic,
+                    end = number,
+                    "postpone: a recorded end is not in postpone's format (written outside postpone); dropped"
+                ),
+            }
+            numbers.push(number);
+        }
+        if numbers.is_empty() {
+            return Ok(0);
+        }
+        // By batch, each batch's ends counted in one script call.
+        let mut by_batch: Vec<(String, Vec<(String, char)>)> = Vec::new();
+        for end in &ends {
+            let reference = member_ref(topic, &end.id);
+            for batch in &end.batches {
+                match by_batch.iter_mut().find(|(b, _)| b == batch) {
+                    Some((_, list)) => list.push((reference.clone(), end.kind)),
+                    None => by_batch.push((batch.clone(), vec![(reference.clone(), end.kind)])),
+                }
+            }
+        }
+        for (batch, list) in &by_batch {
+            match self.count_ends(batch, list).await {
+                Ok(()) => {}
+                // An id that is not a batch id cannot come from postpone: drop it, loudly.
+                Err(Error::InvalidId { .. }) => tracing::error!(
+                    topic,
+                    batch,
+                    "postpone: a job's follower is not a batch id (written outside postpone); ignored"
+                ),
+                // Left recorded: delivered again once its lease ends.
+                Err(e) => return Err(e),
+            }
+        }
+        self.eval_with(CONTEXT, &SCRIPTS.ends_ack, keys.with_outcomes(), |inv| {
+            inv.arg(&numbers);
+        })
+        .await?;
+        Ok(numbers.len())
     }
 
-    async fn recover_batches(&self, _max: usize) -> Result<usize> {
-        Ok(0)
+    async fn recover_batches(&self, max: usize) -> Result<usize> {
+        const CONTEXT: &str = "recovering batches";
+        let [listing, check] = self.batch_registry();
+        let due: Vec<String> = redis::from_redis_value(
+            self.eval_with(CONTEXT, &SCRIPTS.batch_due, &[check], |inv| {
+                inv.arg(max).arg(CHECK_EVERY_MS);
+            })
+            .await?,
+        )
+        .map_err(|e| Error::backend(CONTEXT, e))?;
+        for id in &due {
+            match self.dispatch_staged(id).await {
+                Ok(()) => {}
+                Err(Error::InvalidId { .. }) => {
+                    let mut cmd = redis::cmd("ZREM");
+                    cmd.arg(&self.batch_registry()[1]).arg(id);
+                    self.command::<i64>(CONTEXT, &cmd).await?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        // The oldest listed batches that are gone (completed and expired, or never created) leave
+        // the listing, a few per call.
+        let mut cmd = redis::cmd("ZRANGE");
+        cmd.arg(&listing).arg(0).arg(15);
+        let oldest: Vec<String> = self.command(CONTEXT, &cmd).await?;
+        let mut gone = Vec::new();
+        for id in oldest {
+            let exists = match self.batch_keys(&id) {
+                Ok(keys) => {
+                    let mut cmd = redis::cmd("EXISTS");
+                    cmd.arg(&keys[0]);
+                    self.command::<i64>(CONTEXT, &cmd).await? == 1
+                }
+                Err(_) => false,
+            };
+            if !exists {
+                gone.push(id);
+            }
+        }
+        if !gone.is_empty() {
+            let mut cmd = redis::cmd("ZREM");
+            cmd.arg(&listing).arg(gone);
+            self.command::<i64>(CONTEXT, &cmd).await?;
+        }
+        Ok(due.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_round_trip() {
+        let job = BatchJob::new(
+            "mail#3",
+            NewJob::new("a b:1".into(), vec![0, 10, 255], Due::At(1234), false).priority(7),
+        );
+        let e = decode_entry(9, &encode_entry(true, &job)).unwrap();
+        assert!(e.member);
+        assert_eq!(
+            (e.number, e.topic.as_str(), e.job.id.as_str()),
+            (9, "mail#3", "a b:1")
+        );
+        assert_eq!(
+            (e.job.record, e.job.due, e.job.priority),
+            (vec![0, 10, 255], Due::At(1234), 7)
+        );
+        assert!(decode_entry(1, b"x mail 1 1 in 0 0\nab").is_none());
+        assert!(decode_entry(1, b"m mail 5 1 in 0 0\nab").is_none());
+    }
+
+    #[test]
+    fn recorded_ends_parse() {
+        let end = parse_end(b"d 3 13\nx 1b:one\nb:two.2stalled").unwrap();
+        assert_eq!((end.kind, end.id.as_str()), ('d', "x 1"));
+        assert_eq!(end.batches, ["one", "two.2"]);
+        assert!(parse_end(b"d 30 1\nx").is_none());
     }
 }

@@ -1,11 +1,11 @@
 -- Cancels live jobs by id, each on its own, in order (one id, or the ids of coalesced calls).
 -- ARGV: the wake channel, the topic, then ids. Returns per id: 1 removed (it was due), 2 marked (it is
--- running), 3 not found. A removed job is kept, announced and its progress forgotten as in finish.lua
--- (see outcomes.lua).
+-- running), 3 not found. A removed job is kept, announced, its progress forgotten and its followers
+-- told as in finish.lua (see outcomes.lua).
 local channel, topic = ARGV[1], ARGV[2]
 local out, removed = {}, {}
 local recs = {}
-local flags = redis.call('HMGET', K_STATS, 'keep', 'waits', 'progress')
+local flags = redis.call('HMGET', K_STATS, 'keep', 'waits', 'progress', 'follow')
 for i = 3, #ARGV do
   local id = ARGV[i]
   if redis.call('ZREM', K_DUE, id) == 1 then
@@ -29,13 +29,13 @@ for i = 3, #ARGV do
 end
 if #removed > 0 then
   redis.call('HINCRBY', K_STATS, 'cancelled', #removed)
-  if flags[1] or flags[2] or flags[3] then
+  if flags[1] or flags[2] or flags[3] or flags[4] then
     outcome_helpers()
     local kinds = {}
     for i = 1, #removed do
       kinds[i] = 'c'
     end
-    after_end(flags[1], flags[2], flags[3], channel, topic, removed, kinds, {}, recs, now_ms())
+    after_end(flags[1], flags[2], flags[3], flags[4], channel, topic, removed, kinds, {}, recs, now_ms())
   end
 end
 return out

@@ -1,12 +1,13 @@
 -- Sweeps expired leases, then claims due jobs under the caller's lease token (see WorkerStore::claim).
--- KEYS: the topic's sixteen, the five of outcomes.lua, then this claim's record ("<prefix>claim:<token>") and the record of the
+-- KEYS: the topic's sixteen, the eight of outcomes.lua, then this claim's record ("<prefix>claim:<token>") and the record of the
 -- previous claim whose reply the caller received ("<prefix>claim:0" when none): see below.
 -- ARGV: max, lease ms, sweep limit, stall limit, token, again ('1' when this claim was sent before and
 -- its reply was lost), holder (the claiming worker's number, kept in each lease for operators), max
 -- running (0: no limit), the rate limit's emission interval in ms ('0': no limit) and its burst, and
 -- the limits as "<jobs>/<per ms>/<max running>" (kept as `flow` in stats for operators, written when it
 -- changes), the wake channel and the topic (for the announcements of jobs the sweep ends).
--- Returns: now, swept, swept_dead, next due|nil, next lease deadline|nil, dead pending (0|1), token,
+-- Returns: now, swept, swept_dead, next due|nil, next lease deadline|nil, pending (1: a dead job waits
+-- for its hook, + 2: ends of followed jobs wait for delivery, `ends` in stats), token,
 -- the microseconds of now past its millisecond (0-999), paused (0|1), held back (0 no, 1 max running,
 -- 2 rate, 3 provider), then three fields per claimed job: id, due time, record.
 --
@@ -25,18 +26,18 @@
 -- topic's slot), and the caller's next claim deletes it. A claim sent again after its reply was lost
 -- finds that record and hands back the jobs still leased under its token instead of claiming more: a
 -- lost reply leaves nothing leased to nobody and costs no stall.
--- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (earliest due), HMGET (paused, flow), ZRANGE
+-- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (earliest due), HMGET (paused, flow, ends), ZRANGE
 -- (due <= now), ZREMRANGEBYRANK, ZADD and HSETNX (the marker of prelude.lua), ZADD (active), HSET
 -- (leases), HMGET (records), GET and SET (the claim's record), ZRANGE (next due), ZRANGE (dead pending)
 -- = 15 whatever the batch size, and DEL (the previous claim's record) when the caller names one; a
--- call that finds nothing due makes 4. A sweep that finds expired leases adds 5 calls, plus 1 to 4 per expired lease (rare: a
+-- call that finds nothing due makes 5 (HGET of `ends`). A sweep that finds expired leases adds 5 calls, plus 1 to 4 per expired lease (rare: a
 -- worker died or stalled). Flow control adds ZCARD and ZSCORE (max running), HSET (the rate's TAT).
 local max, lease = tonumber(ARGV[1]), tonumber(ARGV[2])
 local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
 local token_s, again, holder = ARGV[5], ARGV[6] == '1', ARGV[7]
 local max_running, interval, burst = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local flow_label, channel, topic = ARGV[11], ARGV[12], ARGV[13]
-local K_CLAIM, K_RECEIVED = KEYS[22], KEYS[23]
+local K_CLAIM, K_RECEIVED = KEYS[25], KEYS[26]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local now_us_part = tonumber(time[2]) % 1000
@@ -116,8 +117,8 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
   end
   if #cancelled_ids + #dead_ids > 0 then
     -- Ended by the sweep: kept, announced and their progress forgotten as in finish.lua.
-    local flags = redis.call('HMGET', K_STATS, 'keep', 'waits', 'progress')
-    if flags[1] or flags[2] or flags[3] then
+    local flags = redis.call('HMGET', K_STATS, 'keep', 'waits', 'progress', 'follow')
+    if flags[1] or flags[2] or flags[3] or flags[4] then
       outcome_helpers()
       local ended, kinds, data, recs = {}, {}, {}, {}
       for i, id in ipairs(cancelled_ids) do
@@ -127,7 +128,7 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
         local k = #cancelled_ids + i
         ended[k], kinds[k], data[k] = id, 'd', dead_reasons[i]
       end
-      after_end(flags[1], flags[2], flags[3], channel, topic, ended, kinds, data, recs, now)
+      after_end(flags[1], flags[2], flags[3], flags[4], channel, topic, ended, kinds, data, recs, now)
     end
   end
   drop_marker_if_last()
@@ -149,9 +150,12 @@ local held, tat, go_at = 0, nil, nil
 -- Whether any job may have a priority (`prio` in stats: set by an enqueue with one, cleared here once
 -- none is left).
 local has_prio = false
+-- `ends` in stats (ends of followed jobs wait for delivery), read with the flow fields when they are.
+local ends = nil
 if max > 0 and next_due and next_due <= now then
-  local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat', 'flow', 'prio')
+  local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat', 'flow', 'prio', 'ends')
   has_prio = st[5] ~= false
+  ends = st[6]
   paused = st[1] == '1'
   if st[4] ~= flow_label and (st[4] or flow_label ~= '0/0/0') then
     redis.call('HSET', K_STATS, 'flow', flow_label)
@@ -299,6 +303,16 @@ elseif max > 0 and next_due and next_due <= now then
     if #lost_ids > 0 then
       kill_many(lost_ids, lost_recs, lost_reasons, now)
       tally(now, 0, 0, 0, 0, #lost_ids)
+      -- Ended here: announced and their followers told as in finish.lua.
+      local flags = redis.call('HMGET', K_STATS, 'waits', 'progress', 'follow')
+      if flags[1] or flags[2] or flags[3] then
+        outcome_helpers()
+        local kinds = {}
+        for i = 1, #lost_ids do
+          kinds[i] = 'd'
+        end
+        after_end(false, flags[1], flags[2], flags[3], channel, topic, lost_ids, kinds, lost_reasons, {}, now)
+      end
       drop_marker_if_last()
     end
     redis.call('SET', K_CLAIM, table.concat(ids, '\n'), 'PX', lease)
@@ -329,10 +343,13 @@ if held == 1 then
 end
 
 local pending = redis.call('ZRANGE', K_DEAD_PENDING, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1)
+if ends == nil then
+  ends = redis.call('HGET', K_STATS, 'ends')
+end
 if paused then
   next_due = nil
 end
-local reply = { now, swept, swept_dead, next_due or false, next_lease or false, #pending, token, now_us_part, paused and 1 or 0, held }
+local reply = { now, swept, swept_dead, next_due or false, next_lease or false, #pending + (ends and 2 or 0), token, now_us_part, paused and 1 or 0, held }
 for i = 1, #out do
   reply[10 + i] = out[i]
 end

@@ -10,8 +10,9 @@
 -- clears it and sends a hint: a slot is free.
 -- Jobs that end (done, cancelled, dead) are kept when the topic keeps finished jobs (`keep` in stats:
 -- succeeded and cancelled ones, with their record and result), announced to their waiters (`waits`),
--- and their progress forgotten (`progress`): see outcomes.lua. Without any of the three, that costs
--- three more fields of the HMGET of stats below.
+-- their progress forgotten (`progress`), and the ends of those that batches follow recorded
+-- (`follow`): see outcomes.lua. Without any of the four, that costs four more fields of the HMGET of
+-- stats below.
 -- Returns one integer per item: 1 applied, 2 cancelled, 3 stale.
 -- redis.call per batch of done jobs: TIME, HMGET (leases), SCARD (cancels), ZREM (active), HDEL (leases),
 -- ZCARD (active: the marker of prelude.lua goes with the last lease), EXISTS (stalls), HDEL (jobs),
@@ -42,8 +43,9 @@ local dead_ids, dead_recs, dead_reasons = {}, {}, {}
 local processed, retried, n_cancelled = 0, 0, 0
 local first_retry = nil
 local hold_until = nil
--- `full`, `prio`, `keep`, `waits` and `progress` in stats (read once the batch's leases are gone).
-local flags = { false, false, false, false, false }
+-- `full`, `prio`, `keep`, `waits`, `progress` and `follow` in stats (read once the batch's leases
+-- are gone).
+local flags = { false, false, false, false, false, false }
 for i = 1, n do
   local b = at_arg[i]
   local id, token, kind = ids[i], ARGV[b + 2], ARGV[b + 3]
@@ -96,7 +98,7 @@ if #gone > 0 then
   call_many('ZREM', K_ACTIVE, gone, 1)
   call_many('HDEL', K_LEASES, gone, 1)
   drop_marker_if_last()
-  flags = redis.call('HMGET', K_STATS, 'full', 'prio', 'keep', 'waits', 'progress')
+  flags = redis.call('HMGET', K_STATS, 'full', 'prio', 'keep', 'waits', 'progress', 'follow')
   if flags[1] then
     redis.call('HDEL', K_STATS, 'full')
     publish_hint(channel, topic, now)
@@ -109,10 +111,10 @@ if hold_until then
   end
 end
 if #ended > 0 then
-  if flags[3] or flags[4] or flags[5] then
+  if flags[3] or flags[4] or flags[5] or flags[6] then
     outcome_helpers()
     local recs = flags[3] and fetch_many('HMGET', K_JOBS, ended) or {}
-    after_end(flags[3], flags[4], flags[5], channel, topic, ended, ended_kind, ended_data, recs, now)
+    after_end(flags[3], flags[4], flags[5], flags[6], channel, topic, ended, ended_kind, ended_data, recs, now)
   end
   call_many('HDEL', K_JOBS, ended, 1)
   if redis.call('EXISTS', K_STALLS) == 1 then

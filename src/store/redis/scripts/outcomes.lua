@@ -1,20 +1,28 @@
--- postpone: finished jobs kept, waiters and progress (see keys.rs and store/outcome.rs), after the
--- prelude, for the scripts that end jobs or read outcomes. Their five keys follow the topic's sixteen
--- (KEYS[17] to KEYS[21]). What they cost a topic that keeps nothing and that nobody waits for: three
--- more fields read in the stats hash, which the script reads anyway, and one closure per call: the
--- helpers are made by `outcome_helpers()`, which a script calls only once it needs them (every
--- function a script defines is a closure made at every call; see prelude_core.lua).
+-- postpone: finished jobs kept, waiters, progress and followers (see keys.rs, store/outcome.rs and
+-- store/redis/workflow.rs), after the prelude, for the scripts that end jobs or read outcomes. Their
+-- five keys follow the topic's sixteen (KEYS[17] to KEYS[21]), then the three of followers (KEYS[22]
+-- to KEYS[24]). What they cost a topic that keeps nothing, that nobody waits for and that no batch
+-- follows: four more fields read in the stats hash, which the script reads anyway, and one closure
+-- per call: the helpers are made by `outcome_helpers()`, which a script calls only once it needs them
+-- (every function a script defines is a closure made at every call; see prelude_core.lua).
 --
 -- Stats fields: `keep` "<max age ms> <max count>" (the topic's retention, written by retain.lua),
--- `waits` (set while `waited` may hold an id), `progress` (set while `progress` may hold an id).
+-- `waits` (set while `waited` may hold an id), `progress` (set while `progress` may hold an id),
+-- `follow` (set while `follows` may hold an id), `ends` (set while `ends` may hold an end).
+--
+-- Followers (batches; see store/redis/workflow.rs): `follows` maps a job id to the refs that follow it
+-- ("b:<batch id>", one per line). The job's first end moves them, with how it ended, into `end_info`
+-- under a new number (`end_seq` in stats), listed in `ends` (number -> when it may next be delivered);
+-- workflow.rs delivers and then forgets it. KEYS[22] to KEYS[24].
 local K_DONE, K_DONE_JOBS, K_WAITED, K_PROGRESS, K_TOLD = KEYS[17], KEYS[18], KEYS[19], KEYS[20], KEYS[21]
+local K_FOLLOWS, K_ENDS, K_END_INFO = KEYS[22], KEYS[23], KEYS[24]
 
 -- Most kept jobs one trim deletes beyond what its caller kept (bounded steps).
 local TRIM_EXTRA = 16
 
 -- The helpers, defined by outcome_helpers().
 local done_value, parse_keep, trim_done, keep_done, ended_channel, announce, drop_waiters, forget_progress
-local after_end
+local record_ends, after_end
 
 -- Makes the helpers below (call before using any of them).
 local function outcome_helpers()
@@ -131,10 +139,49 @@ local function outcome_helpers()
     end
   end
 
+  -- Records the ends of the jobs that something follows (call only when `follow` is set in stats):
+  -- "<kind> <id length> <refs length>\n<id><refs><reason>" in `end_info` (a success's result is not
+  -- kept: followers need only how it ended), listed in `ends` as due now; the followers go, and with
+  -- the last of them `follow`. Sends a hint when it recorded any, so that a worker of the topic
+  -- claims, learns of them (the claim's `ends` flag) and delivers them.
+  record_ends = function(wake, topic, ids, kinds, data, now)
+    local refs = fetch_many('HMGET', K_FOLLOWS, ids)
+    local followed = {}
+    for i, id in ipairs(ids) do
+      if refs[i] then
+        followed[#followed + 1] = i
+      end
+    end
+    if #followed == 0 then
+      return
+    end
+    local last = redis.call('HINCRBY', K_STATS, 'end_seq', #followed)
+    local listed, infos, gone = {}, {}, {}
+    local now_s = string.format('%d', now)
+    for k, i in ipairs(followed) do
+      local seq = string.format('%d', last - #followed + k)
+      local reason = kinds[i] == 's' and '' or (data[i] or '')
+      listed[#listed + 1] = now_s
+      listed[#listed + 1] = seq
+      infos[#infos + 1] = seq
+      infos[#infos + 1] = kinds[i] .. ' ' .. #ids[i] .. ' ' .. #refs[i] .. '\n' .. ids[i] .. refs[i] .. reason
+      gone[#gone + 1] = ids[i]
+    end
+    call_many('ZADD', K_ENDS, listed, 2)
+    call_many('HSET', K_END_INFO, infos, 2)
+    call_many('HDEL', K_FOLLOWS, gone, 1)
+    if redis.call('HLEN', K_FOLLOWS) == 0 then
+      redis.call('HDEL', K_STATS, 'follow')
+    end
+    redis.call('HSET', K_STATS, 'ends', '1')
+    publish_hint(wake, topic, now)
+  end
+
   -- What follows the end of jobs (`ids`; `kinds` 's', 'c' or 'd'; `data` their results or reasons;
-  -- `recs` their records, read while `keep` is set), given the `keep`, `waits` and `progress` stats
-  -- fields: succeeded and cancelled ones kept, all announced and told, their progress forgotten.
-  after_end = function(keep, waits, progress, wake, topic, ids, kinds, data, recs, now)
+  -- `recs` their records, read while `keep` is set), given the `keep`, `waits`, `progress` and
+  -- `follow` stats fields: succeeded and cancelled ones kept, all announced and told, their progress
+  -- forgotten, their followers' ends recorded.
+  after_end = function(keep, waits, progress, follow, wake, topic, ids, kinds, data, recs, now)
     if keep then
       local kept, values = {}, {}
       for i, id in ipairs(ids) do
@@ -151,6 +198,9 @@ local function outcome_helpers()
     end
     if progress then
       forget_progress(ids)
+    end
+    if follow then
+      record_ends(wake, topic, ids, kinds, data, now)
     end
   end
 end
