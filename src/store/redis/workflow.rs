@@ -30,6 +30,11 @@
 //!   back after [`END_LEASE_MS`] and counting it again changes nothing (a member is counted only while
 //!   pending); callbacks it fired are staged, so enqueued by the next dispatch or by recovery.
 //!
+//! Tokens are remembered for [`TOKEN_KEEP_MS`] (an hour); recovery looks at a batch every
+//! [`CHECK_EVERY_MS`] while any worker runs. A dispatch repeated later than the hour can only follow an
+//! hour with no worker at all, so no member ran meanwhile: its job is still due, and enqueueing it
+//! again finds it there (an existing job stays as it is, and a batch follows a job once).
+//!
 //! So every step is atomic where it decides something and idempotent where it crosses slots.
 
 use async_trait::async_trait;

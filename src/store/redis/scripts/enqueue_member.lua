@@ -25,11 +25,19 @@ if ref ~= '' then
     local current = fetch_many('HMGET', K_FOLLOWS, ids)
     local set = {}
     for i, id in ipairs(ids) do
-      set[2 * i - 1] = id
-      set[2 * i] = current[i] and (current[i] .. '\n' .. ref) or ref
+      local now_refs = current[i]
+      if not now_refs then
+        set[#set + 1] = id
+        set[#set + 1] = ref
+      elseif not string.find('\n' .. now_refs .. '\n', '\n' .. ref .. '\n', 1, true) then
+        set[#set + 1] = id
+        set[#set + 1] = now_refs .. '\n' .. ref
+      end
     end
-    call_many('HSET', K_FOLLOWS, set, 2)
-    redis.call('HSET', K_STATS, 'follow', '1')
+    if #set > 0 then
+      call_many('HSET', K_FOLLOWS, set, 2)
+      redis.call('HSET', K_STATS, 'follow', '1')
+    end
   end
 end
 return out
