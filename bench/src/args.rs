@@ -18,10 +18,11 @@ pub(crate) enum Workload {
     Outbox,
     Steady,
     Wait,
+    Batch,
 }
 
 impl Workload {
-    const ALL: [(&'static str, Workload); 13] = [
+    const ALL: [(&'static str, Workload); 14] = [
         ("enqueue", Workload::Enqueue),
         ("enqueue-bulk", Workload::EnqueueBulk),
         ("drain", Workload::Drain),
@@ -35,6 +36,7 @@ impl Workload {
         ("outbox", Workload::Outbox),
         ("steady", Workload::Steady),
         ("wait", Workload::Wait),
+        ("batch", Workload::Batch),
     ];
 
     fn parse(s: &str) -> Option<Self> {
@@ -59,6 +61,7 @@ impl Workload {
             Workload::EnqueueConcurrent | Workload::DrainIo => 64_000,
             Workload::Outbox => 64 * 500,
             Workload::Wait => 1_000,
+            Workload::Batch => 10_000,
             _ => 50_000,
         }
     }
@@ -146,9 +149,12 @@ workloads (see BENCHMARKS.md):
   wait                --jobs N (default 1,000) jobs, a Client::wait on each through one client, then a
                       worker in the same process drains them; ms from each handler's finish to its
                       waiter's return, p50/p99/max (wake_p99_ms)
+  batch               one batch of --jobs N members (default 10,000) with a success callback, drained
+                      by a worker in the same process; members/s from creation to the callback's
+                      start, ms from the last member's end to it (callback_after_last_ms)
   --jobs N         jobs (defaults: 50,000; enqueue-concurrent and drain-io 64,000; delayed 2,000;
                    memory 100,000; page 1,000,000; outbox 32,000, 500 per task; steady: rate x secs;
-                   wait 1,000)
+                   wait 1,000; batch 10,000)
   --concurrency C  worker concurrency (default 50); enqueue-concurrent: enqueueing tasks, outbox:
                    committing tasks (default 64)
   --redis URL      Redis to use, empty (default redis://127.0.0.1:6379); a run FLUSHALLs it, so one
@@ -310,6 +316,8 @@ mod tests {
             (a.workload, a.jobs, a.concurrency),
             (Workload::Wait, 1_000, 50)
         );
+        let a = parse("batch").unwrap();
+        assert_eq!((a.workload, a.jobs), (Workload::Batch, 10_000));
         assert!(parse("drain --keep").unwrap().keep);
         assert!(!parse("drain").unwrap().keep);
         assert!(parse("drain-io --keep").is_err());

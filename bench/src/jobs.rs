@@ -87,6 +87,13 @@ impl Waited {
     }
 }
 
+/// `batch`: the success callback of the batch (how many members it had).
+#[derive(Debug, Clone, Serialize, Deserialize, Job)]
+#[job(topic = "bench.batch_done")]
+pub(crate) struct BatchDone {
+    pub(crate) members: u64,
+}
+
 /// `drain --keep`: the payload of [`Order`], returning its order id, every finished job kept (with
 /// its result) for an hour, up to a million of them.
 #[derive(Debug, Clone, Serialize, Deserialize, Job)]

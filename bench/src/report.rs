@@ -95,6 +95,9 @@ pub(crate) struct Report {
     /// name).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) wake_p99_ms: Option<f64>,
+    /// `batch`: ms from the last member's end to the success callback's start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) callback_after_last_ms: Option<f64>,
     /// `drain --keep`: Redis `used_memory` with every drained job kept, minus before the enqueue, per job.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) kept_bytes_per_job: Option<f64>,

@@ -1,6 +1,7 @@
 //! The workloads of BENCHMARKS.md. Each takes an empty Redis (or empties it when told to), runs, checks
 //! that every job ended as it should, empties the Redis again and returns its [`Report`].
 
+mod batch;
 mod delayed;
 mod drain;
 mod enqueue;
@@ -43,6 +44,7 @@ pub(crate) async fn run(args: &Args) -> BoxResult<Report> {
         Workload::Outbox => outbox::run(args, &mut probe).await,
         Workload::Steady => steady::run(args, &mut probe).await,
         Workload::Wait => wait::run(args, &mut probe).await,
+        Workload::Batch => batch::run(args, &mut probe).await,
     }?;
     // Leave the Redis empty, as it was given, so that the next run takes it. (A failed run leaves its
     // jobs there to look at; the next run then wants --flush.)
