@@ -147,11 +147,7 @@ fn parse_end(info: &[u8]) -> Option<RecordedEnd> {
         .filter_map(|r| r.strip_prefix("b:"))
         .map(str::to_owned)
         .collect();
-    Some(RecordedEnd {
-        kind,
-        id,
-        batches,
-    })
+    Some(RecordedEnd { kind, id, batches })
 }
 
 impl RedisStore {
