@@ -195,26 +195,19 @@ impl Batches {
         self.by_id.get_mut(id).filter(|b| !b.expired(now))
     }
 
-    /// Creates batch `id` (open, without members) unless a batch has this id; returns it. A batch of
-    /// the id that completed more than [`BATCH_KEEP_MS`] ago is forgotten first.
-    pub(super) fn create(
-        &mut self,
-        id: &str,
-        batch: &mut NewBatch,
-        now: i64,
-    ) -> Option<&mut Batch> {
+    /// Creates batch `id` (open, without members, with `batch`'s description and callbacks) unless a
+    /// batch has this id; returns whether it did. A batch of the id that completed more than
+    /// [`BATCH_KEEP_MS`] ago is forgotten first.
+    pub(super) fn create(&mut self, id: &str, batch: &mut NewBatch, now: i64) -> bool {
         if self.by_id.get(id).is_some_and(|b| b.expired(now)) {
             self.forget(id);
         }
         if self.by_id.contains_key(id) {
-            return None;
+            return false;
         }
         self.created.insert((now, id.to_owned()));
-        Some(
-            self.by_id
-                .entry(id.to_owned())
-                .or_insert(Batch::new(batch, now)),
-        )
+        self.by_id.insert(id.to_owned(), Batch::new(batch, now));
+        true
     }
 
     /// Notes that batch `id` completed (after a step that may have completed it).

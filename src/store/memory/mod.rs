@@ -95,9 +95,10 @@ impl MemoryStore {
         let out = step(state, now);
         // An end recorded for a batch wakes the topic's workers, who deliver it.
         let woke = state.outcomes.follows.take_woke();
-        if !state.outcomes.announced.is_empty() {
-            let announced = std::mem::take(&mut state.outcomes.announced);
-            drop(topics);
+        // Taking an empty list allocates nothing.
+        let announced = std::mem::take(&mut state.outcomes.announced);
+        drop(topics);
+        if !announced.is_empty() {
             self.announce(topic, announced);
         }
         if woke {

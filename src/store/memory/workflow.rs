@@ -126,7 +126,7 @@ impl WorkflowStore for MemoryStore {
     async fn batch_create(&self, id: &str, mut batch: NewBatch) -> Result<BatchCreated> {
         Ok(self.workflow_step(|step| {
             let jobs = std::mem::take(&mut batch.jobs);
-            if step.batches.create(id, &mut batch, step.now).is_none() {
+            if !step.batches.create(id, &mut batch, step.now) {
                 return BatchCreated::Exists;
             }
             step.add_members(id, jobs);
