@@ -22,6 +22,8 @@
 //! and `dead_code` is denied here, so the suite does not build until it is listed.
 #![deny(dead_code)]
 
+mod batch_ends;
+mod batches;
 mod cancel;
 mod claim;
 mod dead;
@@ -48,6 +50,8 @@ use postpone::store::{
 };
 use tokio::sync::broadcast;
 
+pub(crate) use self::batch_ends::*;
+pub(crate) use self::batches::*;
 pub(crate) use self::cancel::*;
 pub(crate) use self::claim::*;
 pub(crate) use self::dead::*;
@@ -185,6 +189,21 @@ macro_rules! store_conformance {
             progress_holds_under_the_lease_reaches_waiters_and_goes_with_the_job,
             retention_trims_by_count_and_age_in_bounded_steps,
             wait_expecting_a_job_hears_its_end_before_any_other_lookup,
+            // batches: members, their ends, callbacks
+            batch_create_puts_members_due_in_their_topics_and_counts_them,
+            batch_add_counts_new_members_once_and_refuses_closed_or_unknown_batches,
+            batch_member_success_is_reported_by_the_claim_and_delivered_once,
+            batch_success_and_complete_callbacks_fire_once_when_the_last_member_succeeds,
+            batch_death_callback_fires_at_the_first_death_only_once,
+            batch_cancelled_members_count_cancelled_and_complete_without_success,
+            batch_member_stalled_to_death_by_the_sweep_counts_dead,
+            batch_dead_member_requeued_is_no_longer_followed,
+            batch_member_retry_is_not_an_end,
+            batch_member_already_live_in_its_topic_is_that_job,
+            batch_empty_and_closed_fires_complete_and_success,
+            batch_members_are_listed_in_add_order_with_offset_and_limit,
+            batches_are_listed_newest_first,
+            batch_ends_are_not_pending_for_a_job_nobody_follows,
         );
     };
     (@each $factory:expr; $($name:ident),* $(,)?) => {$(

@@ -10,6 +10,7 @@
 //! indexes by id, so cancel and reschedule are O(log n). Each call does bounded work, like the Redis
 //! scripts: at most `sweep_limit` + `max` jobs per claim, `max` per dead claim, `limit` per trim.
 
+mod batch;
 mod clock;
 mod ops;
 mod periodic;
@@ -56,6 +57,8 @@ pub struct MemoryStore {
     hints: broadcast::Sender<Hint>,
     announcements: broadcast::Sender<Announcement>,
     schedules: periodic::Schedules,
+    /// The namespace's batches, locked after `topics` (see `workflow.rs`).
+    batches: Mutex<batch::Batches>,
 }
 
 impl MemoryStore {
@@ -77,6 +80,7 @@ impl MemoryStore {
             hints,
             announcements,
             schedules: Default::default(),
+            batches: Mutex::default(),
         }
     }
 
@@ -89,10 +93,16 @@ impl MemoryStore {
             None => topics.entry(topic.to_owned()).or_default(),
         };
         let out = step(state, now);
-        if !state.outcomes.announced.is_empty() {
-            let announced = std::mem::take(&mut state.outcomes.announced);
-            drop(topics);
+        // An end recorded for a batch wakes the topic's workers, who deliver it.
+        let woke = state.outcomes.follows.take_woke();
+        // Taking an empty list allocates nothing.
+        let announced = std::mem::take(&mut state.outcomes.announced);
+        drop(topics);
+        if !announced.is_empty() {
             self.announce(topic, announced);
+        }
+        if woke {
+            self.hint(topic, Some(now));
         }
         out
     }

@@ -284,3 +284,39 @@ async fn unique_and_debounce_keys_leave_no_state_once_they_no_longer_hold() {
     store.cancel("t", "c").await.unwrap();
     assert!(store.holds_nothing("t"), "no per-key state is left");
 }
+
+#[tokio::test]
+async fn a_completed_batch_is_kept_for_its_time_and_its_members_leave_nothing_behind() {
+    use crate::store::workflow::BATCH_KEEP_MS;
+    use crate::store::{BatchCreated, BatchJob, NewBatch, WorkflowStore};
+
+    let (clock, store) = store();
+    let batch = NewBatch {
+        jobs: vec![BatchJob::new("t", new_job("a", Due::In(0)))],
+        close: true,
+        ..NewBatch::default()
+    };
+    let created = store.batch_create("b", batch.clone()).await.unwrap();
+    assert_eq!(created, BatchCreated::Created);
+    let job = store.claim("t", claim_req(1, 1_000, 5)).await.unwrap().jobs[0].clone();
+    let item = FinishItem::new(job.id, job.token, Finish::Done);
+    store.finish("t", vec![item]).await.unwrap();
+    assert_eq!(store.deliver_ends("t", 10).await.unwrap(), 1);
+    assert!(store.holds_nothing("t"), "no follower, no end left");
+    let status = store.batch("b").await.unwrap().unwrap();
+    assert_eq!(status.completed_at_ms, Some(T0));
+
+    // Kept for BATCH_KEEP_MS, then gone (to readers at once, from memory by recovery).
+    clock.set(T0 + BATCH_KEEP_MS as i64);
+    assert_eq!(store.recover_batches(10).await.unwrap(), 0);
+    assert!(store.batch("b").await.unwrap().is_some());
+    let again = store.batch_create("b", batch.clone()).await.unwrap();
+    assert_eq!(again, BatchCreated::Exists, "still kept");
+    clock.set(T0 + BATCH_KEEP_MS as i64 + 1);
+    assert_eq!(store.batch("b").await.unwrap(), None);
+    assert!(store.batches(0, 10).await.unwrap().is_empty());
+    assert_eq!(store.recover_batches(10).await.unwrap(), 1);
+    assert_eq!(store.recover_batches(10).await.unwrap(), 0);
+    let anew = store.batch_create("b", batch).await.unwrap();
+    assert_eq!(anew, BatchCreated::Created, "a new batch of the id");
+}

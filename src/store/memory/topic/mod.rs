@@ -10,6 +10,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 mod dead;
 mod delivered;
 mod flow;
+mod follow;
 mod keyed;
 mod ops;
 mod outcomes;
@@ -286,6 +287,7 @@ impl Topic {
         self.flow_after_claim(budget, &mut batch, now);
         batch.next_lease_deadline_ms = self.active.first_score();
         batch.dead_pending = self.dead_pending.first_score().is_some_and(|at| at <= now);
+        batch.ends_pending = self.ends_pending();
         batch
     }
 

@@ -26,6 +26,8 @@ pub(in crate::store::memory) struct Outcomes {
     /// How waited jobs ended, and when, while they are waited for.
     told: HashMap<String, (Ended, i64)>,
     progress: HashMap<String, Progress>,
+    /// The batches following the topic's jobs, and their recorded ends (see `follow.rs`).
+    pub(in crate::store::memory) follows: super::follow::Follows,
     /// What this step announced, for the store to send once it lets go of its lock.
     pub(in crate::store::memory) announced: Vec<Announced>,
 }
@@ -38,9 +40,11 @@ pub(in crate::store::memory) enum Announced {
 }
 
 impl Outcomes {
-    /// A job ended: kept (unless dead) when the topic keeps finished jobs, announced when waited.
+    /// A job ended: kept (unless dead) when the topic keeps finished jobs, announced when waited,
+    /// recorded for the batches that follow it. Every way a job ends comes here.
     fn end(&mut self, id: &str, record: Vec<u8>, ended: Ended, now: i64) {
         self.progress.remove(id);
+        self.follows.on_end(id, &ended);
         let state = match &ended {
             Ended::Succeeded { .. } => Some(DoneState::Succeeded),
             Ended::Cancelled => Some(DoneState::Cancelled),
@@ -123,6 +127,7 @@ impl Outcomes {
             && self.waited.len() == 0
             && self.told.is_empty()
             && self.progress.is_empty()
+            && self.follows.is_empty()
     }
 }
 
