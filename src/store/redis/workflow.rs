@@ -69,16 +69,18 @@ struct Entry {
 }
 
 /// Encodes a member (`m`) or callback (`c`) as staged: `"<m|c> <topic> <id len> <record len> <in|at>
-/// <value> <priority>\n<id><record>"`. Only this module reads it; the scripts keep it as is.
+/// <value> <priority> <replace 0|1>\n<id><record>"`. Only this module reads it; the scripts keep it
+/// as is.
 fn encode_entry(member: bool, job: &BatchJob) -> Vec<u8> {
     let (kind, value) = due_args(job.job.due);
     let mut out = format!(
-        "{} {} {} {} {kind} {value} {}\n",
+        "{} {} {} {} {kind} {value} {} {}\n",
         if member { 'm' } else { 'c' },
         job.topic,
         job.job.id.len(),
         job.job.record.len(),
         job.job.priority,
+        u8::from(job.job.replace),
     )
     .into_bytes();
     out.extend_from_slice(job.job.id.as_bytes());
@@ -101,6 +103,7 @@ fn decode_entry(number: u64, bytes: &[u8]) -> Option<Entry> {
     let kind = f.next()?;
     let value: i64 = f.next()?.parse().ok()?;
     let priority: u8 = f.next()?.parse().ok()?;
+    let replace = f.next()? == "1";
     let body = &bytes[newline + 1..];
     if body.len() != id_len + rec_len {
         return None;
@@ -111,7 +114,7 @@ fn decode_entry(number: u64, bytes: &[u8]) -> Option<Entry> {
         "at" => Due::At(value),
         _ => return None,
     };
-    let job = NewJob::new(id, body[id_len..].to_vec(), due, false).priority(priority);
+    let job = NewJob::new(id, body[id_len..].to_vec(), due, replace).priority(priority);
     Some(Entry {
         number,
         member,
@@ -290,7 +293,7 @@ impl RedisStore {
                         .arg(&e.job.record[..])
                         .arg(kind)
                         .arg(value)
-                        .arg(0)
+                        .arg(u8::from(e.job.replace))
                         .arg(e.job.priority);
                 }
             })
@@ -687,8 +690,14 @@ mod tests {
             (e.job.record, e.job.due, e.job.priority),
             (vec![0, 10, 255], Due::At(1234), 7)
         );
-        assert!(decode_entry(1, b"x mail 1 1 in 0 0\nab").is_none());
-        assert!(decode_entry(1, b"m mail 5 1 in 0 0\nab").is_none());
+        assert!(decode_entry(1, b"x mail 1 1 in 0 0 0\nab").is_none());
+        assert!(decode_entry(1, b"m mail 5 1 in 0 0 0\nab").is_none());
+        assert!(
+            decode_entry(1, b"m mail 1 1 in 0 0 1\nab")
+                .unwrap()
+                .job
+                .replace
+        );
     }
 
     #[test]

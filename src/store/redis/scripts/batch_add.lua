@@ -13,8 +13,9 @@ if mode == 'create' then
   end
   redis.call('HSET', K_BATCH, 'created', string.format('%d', now), 'desc', desc, 'total', 0, 'succeeded', 0,
     'dead', 0, 'cancelled', 0, 'closed', 0, 'seq', 0, 'stage', 0)
+  -- A kind given twice: the first counts.
   for i = 1, ncb do
-    redis.call('HSET', K_BATCH, 'cb:' .. ARGV[3 + 2 * i], ARGV[4 + 2 * i])
+    redis.call('HSETNX', K_BATCH, 'cb:' .. ARGV[3 + 2 * i], ARGV[4 + 2 * i])
   end
 elseif not exists then
   return { 4 }
