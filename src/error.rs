@@ -91,6 +91,13 @@ pub enum Error {
         /// The id.
         id: String,
     },
+    /// The job waits for other jobs (its parents), so it has no due time to move yet.
+    JobWaiting {
+        /// The topic.
+        topic: String,
+        /// The id.
+        id: String,
+    },
     /// A live job with this id exists, so a dead job of the same id cannot be re-enqueued.
     JobExists {
         /// The topic.
@@ -265,6 +272,10 @@ impl fmt::Display for Error {
                     "job {id:?} of topic {topic:?} is running; try again after it finishes"
                 )
             }
+            Error::JobWaiting { topic, id } => write!(
+                f,
+                "job {id:?} of topic {topic:?} waits for other jobs; it becomes due when they are done"
+            ),
             Error::JobExists { topic, id } => {
                 write!(f, "a live job {id:?} already exists in topic {topic:?}")
             }

@@ -25,8 +25,8 @@ pub enum CancelStatus {
     WillNotRetry,
 }
 
-/// Where a job is. As JSON: `{"state": "scheduled", "due_at": ...}`, `"running"` with `lease_until`,
-/// `"dead"` with `died_at` and `reason`.
+/// Where a job is. As JSON: `{"state": "scheduled", "due_at": ...}`, `"waiting"` with `waiting_for`,
+/// `"running"` with `lease_until`, `"dead"` with `died_at` and `reason`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -35,6 +35,11 @@ pub enum JobState {
     Scheduled {
         /// When it is due.
         due_at: DateTime<Utc>,
+    },
+    /// Waiting for other jobs (its parents) to be done before it becomes due.
+    Waiting {
+        /// The parents not yet done: `(topic, id)` (a partition's topic as `<topic>#<p>`).
+        waiting_for: Vec<(String, String)>,
     },
     /// Running on a worker that holds its lease until this time (renewed while it runs).
     Running {
@@ -69,6 +74,9 @@ impl JobState {
             },
             StoredState::Active { lease_deadline_ms } => JobState::Running {
                 lease_until: ms_to_time(lease_deadline_ms),
+            },
+            StoredState::Waiting { parents } => JobState::Waiting {
+                waiting_for: parents.into_iter().map(|p| (p.topic, p.id)).collect(),
             },
             StoredState::Dead {
                 died_at_ms, reason, ..
@@ -295,6 +303,10 @@ impl Topic {
                 id: id.to_owned(),
             }),
             RescheduleOutcome::NotFound => Err(self.not_found(id)),
+            RescheduleOutcome::Waiting => Err(Error::JobWaiting {
+                topic: self.name.to_string(),
+                id: id.to_owned(),
+            }),
         }
     }
 

@@ -12,6 +12,9 @@ pub struct TopicCounts {
     pub ready: u64,
     /// Claimed and leased.
     pub active: u64,
+    /// Waiting for parents (see [`WorkflowStore::enqueue_after`](super::WorkflowStore::enqueue_after));
+    /// not counted in `scheduled`.
+    pub waiting: u64,
     /// In the dead letters.
     pub dead: u64,
     /// Dead jobs whose hook has not yet succeeded.
@@ -105,6 +108,7 @@ impl std::ops::AddAssign for TopicCounts {
         self.scheduled += o.scheduled;
         self.ready += o.ready;
         self.active += o.active;
+        self.waiting += o.waiting;
         self.dead += o.dead;
         self.dead_pending += o.dead_pending;
         self.done += o.done;

@@ -79,8 +79,8 @@ pub use types::{
     StoredState, MAX_DUE_MS, MAX_PRIORITY,
 };
 pub use workflow::{
-    BatchAdded, BatchCreated, BatchJob, BatchMember, BatchStatus, CallbackKind, MemberState,
-    NewBatch, WorkflowStore,
+    AfterOutcome, BatchAdded, BatchCreated, BatchJob, BatchMember, BatchStatus, CallbackKind,
+    MemberState, NewBatch, OnParentFailure, ParentRef, WorkflowStore, WAITING_DUE_MS,
 };
 
 /// Jobs by id: what the [`Client`](crate::Client) does.

@@ -364,6 +364,9 @@ pub enum RescheduleOutcome {
     Running,
     /// No live job has this id.
     NotFound,
+    /// The job waits for its parents (see [`WorkflowStore::enqueue_after`](super::WorkflowStore::enqueue_after)):
+    /// it has no due time yet; nothing changed.
+    Waiting,
 }
 
 /// Where a job is.
@@ -390,6 +393,12 @@ pub enum StoredState {
         reason: String,
         /// Whether the dead-letter hook has succeeded for it.
         delivered: bool,
+    },
+    /// Waiting for parents (see [`WorkflowStore::enqueue_after`](super::WorkflowStore::enqueue_after)),
+    /// not yet due.
+    Waiting {
+        /// The parents not yet done, in the order they were given.
+        parents: Vec<super::ParentRef>,
     },
     /// Finished (succeeded or cancelled) at this time (ms), and kept: its topic keeps finished jobs
     /// (see [`WorkerStore::retain`](super::WorkerStore::retain)). The job's result, if any, is in

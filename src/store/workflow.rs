@@ -39,12 +39,37 @@
 //! applied twice. On Redis the steps cross slots (a batch's slot and its members' topics): see
 //! `store/redis/workflow.rs` for which script owns which fact.
 //!
+//! # Jobs that wait for jobs
+//!
+//! [`enqueue_after`](WorkflowStore::enqueue_after) enqueues a job that *waits* for *parents* (jobs by
+//! store topic and id, in any topics): it is in no other state (not due, not claimable), holds its id
+//! like a due job (an enqueue of that id reports it with [`WAITING_DUE_MS`]; a replace changes
+//! nothing), can be cancelled, not rescheduled ([`RescheduleOutcome::Waiting`](super::RescheduleOutcome::Waiting)),
+//! and is found by [`job`](super::JobStore::job) as [`StoredState::Waiting`](super::StoredState::Waiting)
+//! with the parents it still waits for, and counted in [`TopicCounts::waiting`](super::TopicCounts::waiting).
+//! Each parent's end reaches it once (the parent's topic records it, [`deliver_ends`](WorkflowStore::deliver_ends)
+//! delivers it):
+//! - a parent succeeded: one parent less; with none left the job becomes due, at the time its enqueue
+//!   asked for, counted from then ([`Due::In`](super::Due::In)) or absolute ([`Due::At`](super::Due::At));
+//! - a parent died or was cancelled: its [`OnParentFailure`] decides: the job dies (dead-lettered, its
+//!   hook called, with reason `parent <topic>/<id> died: <why>` or `parent <topic>/<id> was
+//!   cancelled`), is cancelled, or counts that parent as done.
+//!
+//! A job that ends that way ends like any other: what follows it (its own waiters, its batches) hears
+//! of it, so chains propagate. A parent that already ended when the job is enqueued counts at once by
+//! how it ended, as far as its topic still knows it (a finished job kept by its type's `keep`, a
+//! listed dead letter, an end told to waiters); a parent its topic does not know is
+//! [`AfterOutcome::MissingParent`] and nothing is enqueued. A cycle cannot be made: a parent must
+//! exist before the job that waits for it.
+//!
+//! # Cost
+//!
 //! A job with no followers pays nothing: its end reads one more field of a hash the ending step reads
 //! anyway (`follow` in the topic's stats on Redis).
 
 use async_trait::async_trait;
 
-use super::NewJob;
+use super::{Ended, EnqueueOutcome, NewJob, MAX_DUE_MS};
 use crate::error::{Error, Result};
 
 /// How long a completed batch stays readable (its status and members), ms: 7 days.
@@ -231,6 +256,80 @@ impl BatchStatus {
     }
 }
 
+/// The due time an enqueue reports for a job of that id that waits for its parents
+/// ([`EnqueueOutcome::Exists`]): later than any due time a job can have.
+pub const WAITING_DUE_MS: i64 = MAX_DUE_MS + 1;
+
+/// Most parents one job may wait for.
+pub const MAX_PARENTS: usize = 100;
+
+/// A job that another waits for: its store topic and id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[non_exhaustive]
+pub struct ParentRef {
+    /// Its store topic (a topic, or `<topic>#<p>` for a partition).
+    pub topic: String,
+    /// Its id.
+    pub id: String,
+}
+
+impl ParentRef {
+    /// The job `id` of store topic `topic`.
+    pub fn new(topic: impl Into<String>, id: impl Into<String>) -> Self {
+        ParentRef {
+            topic: topic.into(),
+            id: id.into(),
+        }
+    }
+}
+
+/// What a parent's death or cancellation does to a job that waits for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum OnParentFailure {
+    /// The job dies: dead-lettered (its hook called) with the parent's end as its reason.
+    #[default]
+    DeadLetter,
+    /// The job is cancelled.
+    Cancel,
+    /// The parent counts as done: the job runs once its other parents are done.
+    Run,
+}
+
+impl OnParentFailure {
+    /// Its name: `dead_letter`, `cancel` or `run`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnParentFailure::DeadLetter => "dead_letter",
+            OnParentFailure::Cancel => "cancel",
+            OnParentFailure::Run => "run",
+        }
+    }
+}
+
+/// What [`WorkflowStore::enqueue_after`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AfterOutcome {
+    /// The job waits for this many parents.
+    Waiting {
+        /// Parents not yet done.
+        parents_left: u32,
+    },
+    /// Every parent was done already: the job was enqueued as by [`enqueue`](super::JobStore::enqueue)
+    /// (this outcome).
+    Enqueued(EnqueueOutcome),
+    /// A live job (due, running or waiting) has this id: nothing changed.
+    Exists(EnqueueOutcome),
+    /// A parent had died or been cancelled already, and the job's [`OnParentFailure`] ended it at once
+    /// (dead-lettered, or cancelled).
+    Ended(Ended),
+    /// This parent is not known to its topic (it never existed, or it finished and its type keeps no
+    /// finished jobs): nothing was enqueued.
+    MissingParent(ParentRef),
+}
+
 /// Batches, and the ends of jobs that batches follow.
 #[async_trait]
 pub trait WorkflowStore: Send + Sync + std::fmt::Debug + 'static {
@@ -271,4 +370,15 @@ pub trait WorkflowStore: Send + Sync + std::fmt::Debug + 'static {
     /// completed more than [`BATCH_KEEP_MS`] ago. Returns how many batches it looked at. Workers call
     /// it every few seconds.
     async fn recover_batches(&self, max: usize) -> Result<usize>;
+
+    /// Enqueues `job` into store topic `topic` to wait for `parents` (see the module's *Jobs that
+    /// wait for jobs*); with no parent, as [`enqueue`](super::JobStore::enqueue). At most
+    /// [`MAX_PARENTS`] parents (the client checks); a parent named twice counts once.
+    async fn enqueue_after(
+        &self,
+        topic: &str,
+        job: NewJob,
+        parents: Vec<ParentRef>,
+        on_failure: OnParentFailure,
+    ) -> Result<AfterOutcome>;
 }

@@ -15,10 +15,10 @@ use async_trait::async_trait;
 use super::batch::Batches;
 use super::topic::Topic;
 use super::MemoryStore;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::{
-    BatchAdded, BatchCreated, BatchJob, BatchMember, BatchStatus, MemberState, NewBatch,
-    WorkflowStore,
+    AfterOutcome, BatchAdded, BatchCreated, BatchJob, BatchMember, BatchStatus, MemberState,
+    NewBatch, NewJob, OnParentFailure, ParentRef, WorkflowStore,
 };
 
 /// One workflow step: every topic and every batch, under the store's lock, and the hints to send once
@@ -191,5 +191,17 @@ impl WorkflowStore for MemoryStore {
     /// [`BATCH_KEEP_MS`](crate::store::workflow::BATCH_KEEP_MS) ago, and returns how many.
     async fn recover_batches(&self, max: usize) -> Result<usize> {
         Ok(self.workflow_step(|step| step.batches.forget_expired(max, step.now)))
+    }
+
+    async fn enqueue_after(
+        &self,
+        _topic: &str,
+        _job: NewJob,
+        _parents: Vec<ParentRef>,
+        _on_failure: OnParentFailure,
+    ) -> Result<AfterOutcome> {
+        Err(Error::InvalidConfig {
+            reason: "jobs that wait for jobs are not built on this backend yet".into(),
+        })
     }
 }

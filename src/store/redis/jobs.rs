@@ -12,7 +12,7 @@ use super::{due_args, RedisStore};
 use crate::error::{Error, Result};
 use crate::store::{
     parse_told, Announcement, CancelOutcome, Death, DoneState, Due, Ended, EnqueueOutcome,
-    FlowCounts, JobStore, Kept, KeyedJob, KeyedOutcome, Lookup, NewJob, Progress,
+    FlowCounts, JobStore, Kept, KeyedJob, KeyedOutcome, Lookup, NewJob, ParentRef, Progress,
     RescheduleOutcome, StoredJob, StoredState, TopicCounts, Watch, MAX_DUE_MS,
 };
 
@@ -154,6 +154,15 @@ impl JobStore for RedisStore {
         let stalls = u32::try_from(r.int()?.max(0)).unwrap_or(u32::MAX);
         let mut job = match code {
             1 => StoredJob::new(StoredState::Due { due_at_ms: at }, record),
+            5 => {
+                let refs = String::from_utf8_lossy(&r.bytes()?).into_owned();
+                let parents = refs
+                    .split('\n')
+                    .filter_map(|r| r.split_once('\t'))
+                    .map(|(topic, id)| ParentRef::new(topic, id))
+                    .collect();
+                StoredJob::new(StoredState::Waiting { parents }, record)
+            }
             _ => {
                 let state = StoredState::Active {
                     lease_deadline_ms: at,
@@ -226,7 +235,7 @@ impl JobStore for RedisStore {
             .eval_with(CONTEXT, &SCRIPTS.counts, keys.with_outcomes(), |_| {})
             .await?;
         let n = ints(reply, CONTEXT)?;
-        if n.len() != 20 {
+        if n.len() != 21 {
             return Err(Error::backend(
                 CONTEXT,
                 "the script's reply has the wrong length",
@@ -250,6 +259,7 @@ impl JobStore for RedisStore {
             dead: n[3],
             dead_pending: n[4],
             done: n[19],
+            waiting: n[20],
             processed: n[5],
             retried: n[6],
             failed: n[7],
@@ -500,6 +510,7 @@ impl Batched for Reschedules {
             .map(|c| match c[0] {
                 1 => RescheduleOutcome::Rescheduled { due_at_ms: c[1] },
                 2 => RescheduleOutcome::Running,
+                4 => RescheduleOutcome::Waiting,
                 _ => RescheduleOutcome::NotFound,
             })
             .collect())

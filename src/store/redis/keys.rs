@@ -40,6 +40,13 @@
 //! postpone:{<ns>:<topic>}:ends          zset  end number -> when it may next be delivered (ms): ends of
 //!                                             followed jobs not yet delivered (`ends` in stats)
 //! postpone:{<ns>:<topic>}:end_info      hash  end number -> "<s|c|d> <id len> <refs len>\n<id><refs><reason>"
+//! postpone:{<ns>:<topic>}:waiting       hash  id -> "<nonce> <policy> <parents left> <in|at> <due value>
+//!                                             <priority>\n<parent refs>": jobs waiting for jobs, which
+//!                                             are in `due` at MAX_DUE_MS + 1 (see deps.lua)
+//! postpone:{<ns>:<topic>}:heard         hash  "<id>\n<parent ref>": parent ends counted; "<id>\n<nonce>\n
+//!                                             <parent ref>" -> "<s|c|d><reason>": an end that came
+//!                                             before its job was parked
+//! postpone:{<ns>:<topic>}:preheard      zset  those early ends -> when they came (ms), to drop late
 //! postpone:{<ns>:<topic>}:schedules     hash  periodic schedule name -> "<next ms> <last ms|-> <run now
 //!                                             ms|-> <definition>" (see periodic.rs; the scripts' last key)
 //! postpone:{<ns>}:wake                  pub/sub channel: "<due ms> <topic>"
@@ -103,9 +110,9 @@ const SUFFIXES: [&str; 16] = [
     "prio_wait",
 ];
 
-/// The suffixes of the keys of finished jobs, waiters, progress and followers, after the sixteen (see
-/// `scripts/outcomes.lua`).
-const OUTCOME_SUFFIXES: [&str; 8] = [
+/// The suffixes of the keys of finished jobs, waiters, progress, followers and jobs waiting for jobs,
+/// after the sixteen (see `scripts/outcomes.lua` and `scripts/deps.lua`).
+const OUTCOME_SUFFIXES: [&str; 11] = [
     "done",
     "done_jobs",
     "waited",
@@ -114,13 +121,16 @@ const OUTCOME_SUFFIXES: [&str; 8] = [
     "follows",
     "ends",
     "end_info",
+    "waiting",
+    "heard",
+    "preheard",
 ];
 
 /// Index of `dead_pending` in [`SUFFIXES`].
 #[cfg(test)]
 const DEAD_PENDING: usize = 10;
 
-/// The keys of one topic, in script order: the sixteen, and the same followed by the eight of
+/// The keys of one topic, in script order: the sixteen, and the same followed by the eleven of
 /// `OUTCOME_SUFFIXES`.
 #[derive(Debug, Clone)]
 pub(super) struct TopicKeys(pub(super) [String; 16], Vec<String>);
@@ -142,9 +152,9 @@ impl TopicKeys {
         self.other(&format!("claim:{token}"))
     }
 
-    /// The topic's sixteen keys and the eight of finished jobs, waiters, progress and followers
-    /// (`done`, `done_jobs`, `waited`, `progress`, `told`, `follows`, `ends`, `end_info`), for the
-    /// scripts that include outcomes.lua.
+    /// The topic's sixteen keys and the eleven of finished jobs, waiters, progress, followers and
+    /// jobs waiting for jobs (`done`, `done_jobs`, `waited`, `progress`, `told`, `follows`, `ends`,
+    /// `end_info`, `waiting`, `heard`, `preheard`), for the scripts that include outcomes.lua.
     pub(super) fn with_outcomes(&self) -> &[String] {
         &self.1
     }
@@ -193,7 +203,7 @@ mod tests {
         assert_eq!(wake_channel("shop"), "postpone:{shop}:wake");
         assert_eq!(registries("shop")[1], "postpone:{shop}:workers");
         assert_eq!(k.claim(7), "postpone:{shop:orders.close}:claim:7");
-        assert_eq!(k.with_outcomes().len(), 24);
+        assert_eq!(k.with_outcomes().len(), 27);
         assert_eq!(k.with_outcomes()[..16], k.0[..]);
         assert_eq!(
             k.with_outcomes()[17],

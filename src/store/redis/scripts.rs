@@ -11,6 +11,8 @@ const PRELUDE: &str = include_str!("scripts/prelude.lua");
 /// Finished jobs kept, waiters and progress, after the prelude, for the scripts that end jobs or read
 /// outcomes (they get the five keys of `TopicKeys::with_outcomes`).
 const OUTCOMES: &str = include_str!("scripts/outcomes.lua");
+/// Jobs waiting for jobs, after outcomes.lua (their keys are three more of `TopicKeys::with_outcomes`).
+const DEPS: &str = include_str!("scripts/deps.lua");
 /// The batch scripts' helpers, after the core of the prelude (their keys are a batch's, not a topic's).
 const BATCH: &str = include_str!("scripts/batch_prelude.lua");
 /// The periodic scripts' helpers, after the prelude.
@@ -66,6 +68,9 @@ pub(super) struct Scripts {
     pub(super) batch_due: Script,
     pub(super) ends_claim: Script,
     pub(super) ends_ack: Script,
+    pub(super) dep_follow: Script,
+    pub(super) dep_park: Script,
+    pub(super) dep_hear: Script,
 }
 
 fn script(body: &str) -> Script {
@@ -93,6 +98,11 @@ fn with_enqueue_jobs(body: &str) -> Script {
 /// A script that ends jobs or reads outcomes: the prelude, outcomes.lua, the body.
 fn with_outcomes(body: &str) -> Script {
     script(&format!("{OUTCOMES}\n{body}"))
+}
+
+/// A script of jobs that wait for jobs: the prelude, outcomes.lua, deps.lua, the body.
+fn with_deps(body: &str) -> Script {
+    with_outcomes(&format!("{DEPS}\n{body}"))
 }
 
 /// A batch script: the core of the prelude, the batch helpers, the body (see batch_prelude.lua).
@@ -156,6 +166,9 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     batch_due: lean_script(include_str!("scripts/batch_due.lua")),
     ends_claim: lean_script(include_str!("scripts/ends_claim.lua")),
     ends_ack: lean_script(include_str!("scripts/ends_ack.lua")),
+    dep_follow: with_outcomes(include_str!("scripts/dep_follow.lua")),
+    dep_park: with_deps(include_str!("scripts/dep_park.lua")),
+    dep_hear: with_deps(include_str!("scripts/dep_hear.lua")),
 });
 
 #[cfg(test)]

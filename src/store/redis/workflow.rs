@@ -46,8 +46,9 @@ use super::{due_args, RedisStore};
 use crate::error::{Error, Result};
 use crate::store::workflow::{validate_batch_id, BATCH_KEEP_MS, MAX_BATCH_ADD};
 use crate::store::{
-    BatchAdded, BatchCreated, BatchJob, BatchMember, BatchStatus, CallbackKind, Due, MemberState,
-    NewBatch, NewJob, WorkflowStore,
+    AfterOutcome, BatchAdded, BatchCreated, BatchJob, BatchMember, BatchStatus, CallbackKind, Due,
+    Ended, EnqueueOutcome, JobStore, Lookup, MemberState, NewBatch, NewJob, OnParentFailure,
+    ParentRef, Watch, WorkflowStore,
 };
 
 /// How long a topic remembers the token of a staged entry it enqueued: a dispatch repeated within it
@@ -132,7 +133,11 @@ fn member_ref(topic: &str, id: &str) -> String {
 struct RecordedEnd {
     kind: char,
     id: String,
+    /// Its reason (a death's), empty otherwise.
+    reason: String,
     batches: Vec<String>,
+    /// The jobs waiting for it: store topic, id, nonce.
+    children: Vec<(String, String, String)>,
 }
 
 fn parse_end(info: &[u8]) -> Option<RecordedEnd> {
@@ -145,12 +150,26 @@ fn parse_end(info: &[u8]) -> Option<RecordedEnd> {
     let body = info.get(newline + 1..)?;
     let id = std::str::from_utf8(body.get(..id_len)?).ok()?.to_owned();
     let refs = std::str::from_utf8(body.get(id_len..id_len + refs_len)?).ok()?;
-    let batches = refs
-        .split('\n')
-        .filter_map(|r| r.strip_prefix("b:"))
-        .map(str::to_owned)
-        .collect();
-    Some(RecordedEnd { kind, id, batches })
+    let reason = String::from_utf8_lossy(body.get(id_len + refs_len..)?).into_owned();
+    let mut end = RecordedEnd {
+        kind,
+        id,
+        reason,
+        batches: Vec::new(),
+        children: Vec::new(),
+    };
+    for r in refs.split('\n') {
+        if let Some(batch) = r.strip_prefix("b:") {
+            end.batches.push(batch.to_owned());
+        } else if let Some(child) = r.strip_prefix("j:") {
+            let mut f = child.splitn(3, '\t');
+            if let (Some(topic), Some(id), Some(nonce)) = (f.next(), f.next(), f.next()) {
+                end.children
+                    .push((topic.to_owned(), id.to_owned(), nonce.to_owned()));
+            }
+        }
+    }
+    Some(end)
 }
 
 impl RedisStore {
@@ -387,6 +406,75 @@ impl RedisStore {
     }
 }
 
+impl RedisStore {
+    /// Delivers parents' ends to jobs waiting in `topic` (`dep_hear.lua`): per end, the waiting job's
+    /// id, its nonce, the parent's ref and how it ended (kind, then reason).
+    async fn hear(&self, topic: &str, ends: &[[String; 4]]) -> Result<()> {
+        const CONTEXT: &str = "delivering ended jobs to the jobs waiting for them";
+        let keys = self.keys(topic)?;
+        self.eval_with(CONTEXT, &SCRIPTS.dep_hear, keys.with_outcomes(), |inv| {
+            inv.arg(&self.inner.channel).arg(topic);
+            for end in ends {
+                inv.arg(&end[..]);
+            }
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Makes a job that will wait follow `parent` (or stop following, with `stop`); whether the
+    /// parent is live.
+    async fn follow_parent(&self, parent: &ParentRef, follower: &str, stop: bool) -> Result<bool> {
+        const CONTEXT: &str = "following a job's parent";
+        let keys = self.keys(&parent.topic)?;
+        let reply = self
+            .eval_with(CONTEXT, &SCRIPTS.dep_follow, keys.with_outcomes(), |inv| {
+                inv.arg(&parent.id)
+                    .arg(follower)
+                    .arg(if stop { "1" } else { "0" });
+            })
+            .await?;
+        Ok(redis::from_redis_value::<i64>(reply).map_err(|e| Error::backend(CONTEXT, e))? == 1)
+    }
+
+    /// Stops following `parents` (best effort: a follower left behind costs its parent's end one
+    /// delivery that changes nothing).
+    async fn unfollow(&self, parents: &[&ParentRef], follower: &str) {
+        for parent in parents {
+            if let Err(e) = self.follow_parent(parent, follower, true).await {
+                tracing::warn!(topic = parent.topic, id = parent.id, error = %e.report(), "postpone: could not stop following a parent");
+            }
+        }
+    }
+
+    /// How `parent` stands for a job about to wait for it: followed now (`live`), or how it ended;
+    /// `None` when its topic does not know it.
+    async fn parent_state(
+        &self,
+        parent: &ParentRef,
+        follower: &str,
+    ) -> Result<Option<(&'static str, String)>> {
+        if self.follow_parent(parent, follower, false).await? {
+            return Ok(Some(("live", String::new())));
+        }
+        Ok(
+            match self.outcome(&parent.topic, &parent.id, Watch::No).await? {
+                Lookup::Ended { ended, .. } => Some(match ended {
+                    Ended::Succeeded { .. } => ("s", String::new()),
+                    Ended::Cancelled => ("c", String::new()),
+                    Ended::Dead { reason } => ("d", reason),
+                }),
+                // Live again (a new job of that id): follow that one.
+                Lookup::Live { .. } => self
+                    .follow_parent(parent, follower, false)
+                    .await?
+                    .then(|| ("live", String::new())),
+                _ => None,
+            },
+        )
+    }
+}
+
 fn short(context: &'static str) -> Error {
     Error::backend(context, "the script's reply has the wrong length")
 }
@@ -614,6 +702,22 @@ impl WorkflowStore for RedisStore {
                 Err(e) => return Err(e),
             }
         }
+        // By the waiting job's topic, each topic's in one script call.
+        let mut by_topic: Vec<(&str, Vec<[String; 4]>)> = Vec::new();
+        for end in &ends {
+            let parent = member_ref(topic, &end.id);
+            let ended = format!("{}{}", end.kind, end.reason);
+            for (child_topic, id, nonce) in &end.children {
+                let item = [id.clone(), nonce.clone(), parent.clone(), ended.clone()];
+                match by_topic.iter_mut().find(|(t, _)| t == child_topic) {
+                    Some((_, list)) => list.push(item),
+                    None => by_topic.push((child_topic, vec![item])),
+                }
+            }
+        }
+        for (child_topic, list) in &by_topic {
+            self.hear(child_topic, list).await?;
+        }
         self.eval_with(CONTEXT, &SCRIPTS.ends_ack, keys.with_outcomes(), |inv| {
             inv.arg(&numbers);
         })
@@ -668,6 +772,99 @@ impl WorkflowStore for RedisStore {
         }
         Ok(due.len())
     }
+
+    async fn enqueue_after(
+        &self,
+        topic: &str,
+        job: NewJob,
+        parents: Vec<ParentRef>,
+        on_failure: OnParentFailure,
+    ) -> Result<AfterOutcome> {
+        const CONTEXT: &str = "enqueueing a job that waits for jobs";
+        let keys = self.keys(topic)?;
+        if parents.is_empty() {
+            let mut out = self.enqueue(topic, vec![job]).await?;
+            let outcome = out.pop().ok_or_else(|| short(CONTEXT))?;
+            return Ok(AfterOutcome::Enqueued(outcome));
+        }
+        let mut distinct: Vec<ParentRef> = Vec::with_capacity(parents.len());
+        for p in parents {
+            if !distinct.contains(&p) {
+                distinct.push(p);
+            }
+        }
+        // Follow every live parent first, then park the job: a parent that ends in between has its
+        // end kept for the park (deps.lua). A parent no longer live is looked up: how it ended, or
+        // missing (then nothing is enqueued, and the parents followed so far are let go).
+        let nonce = format!("{:x}", crate::id::random_u64());
+        let follower = format!("j:{topic}\t{}\t{nonce}", job.id);
+        let mut states: Vec<(&ParentRef, &'static str, String)> =
+            Vec::with_capacity(distinct.len());
+        for parent in &distinct {
+            match self.parent_state(parent, &follower).await {
+                Ok(Some((state, reason))) => states.push((parent, state, reason)),
+                other => {
+                    let live: Vec<&ParentRef> = states.iter().map(|s| s.0).collect();
+                    self.unfollow(&live, &follower).await;
+                    return match other {
+                        Ok(_) => Ok(AfterOutcome::MissingParent(parent.clone())),
+                        Err(e) => Err(e),
+                    };
+                }
+            }
+        }
+        let (kind, value) = due_args(job.due);
+        // A failed park may have run all the same (a lost reply): its followers are then its own, so
+        // they stay; if it did not run, each costs its parent's end one delivery that changes nothing.
+        let reply = self
+            .eval_with(CONTEXT, &SCRIPTS.dep_park, keys.with_outcomes(), |inv| {
+                inv.arg(&self.inner.channel)
+                    .arg(topic)
+                    .arg(&job.id)
+                    .arg(&job.record[..])
+                    .arg(kind)
+                    .arg(value)
+                    .arg(job.priority)
+                    .arg(on_failure.as_str())
+                    .arg(&nonce);
+                for (parent, state, reason) in &states {
+                    inv.arg(member_ref(&parent.topic, &parent.id))
+                        .arg(*state)
+                        .arg(reason);
+                }
+            })
+            .await?;
+        let mut r = Reply::new(reply, CONTEXT)?;
+        let code = r.int()?;
+        let live: Vec<&ParentRef> = states
+            .iter()
+            .filter(|s| s.1 == "live")
+            .map(|s| s.0)
+            .collect();
+        Ok(match code {
+            1 => AfterOutcome::Enqueued(EnqueueOutcome::Created {
+                due_at_ms: r.int()?,
+            }),
+            2 => AfterOutcome::Waiting {
+                parents_left: u32::try_from(r.int()?).unwrap_or(0),
+            },
+            3 => {
+                self.unfollow(&live, &follower).await;
+                AfterOutcome::Exists(EnqueueOutcome::Exists {
+                    due_at_ms: r.int()?,
+                })
+            }
+            4 => {
+                self.unfollow(&live, &follower).await;
+                AfterOutcome::Exists(EnqueueOutcome::Running)
+            }
+            5 => AfterOutcome::Ended(Ended::Dead {
+                reason: String::from_utf8_lossy(&r.bytes()?).into_owned(),
+            }),
+            6 => AfterOutcome::Ended(Ended::Cancelled),
+            _ => return Err(short(CONTEXT)),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -702,9 +899,14 @@ mod tests {
 
     #[test]
     fn recorded_ends_parse() {
-        let end = parse_end(b"d 3 13\nx 1b:one\nb:two.2stalled").unwrap();
+        let end = parse_end(b"d 3 30\nx 1b:one\nj:mail#2\ta b\tf00\nb:two.2stalled").unwrap();
         assert_eq!((end.kind, end.id.as_str()), ('d', "x 1"));
         assert_eq!(end.batches, ["one", "two.2"]);
+        assert_eq!(
+            end.children,
+            [("mail#2".to_owned(), "a b".to_owned(), "f00".to_owned())]
+        );
+        assert_eq!(end.reason, "stalled");
         assert!(parse_end(b"d 30 1\nx").is_none());
     }
 }

@@ -1,14 +1,24 @@
 -- Cancels live jobs by id, each on its own, in order (one id, or the ids of coalesced calls).
 -- ARGV: the wake channel, the topic, then ids. Returns per id: 1 removed (it was due), 2 marked (it is
 -- running), 3 not found. A removed job is kept, announced, its progress forgotten and its followers
--- told as in finish.lua (see outcomes.lua).
+-- told as in finish.lua (see outcomes.lua); one waiting for jobs stops waiting (KEYS[25] is
+-- `waiting`, KEYS[26] `heard`: see deps.lua).
 local channel, topic = ARGV[1], ARGV[2]
 local out, removed = {}, {}
 local recs = {}
 local flags = redis.call('HMGET', K_STATS, 'keep', 'waits', 'progress', 'follow')
 for i = 3, #ARGV do
   local id = ARGV[i]
-  if redis.call('ZREM', K_DUE, id) == 1 then
+  local due_at = redis.call('ZSCORE', K_DUE, id)
+  if due_at and tonumber(due_at) > MAX_MS then
+    -- Waiting for jobs (deps.lua): it stops waiting (the parents' later ends find it gone).
+    local info = redis.call('HGET', KEYS[25], id) or ''
+    for ref in string.gmatch(string.match(info, '\n(.*)$') or '', '[^\n]+') do
+      redis.call('HDEL', KEYS[26], id .. '\n' .. ref)
+    end
+    redis.call('HDEL', KEYS[25], id)
+  end
+  if due_at and redis.call('ZREM', K_DUE, id) == 1 then
     if flags[1] then
       recs[#removed + 1] = redis.call('HGET', K_JOBS, id) or ''
     end

@@ -1,5 +1,5 @@
 -- Sweeps expired leases, then claims due jobs under the caller's lease token (see WorkerStore::claim).
--- KEYS: the topic's sixteen, the eight of outcomes.lua, then this claim's record ("<prefix>claim:<token>") and the record of the
+-- KEYS: the topic's sixteen, the eleven of outcomes.lua, then this claim's record ("<prefix>claim:<token>") and the record of the
 -- previous claim whose reply the caller received ("<prefix>claim:0" when none): see below.
 -- ARGV: max, lease ms, sweep limit, stall limit, token, again ('1' when this claim was sent before and
 -- its reply was lost), holder (the claiming worker's number, kept in each lease for operators), max
@@ -37,7 +37,7 @@ local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
 local token_s, again, holder = ARGV[5], ARGV[6] == '1', ARGV[7]
 local max_running, interval, burst = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local flow_label, channel, topic = ARGV[11], ARGV[12], ARGV[13]
-local K_CLAIM, K_RECEIVED = KEYS[25], KEYS[26]
+local K_CLAIM, K_RECEIVED = KEYS[28], KEYS[29]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local now_us_part = tonumber(time[2]) % 1000

@@ -2,12 +2,14 @@
 -- Returns: scheduled, ready, active, dead, dead pending, then the counters processed, retried, failed,
 -- dead, cancelled, stalled, trimmed, and paused (0|1); then the flow: rate jobs, rate period ms, max
 -- running (each 0 when none), hold until (ms, 0 none), and the rate's TAT (ms, rounded down); the
--- store's now (ms); kept finished jobs (outcomes.lua's `done`).
+-- store's now (ms); kept finished jobs (outcomes.lua's `done`); jobs waiting for jobs.
 local now = now_ms()
 local total = redis.call('ZCARD', K_DUE)
 local ready = redis.call('ZCOUNT', K_DUE, '-inf', now)
+-- Jobs waiting for jobs are in `due` too (deps.lua), not scheduled: KEYS[25] is `waiting`.
+local waiting = redis.call('HLEN', KEYS[25])
 local out = {
-  total - ready,
+  total - ready - waiting,
   ready,
   redis.call('ZCARD', K_ACTIVE) - (redis.call('ZSCORE', K_ACTIVE, HASHED) and 1 or 0),
   redis.call('ZCARD', K_DEAD),
@@ -26,4 +28,5 @@ out[17] = tonumber(stats[10] or 0)
 out[18] = math.floor(tonumber(stats[11] or 0))
 out[19] = now
 out[20] = redis.call('ZCARD', K_DONE)
+out[21] = waiting
 return out

@@ -31,7 +31,7 @@ for i = 1, n do
   if active[i] then
     out[2 * i - 1] = 4
     out[2 * i] = 0
-  elseif current and replace ~= '1' then
+  elseif current and (replace ~= '1' or current > MAX_MS) then
     out[2 * i - 1] = 3
     out[2 * i] = current
   else

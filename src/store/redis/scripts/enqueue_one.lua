@@ -15,7 +15,12 @@ if ARGV[7] == '1' then
   if redis.call('ZSCORE', K_ACTIVE, id) then
     return { 4, 0 }
   end
-  if redis.call('ZSCORE', K_DUE, id) then
+  local current = redis.call('ZSCORE', K_DUE, id)
+  if current then
+    if tonumber(current) > MAX_MS then
+      -- Waiting for jobs (deps.lua): it stays as it is.
+      return { 3, tonumber(current) }
+    end
     outcome = 2
   end
   redis.call('HSET', K_JOBS, id, rec)

@@ -3,9 +3,27 @@
 -- Returns {0} not found, {1, due time, record, stalls, progress} due, {2, lease deadline, record, stalls,
 -- holder, progress} active,
 -- {3, death, record, info ("<died at> <reason>"), delivered (0|1)} dead (its newest listed death),
--- {4, kept value (outcomes.lua)} kept.
+-- {4, kept value (outcomes.lua)} kept, {5, due time, record, stalls, parents left ("<topic>\t<id>" per
+-- line)} waiting for jobs.
 local id = ARGV[1]
 local s = redis.call('ZSCORE', K_DUE, id)
+if s and tonumber(s) > MAX_MS then
+  -- Waiting for jobs (deps.lua): the parents not yet counted, one per line.
+  local info = redis.call('HGET', KEYS[25], id) or ''
+  local left = {}
+  for ref in string.gmatch(string.match(info, '\n(.*)$') or '', '[^\n]+') do
+    if redis.call('HEXISTS', KEYS[26], id .. '\n' .. ref) == 0 then
+      left[#left + 1] = ref
+    end
+  end
+  return {
+    5,
+    tonumber(s),
+    redis.call('HGET', K_JOBS, id),
+    tonumber(redis.call('HGET', K_STALLS, id) or 0),
+    table.concat(left, '\n'),
+  }
+end
 if s then
   return {
     1,

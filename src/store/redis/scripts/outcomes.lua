@@ -1,7 +1,7 @@
 -- postpone: finished jobs kept, waiters, progress and followers (see keys.rs, store/outcome.rs and
 -- store/redis/workflow.rs), after the prelude, for the scripts that end jobs or read outcomes. Their
 -- five keys follow the topic's sixteen (KEYS[17] to KEYS[21]), then the three of followers (KEYS[22]
--- to KEYS[24]). What they cost a topic that keeps nothing, that nobody waits for and that no batch
+-- to KEYS[24]) and the three of jobs waiting for jobs (KEYS[25] to KEYS[27], see deps.lua). What they cost a topic that keeps nothing, that nobody waits for and that no batch
 -- follows: four more fields read in the stats hash, which the script reads anyway, and one closure
 -- per call: the helpers are made by `outcome_helpers()`, which a script calls only once it needs them
 -- (every function a script defines is a closure made at every call; see prelude_core.lua).

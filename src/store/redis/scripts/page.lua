@@ -5,7 +5,7 @@
 -- Returns six fields per entry: member, score, record ('' when missing), stalls, holder (digits, '0'
 -- when unknown), info ('<died at> <reason>' for a dead letter; a kept finished job's whole `done_jobs`
 -- value, record and result included, with record ''; else '').
--- Built with outcomes.lua (KEYS[17] to KEYS[20]) for the kept finished jobs.
+-- Built with outcomes.lua (KEYS[17] to KEYS[20]) for the kept finished jobs; KEYS[25] is `waiting`.
 local state, desc, limit = ARGV[1], ARGV[2] == 'desc', tonumber(ARGV[3])
 local after_score, after = ARGV[4], ARGV[5]
 local key = K_DUE
@@ -20,6 +20,10 @@ end
 local n = redis.call('ZCARD', key)
 if state == 'active' and redis.call('ZSCORE', key, HASHED) then
   n = n - 1
+end
+-- Jobs waiting for jobs sort last in `due` (deps.lua): they are not scheduled, and not listed here.
+if state == 'due' and redis.call('HLEN', KEYS[25]) > 0 then
+  n = redis.call('ZCOUNT', key, '-inf', MAX_MS)
 end
 
 -- Bytewise a < b, as Redis orders members of equal score (Lua's `<` follows the server's locale).

@@ -1,7 +1,8 @@
 -- Moves due jobs to new due times, each on its own, in order (one job, or those of coalesced calls);
 -- hints once when one of them is now earlier than the topic's earliest before the call.
 -- ARGV: channel, topic, then per job three fields: id, 'in'|'at', value (ms).
--- Returns two integers per job: {1, due time} rescheduled, {2, 0} running, {3, 0} not found.
+-- Returns two integers per job: {1, due time} rescheduled, {2, 0} running, {3, 0} not found, {4, 0}
+-- waiting for jobs.
 local channel, topic = ARGV[1], ARGV[2]
 local n = (#ARGV - 2) / 3
 local now, first, hint = nil, nil, nil
@@ -9,7 +10,12 @@ local out = {}
 for i = 1, n do
   local b = 2 + (i - 1) * 3
   local id = ARGV[b + 1]
-  if redis.call('ZSCORE', K_DUE, id) then
+  local current = redis.call('ZSCORE', K_DUE, id)
+  if current and tonumber(current) > MAX_MS then
+    -- Waiting for jobs (deps.lua): no due time to move.
+    out[2 * i - 1] = 4
+    out[2 * i] = 0
+  elseif current then
     if now == nil then
       now = now_ms()
       first = earliest(K_DUE)
