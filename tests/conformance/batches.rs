@@ -185,8 +185,13 @@ pub(crate) async fn batch_billing_run_with_two_deaths_fires_death_once_and_compl
     assert_eq!(dead, [6, 13]);
     assert!(members.iter().all(|m| m.topic == "batch.invoice_email"));
     // The death callback ran once, and so did the completion: counted by the topic.
-    let counts = b.client.topic::<RunEnded>().counts().await.unwrap();
-    assert_eq!(counts.processed, 2);
+    let topic = b.client.topic::<RunEnded>();
+    eventually("the two callbacks to be recorded", || async {
+        let counts = topic.counts().await.unwrap();
+        (counts.processed >= 2).then_some(())
+    })
+    .await;
+    assert_eq!(topic.counts().await.unwrap().processed, 2);
     running.stop().await;
 }
 
