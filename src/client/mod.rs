@@ -1,6 +1,7 @@
 //! The client: enqueue jobs, cancel and reschedule them by id, inspect topics.
 
 mod batch;
+mod batch_handle;
 mod batch_status;
 mod builder;
 mod dead_letters;
@@ -16,7 +17,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-pub use batch::{Batch, BatchBuilder};
+pub use batch::BatchBuilder;
+pub use batch_handle::Batch;
 pub use batch_status::{BatchMember, BatchStatus};
 pub use builder::{ClientBuilder, Namespaced, NoNamespace, StoreKeepsItsOwnNamespace};
 pub use enqueue::{Enqueue, EnqueueItem, EnqueueStatus, Enqueued};
