@@ -55,6 +55,15 @@ fn callback(kind: &str) -> RunEnded {
 
 /// A worker for the members and the callbacks, reporting on `tx`.
 fn billing_worker(b: &Backend, tx: UnboundedSender<Seen>) -> Running {
+    billing_worker_polling(b, tx, None)
+}
+
+/// The same, polling every `poll` when given.
+fn billing_worker_polling(
+    b: &Backend,
+    tx: UnboundedSender<Seen>,
+    poll: Option<Duration>,
+) -> Running {
     let members = tx.clone();
     let on_email = move |job: InvoiceEmail, ctx: JobContext| {
         let tx = members.clone();
@@ -90,15 +99,16 @@ fn billing_worker(b: &Backend, tx: UnboundedSender<Seen>) -> Running {
             Ok(())
         }
     };
-    spawn(
-        Worker::builder(&b.client)
-            .handle(on_email)
-            .handle(on_receipt)
-            .handle(on_callback)
-            .concurrency(8)
-            .build()
-            .unwrap(),
-    )
+    let worker = Worker::builder(&b.client)
+        .handle(on_email)
+        .handle(on_receipt)
+        .handle(on_callback)
+        .concurrency(8);
+    let worker = match poll {
+        Some(poll) => worker.poll_interval(poll),
+        None => worker,
+    };
+    spawn(worker.build().unwrap())
 }
 
 /// Waits for `n` callbacks, ignoring members; returns them by kind.
@@ -302,6 +312,54 @@ pub(crate) async fn batch_members_and_callbacks_see_their_batch_id(b: Backend) {
         ids,
         [None, Some("welcome:42".into()), Some("welcome:42".into())]
     );
+    running.stop().await;
+}
+
+/// A member cancelled while scheduled ends as cancelled (no worker finishes it: the end is found by
+/// the topic's next claim): the batch completes, and does not succeed.
+pub(crate) async fn batch_cancelled_member_completes_the_batch_without_success(b: Backend) {
+    let (tx, mut rx) = events();
+    let running = billing_worker_polling(&b, tx, Some(Duration::from_millis(100)));
+    let later = EnqueueItem::new(email(2, "ok"))
+        .id("reminder:2")
+        .after(Duration::from_secs(3600));
+    let batch = b
+        .client
+        .batch()
+        .id("reminders:1")
+        .on_success(callback("success"))
+        .on_complete(callback("complete"))
+        .add(email(1, "ok"))
+        .add(later)
+        .enqueue()
+        .await
+        .unwrap();
+    eventually("the first member to succeed", || async {
+        (batch.status().await.unwrap().succeeded == 1).then_some(())
+    })
+    .await;
+    b.client.cancel::<InvoiceEmail>("reminder:2").await.unwrap();
+    let got = callbacks(&mut rx, 1).await;
+    assert_eq!(got[0].0, "complete");
+    let status = &got[0].1;
+    assert_eq!(
+        (
+            status.total,
+            status.succeeded,
+            status.dead,
+            status.cancelled
+        ),
+        (2, 1, 0, 1),
+        "{status:?}"
+    );
+    no_more_callbacks(&mut rx).await;
+    assert_eq!(
+        batch.status().await.unwrap().fired(CallbackKind::Success),
+        Some(false)
+    );
+    let members = batch.members(0, 10).await.unwrap();
+    assert_eq!(members[1].id, "reminder:2");
+    assert_eq!(members[1].state, postpone::MemberState::Cancelled);
     running.stop().await;
 }
 

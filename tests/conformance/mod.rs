@@ -199,6 +199,7 @@ macro_rules! conformance_tests {
             batches::batch_all_succeed_fires_success_and_complete_once_each,
             batches::batch_open_takes_members_until_closed_then_completes,
             batches::batch_members_and_callbacks_see_their_batch_id,
+            batches::batch_cancelled_member_completes_the_batch_without_success,
             batches::batch_ids_are_checked_and_never_created_twice,
         );
     };
