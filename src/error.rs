@@ -105,6 +105,38 @@ pub enum Error {
         /// The id.
         id: String,
     },
+    /// A batch id is not 1 to 128 bytes of `A-Z a-z 0-9 _ . : -`.
+    InvalidBatchId {
+        /// The id as given (cut to 64 characters).
+        id: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A batch cannot be made as asked: a description too long, too many members in one call, a
+    /// member or callback that cannot be in a batch (a unique or debounced job), two callbacks of one
+    /// kind.
+    InvalidBatch {
+        /// The batch's id.
+        id: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// No batch has this id (it never existed, or it completed more than 7 days ago and is gone).
+    BatchNotFound {
+        /// The batch's id.
+        id: String,
+    },
+    /// The batch is closed: it takes no more members.
+    BatchClosed {
+        /// The batch's id.
+        id: String,
+    },
+    /// A batch with this id exists already (a create is never applied twice: when a create whose reply
+    /// was lost is retried, this says that the first one went through).
+    BatchExists {
+        /// The batch's id.
+        id: String,
+    },
     /// A worker has no handler for this topic.
     UnknownTopic {
         /// The topic.
@@ -198,6 +230,20 @@ impl Error {
         }
     }
 
+    pub(crate) fn invalid_batch_id(id: &str, reason: &'static str) -> Self {
+        Error::InvalidBatchId {
+            id: cut(id),
+            reason,
+        }
+    }
+
+    pub(crate) fn invalid_batch(id: &str, reason: impl Into<String>) -> Self {
+        Error::InvalidBatch {
+            id: cut(id),
+            reason: reason.into(),
+        }
+    }
+
     pub(crate) fn invalid_cursor(cursor: &str) -> Self {
         Error::InvalidCursor {
             cursor: cut(cursor),
@@ -279,6 +325,23 @@ impl fmt::Display for Error {
             Error::JobExists { topic, id } => {
                 write!(f, "a live job {id:?} already exists in topic {topic:?}")
             }
+            Error::InvalidBatchId { id, reason } => write!(
+                f,
+                "invalid batch id {id:?}: {reason} (use 1 to 128 of A-Z a-z 0-9 _ . : -)"
+            ),
+            Error::InvalidBatch { id, reason } => write!(f, "invalid batch {id:?}: {reason}"),
+            Error::BatchNotFound { id } => write!(
+                f,
+                "no batch {id:?} (it never existed, or it completed more than 7 days ago)"
+            ),
+            Error::BatchClosed { id } => write!(
+                f,
+                "batch {id:?} is closed: it takes no more members (add them before closing it)"
+            ),
+            Error::BatchExists { id } => write!(
+                f,
+                "a batch {id:?} exists already (nothing changed; use another id, or read its status)"
+            ),
             Error::UnknownTopic { topic } => {
                 write!(f, "no handler is registered for topic {topic:?}")
             }

@@ -27,6 +27,7 @@ chapter!(flow_control, "flow-control.md");
 chapter!(middleware, "middleware.md");
 chapter!(unique, "unique.md");
 chapter!(results, "results.md");
+chapter!(batches, "batches.md");
 chapter!(operating, "operating.md");
 chapter!(deploying_redis, "deploying-redis.md");
 chapter!(guarantees, "guarantees.md");

@@ -51,6 +51,8 @@
 //! - [`Job`] and `#[derive(Job)]`: declaring job types; [`RetrySchedule`]: the retry schedule.
 //! - [`Client`]: enqueue ([`Client::enqueue`], [`Client::enqueue_many`]), [`Client::cancel`],
 //!   [`Client::reschedule`], and per-topic inspection and dead letters through [`Topic`].
+//! - Batches: [`Client::batch`] enqueues jobs of any topics as one set with callbacks on success,
+//!   completion and death ([`BatchBuilder`], [`Batch`], [`Client::batch_status`]).
 //! - [`Worker`]: handlers ([`Handler`], [`JobHandler`]), [`JobContext`], [`JobError`], limits, leases,
 //!   shutdown; [`DeadLetterSink`]: where dead jobs go (implement it with [`macro@async_trait`]).
 //! - [`middleware`]: code around every handler of a worker or of one job type ([`Middleware`],
@@ -64,8 +66,9 @@
 //!   worker with [`WorkerBuilder::periodic`]; [`Topic::schedules`] lists them.
 //! - [`guide`]: the guide, one module per chapter: [getting started](guide::getting_started),
 //!   [concepts](guide::concepts), [retry schedules](guide::retries), [dead letters](guide::dead_letters),
-//!   cookbooks, periodic jobs, flow control, [operating](guide::operating),
-//!   [deploying Redis](guide::deploying_redis), [guarantees](guide::guarantees),
+//!   cookbooks, periodic jobs, flow control, [batches](guide::batches),
+//!   [operating](guide::operating), [deploying Redis](guide::deploying_redis),
+//!   [guarantees](guide::guarantees),
 //!   [testing your handlers](guide::testing), [troubleshooting](guide::troubleshooting) and
 //!   [migrating](guide::migrating) from other queues.
 //!
@@ -106,10 +109,10 @@ mod worker;
 /// later at most once per delivery token.
 pub use client::outbox;
 pub use client::{
-    CancelStatus, Client, ClientBuilder, Debounce, Enqueue, EnqueueItem, EnqueueStatus, Enqueued,
-    JobInfo, JobOutcome, JobState, Namespaced, NoNamespace, PartialCounts, ScheduleInfo,
-    StoreKeepsItsOwnNamespace, Topic, Unique, UnreadablePartition, Waiter, When,
-    DEFAULT_MAX_PAYLOAD, DEFAULT_NAMESPACE,
+    Batch, BatchBuilder, BatchMember, BatchStatus, CancelStatus, Client, ClientBuilder, Debounce,
+    Enqueue, EnqueueItem, EnqueueStatus, Enqueued, JobInfo, JobOutcome, JobState, Namespaced,
+    NoNamespace, PartialCounts, ScheduleInfo, StoreKeepsItsOwnNamespace, Topic, Unique,
+    UnreadablePartition, Waiter, When, DEFAULT_MAX_PAYLOAD, DEFAULT_NAMESPACE,
 };
 pub use dead_letter::{sink_fn, DeadLetter, DeadLetterSink, FnSink, LogSink};
 pub use error::{BoxError, Error, Report, Result};
@@ -126,8 +129,11 @@ pub use partition::{partition_of, MAX_PARTITIONS};
 pub use periodic::{Missed, Overlap, Periodic, PeriodicJob, MAX_CATCH_UP, SKIP_GRACE};
 pub use record::AttemptError;
 pub use schedule::{RetrySchedule, MAX_DELAY, MAX_SLOTS};
-pub use store::{Progress, TopicCounts, UniqueStates};
-pub use validate::{validate_id, validate_namespace, validate_topic, MAX_ID_LEN};
+pub use store::{CallbackKind, MemberState, Progress, TopicCounts, UniqueStates};
+pub use validate::{
+    validate_batch_id, validate_id, validate_namespace, validate_topic, MAX_BATCH_ID_LEN,
+    MAX_ID_LEN,
+};
 pub use worker::{ShutdownHandle, SlotSharing, Worker, WorkerBuilder};
 
 #[cfg(feature = "macros")]

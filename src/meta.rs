@@ -15,6 +15,10 @@ pub const MAX_META_KEY_LEN: usize = 64;
 /// Longest metadata value, in bytes (UTF-8).
 pub const MAX_META_VALUE_LEN: usize = 1024;
 
+/// The metadata key under which every member and callback of a batch carries the batch's id (see
+/// [`JobContext::batch_id`](crate::JobContext::batch_id)).
+pub(crate) const BATCH_KEY: &str = "postpone.batch";
+
 /// A job's metadata, by key.
 pub(crate) type Meta = BTreeMap<String, String>;
 

@@ -77,6 +77,32 @@ pub fn validate_id(id: &str) -> Result<()> {
     Ok(())
 }
 
+/// Longest batch id, in bytes.
+pub const MAX_BATCH_ID_LEN: usize = 128;
+
+/// Checks a batch id: `[A-Za-z0-9_.:-]{1,128}`.
+///
+/// ```
+/// assert!(postpone::validate_batch_id("billing:2026-11").is_ok());
+/// assert!(postpone::validate_batch_id("billing run").is_err());
+/// ```
+pub fn validate_batch_id(id: &str) -> Result<()> {
+    if id.is_empty() {
+        return Err(Error::invalid_batch_id(id, "it is empty"));
+    }
+    if id.len() > MAX_BATCH_ID_LEN {
+        return Err(Error::invalid_batch_id(id, "it is longer than 128 bytes"));
+    }
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-');
+    if !id.bytes().all(allowed) {
+        return Err(Error::invalid_batch_id(
+            id,
+            "it holds a character outside the allowed set",
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,6 +114,17 @@ mod tests {
         }
         for bad in ["", "a b", "a{b}", "a:b", "a*", "é", &"x".repeat(129)] {
             assert!(validate_topic(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn batch_ids() {
+        for ok in ["1", "billing:2026-11", "a.b_c-d:e", &"x".repeat(128)] {
+            assert!(validate_batch_id(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "a b", "a{b}", "a/b", "é", "a\n", &"x".repeat(129)] {
+            let e = validate_batch_id(bad).unwrap_err();
+            assert!(matches!(e, Error::InvalidBatchId { .. }), "{bad}: {e}");
         }
     }
 

@@ -88,6 +88,16 @@ impl<J: Job> EnqueueItem<J> {
         self.id.is_some()
     }
 
+    /// Whether it holds a unique or debounce key (its own or its type's).
+    pub(super) fn is_keyed(&self) -> bool {
+        self.keyed.is_some() || self.job.unique().is_some()
+    }
+
+    /// Whether it asks to replace a scheduled job of its id.
+    pub(super) fn replaces(&self) -> bool {
+        self.replace
+    }
+
     /// Keeps the job unique by key for a window: see [`Unique`](crate::Unique). Replaces a
     /// [`debounce`](Self::debounce).
     pub fn unique(mut self, unique: Unique) -> Self {

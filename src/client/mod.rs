@@ -1,5 +1,8 @@
 //! The client: enqueue jobs, cancel and reschedule them by id, inspect topics.
 
+mod batch;
+mod batch_handle;
+mod batch_status;
 mod builder;
 mod dead_letters;
 mod enqueue;
@@ -14,6 +17,9 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+pub use batch::BatchBuilder;
+pub use batch_handle::Batch;
+pub use batch_status::{BatchMember, BatchStatus};
 pub use builder::{ClientBuilder, Namespaced, NoNamespace, StoreKeepsItsOwnNamespace};
 pub use enqueue::{Enqueue, EnqueueItem, EnqueueStatus, Enqueued};
 pub use keyed::{Debounce, Unique};

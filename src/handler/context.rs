@@ -227,6 +227,21 @@ impl JobContext {
         self.inner.meta.get(key).map(String::as_str)
     }
 
+    /// The id of the batch this job is a member or a callback of ([`Client::batch`](crate::Client::batch)),
+    /// if any: a callback's handler looks the batch's counts up with
+    /// [`Client::batch_status`](crate::Client::batch_status). It is the metadata entry
+    /// `postpone.batch`, set by the batch.
+    ///
+    /// ```
+    /// let ctx = postpone::JobContext::for_test("billing.done", "run:7")
+    ///     .with_meta("postpone.batch", "billing:2026-11");
+    /// assert_eq!(ctx.batch_id(), Some("billing:2026-11"));
+    /// assert_eq!(postpone::JobContext::for_test("emails", "e:1").batch_id(), None);
+    /// ```
+    pub fn batch_id(&self) -> Option<&str> {
+        self.meta(crate::meta::BATCH_KEY)
+    }
+
     /// All the metadata stored with the job, by key (with the `opentelemetry` feature, the trace
     /// context of its enqueue among them).
     pub fn metadata(&self) -> &std::collections::BTreeMap<String, String> {

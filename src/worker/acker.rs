@@ -7,8 +7,7 @@ use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
 use super::backoff::Backoff;
-use super::shared::{ServedTopic, Shared};
-use crate::observe::Tally;
+use super::shared::{Finished, ServedTopic, Shared};
 use crate::partition::store_topic;
 use crate::store::{Finish, FinishItem, FinishOutcome};
 
@@ -26,7 +25,7 @@ const LINGER_BELOW: usize = 64;
 pub(crate) async fn acker<S: Send + Sync + 'static>(
     shared: Arc<Shared<S>>,
     topic: Arc<ServedTopic<S>>,
-    mut rx: mpsc::UnboundedReceiver<(FinishItem, Tally)>,
+    mut rx: mpsc::UnboundedReceiver<Finished>,
     give_up: watch::Receiver<bool>,
 ) {
     let mut received = Vec::with_capacity(BATCH);
@@ -44,9 +43,11 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                 }
             }
         }
-        for (item, tally) in received.drain(..) {
+        let mut in_batch = false;
+        for (item, tally, batched) in received.drain(..) {
             batch.push(item);
             tallies.push(tally);
+            in_batch |= batched;
         }
         let mut backoff = Backoff::new(Duration::from_millis(20));
         // After a failed try, a stale outcome may mean that the failed try was applied and only its
@@ -73,6 +74,10 @@ pub(crate) async fn acker<S: Send + Sync + 'static>(
                         outcomes: &outcomes,
                     });
                     wake_for_dead(&topic, &batch, &outcomes);
+                    if in_batch {
+                        // Its end may be recorded for its batch: delivered now, not at the next claim.
+                        topic.ends_wake.notify_one();
+                    }
                     hold_partitions(&shared, &topic, &batch);
                     for ((item, outcome), tally) in batch.iter().zip(outcomes).zip(&tallies) {
                         topic.in_flight.remove(&item.id, item.token);

@@ -44,7 +44,11 @@ fn hand_back<S>(topic: &ServedTopic<S>, job: ClaimedJob) {
         delay_ms: 0,
         counted: false,
     };
-    topic.send_finish(FinishItem::new(job.id, job.token, finish), Tally::Uncounted);
+    topic.send_finish(
+        FinishItem::new(job.id, job.token, finish),
+        Tally::Uncounted,
+        false,
+    );
 }
 
 /// Starts a claimed job on `slot`, unless its lease was lost while it waited for the slot.
@@ -184,6 +188,9 @@ async fn claim_and_start<S: Send + Sync + 'static>(
         topic.metrics.swept(batch.swept, batch.swept_dead);
         if batch.dead_pending {
             topic.dead_wake.notify_one();
+        }
+        if batch.ends_pending {
+            topic.ends_wake.notify_one();
         }
         if batch.swept > 0 || batch.swept_dead > 0 {
             tracing::info!(

@@ -46,8 +46,11 @@ pub(crate) async fn run_job<S: Send + Sync + 'static>(
         record: bytes,
         ..
     } = job;
+    // A job of a batch may end its batch: the acker wakes the end pump once the end is recorded.
+    let mut in_batch = false;
     let (finish, tally) = match Record::decode_head(&bytes) {
         Ok((record, payload)) => {
+            in_batch = record.meta.contains_key(crate::meta::BATCH_KEY);
             let job = Attempt {
                 id: &id,
                 token,
@@ -67,7 +70,7 @@ pub(crate) async fn run_job<S: Send + Sync + 'static>(
         }
     };
     topic.ran_for(started.elapsed());
-    topic.send_finish(FinishItem::new(id, token, finish), tally);
+    topic.send_finish(FinishItem::new(id, token, finish), tally, in_batch);
 }
 
 /// One claimed job, borrowed from its claim.

@@ -79,6 +79,9 @@ pub(crate) async fn heartbeat<S: Send + Sync + 'static>(
                 if batch.dead_pending {
                     topic.dead_wake.notify_one();
                 }
+                if batch.ends_pending {
+                    topic.ends_wake.notify_one();
+                }
             }
         }
     }

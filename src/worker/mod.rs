@@ -11,10 +11,12 @@ macro_rules! failpoint {
 
 mod acker;
 mod backoff;
+mod batch_recovery;
 mod claim_loop;
 mod config;
 mod dead_letter_pump;
 mod depth_sampler;
+mod end_pump;
 mod execute;
 #[cfg(feature = "test-hooks")]
 pub mod failpoint;

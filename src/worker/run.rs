@@ -1,6 +1,6 @@
-//! The orchestrator: starts one claim loop, heartbeat, acker and dead-letter pump per served topic (per
-//! partition of a partitioned topic), routes wake-up hints to them, and hands over to the shutdown
-//! sequence when asked to stop.
+//! The orchestrator: starts one claim loop, heartbeat, acker, dead-letter pump and end pump per served
+//! topic (per partition of a partitioned topic) and one batch recovery loop, routes wake-up hints to
+//! them, and hands over to the shutdown sequence when asked to stop.
 //!
 //! A partitioned topic runs all four per partition. Its partitions share the topic's handler, its
 //! concurrency limit and its lane in the worker's slot pool (`slots.rs`): each claim loop waits for a
@@ -19,7 +19,10 @@ use super::presence::{self, Beat};
 use super::shared::{ServedTopic, Shared, Tracker};
 use super::shutdown::{shut_down, Tasks};
 use super::slots::SlotPool;
-use super::{acker, claim_loop, dead_letter_pump, depth_sampler, heartbeat, WorkerBuilder};
+use super::{
+    acker, batch_recovery, claim_loop, dead_letter_pump, depth_sampler, end_pump, heartbeat,
+    WorkerBuilder,
+};
 use crate::error::Result;
 use crate::ops::{worker_id, WorkerTopic};
 use crate::partition::store_topic;
@@ -123,6 +126,8 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
             tasks.background.push(tokio::spawn(heartbeat));
             let pump = dead_letter_pump::pump(sh.clone(), st.clone(), stop.clone());
             tasks.background.push(tokio::spawn(pump));
+            let ends = end_pump::pump(sh.clone(), st.clone(), stop.clone());
+            tasks.background.push(tokio::spawn(ends));
             let progress = outcomes::progress_pump(sh.clone(), st.clone(), stop.clone());
             tasks.background.push(tokio::spawn(progress));
             let retention = outcomes::retention(sh.clone(), st.clone(), stop.clone());
@@ -151,6 +156,8 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     tasks
         .background
         .push(tokio::spawn(dispatch_hints(hints, topics.clone())));
+    let recovery = batch_recovery::recovery(store.clone(), stop_rx.clone());
+    tasks.background.push(tokio::spawn(recovery));
     let shortest_lease = declared.iter().map(|t| t.lease_ms).min().unwrap_or(0);
     let id = worker_id(shared.holder);
     let presence = presence::presence_now(

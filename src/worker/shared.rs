@@ -34,6 +34,10 @@ pub(crate) struct Shared<S> {
     pub(crate) holder: u64,
 }
 
+/// A job's outcome on its way to the acker: how it counts in the metrics, and whether the job is in a
+/// batch.
+pub(crate) type Finished = (FinishItem, Tally, bool);
+
 /// One topic this worker serves (one partition of it, on a partitioned topic).
 pub(crate) struct ServedTopic<S> {
     /// The topic, as the user named it.
@@ -52,6 +56,8 @@ pub(crate) struct ServedTopic<S> {
     pub(crate) wake: Notify,
     /// Wakes the dead-letter pump.
     pub(crate) dead_wake: Notify,
+    /// Wakes the end pump (ends of jobs that batches follow wait to be delivered).
+    pub(crate) ends_wake: Notify,
     pub(crate) in_flight: InFlight,
     /// True while the claim loop waits for a free slot (then the heartbeat sweeps).
     pub(crate) saturated: AtomicBool,
@@ -68,7 +74,7 @@ pub(crate) struct ServedTopic<S> {
     /// How long a run takes here, a moving average, µs (`u64::MAX` until one ran).
     mean_run_us: AtomicU64,
     /// Outcomes on their way to the acker; taken away at shutdown once no handler runs.
-    finishes: Mutex<Option<mpsc::UnboundedSender<(FinishItem, Tally)>>>,
+    finishes: Mutex<Option<mpsc::UnboundedSender<Finished>>>,
 }
 
 impl<S> ServedTopic<S> {
@@ -80,7 +86,7 @@ impl<S> ServedTopic<S> {
         handler: Arc<dyn ErasedHandler<S>>,
         lease_ms: u64,
         limit: Option<Arc<Semaphore>>,
-        finishes: mpsc::UnboundedSender<(FinishItem, Tally)>,
+        finishes: mpsc::UnboundedSender<Finished>,
     ) -> Self {
         ServedTopic {
             name,
@@ -92,6 +98,7 @@ impl<S> ServedTopic<S> {
             limit,
             wake: Notify::new(),
             dead_wake: Notify::new(),
+            ends_wake: Notify::new(),
             in_flight: InFlight::default(),
             saturated: AtomicBool::new(false),
             metrics: TopicMetrics::new(name, partition),
@@ -155,10 +162,11 @@ impl<S> ServedTopic<S> {
         pace.min(self.share / 2)
     }
 
-    /// Hands a job's outcome to the acker, with how it counts in the metrics.
-    pub(crate) fn send_finish(&self, item: FinishItem, tally: Tally) {
+    /// Hands a job's outcome to the acker, with how it counts in the metrics and whether the job is
+    /// in a batch (its end may be waited for).
+    pub(crate) fn send_finish(&self, item: FinishItem, tally: Tally, in_batch: bool) {
         let unsent = match &*self.finishes.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some(tx) => tx.send((item, tally)).err().map(|e| e.0 .0),
+            Some(tx) => tx.send((item, tally, in_batch)).err().map(|e| e.0 .0),
             None => Some(item),
         };
         if let Some(item) = unsent {

@@ -10,6 +10,7 @@
 //! and `dead_code` is denied here, so the suite does not build until it is listed.
 #![deny(dead_code)]
 
+pub(crate) mod batches;
 pub(crate) mod deaths;
 pub(crate) mod flow;
 pub(crate) mod growth;
@@ -194,6 +195,12 @@ macro_rules! conformance_tests {
             results::result_over_the_limit_is_dead_lettered_with_the_reason,
             results::wait_registered_by_and_wait_hears_a_job_that_ends_at_once,
             results::done_jobs_are_listed_newest_first_by_cursor_and_say_how_they_ended,
+            batches::batch_billing_run_with_two_deaths_fires_death_once_and_complete_with_counts,
+            batches::batch_all_succeed_fires_success_and_complete_once_each,
+            batches::batch_open_takes_members_until_closed_then_completes,
+            batches::batch_members_and_callbacks_see_their_batch_id,
+            batches::batch_cancelled_member_completes_the_batch_without_success,
+            batches::batch_ids_are_checked_and_never_created_twice,
         );
     };
     (@each $factory:path, $($module:ident :: $name:ident),* $(,)?) => {
