@@ -70,33 +70,13 @@
 use async_trait::async_trait;
 
 use super::{Ended, EnqueueOutcome, NewJob, MAX_DUE_MS};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// How long a completed batch stays readable (its status and members), ms: 7 days.
 pub const BATCH_KEEP_MS: u64 = 7 * 24 * 3600 * 1000;
 
 /// Most members one [`WorkflowStore::batch_create`] or [`WorkflowStore::batch_add`] takes.
 pub const MAX_BATCH_ADD: usize = 100_000;
-
-/// Longest batch id, in bytes.
-pub const MAX_BATCH_ID_LEN: usize = 128;
-
-/// Checks a batch id: 1 to [`MAX_BATCH_ID_LEN`] bytes of `A-Z a-z 0-9 _ . : -` (a batch id names
-/// keys on Redis, so it is held to a narrower set than a job id).
-///
-/// ```
-/// use postpone::store::workflow::validate_batch_id;
-/// assert!(validate_batch_id("billing:2026-11").is_ok());
-/// assert!(validate_batch_id("billing run").is_err());
-/// ```
-pub fn validate_batch_id(id: &str) -> Result<()> {
-    const WHY: &str = "a batch id is 1 to 128 bytes of A-Z a-z 0-9 _ . : -";
-    let allowed = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-');
-    if id.is_empty() || id.len() > MAX_BATCH_ID_LEN || !id.bytes().all(allowed) {
-        return Err(Error::invalid_id(id, WHY));
-    }
-    Ok(())
-}
 
 /// A job of a batch, or a callback: the store topic it goes to (a topic, or `<topic>#<p>` for a
 /// partition) and the job.

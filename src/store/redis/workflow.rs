@@ -44,12 +44,13 @@ use super::reply::{ints, Reply};
 use super::scripts::SCRIPTS;
 use super::{due_args, RedisStore};
 use crate::error::{Error, Result};
-use crate::store::workflow::{validate_batch_id, BATCH_KEEP_MS, MAX_BATCH_ADD};
+use crate::store::workflow::{BATCH_KEEP_MS, MAX_BATCH_ADD};
 use crate::store::{
     AfterOutcome, BatchAdded, BatchCreated, BatchJob, BatchMember, BatchStatus, CallbackKind, Due,
     Ended, EnqueueOutcome, JobStore, Lookup, MemberState, NewBatch, NewJob, OnParentFailure,
     ParentRef, Watch, WorkflowStore,
 };
+use crate::validate::validate_batch_id;
 
 /// How long a topic remembers the token of a staged entry it enqueued: a dispatch repeated within it
 /// (a crashed caller's, by recovery) enqueues nothing twice.
@@ -479,8 +480,9 @@ fn short(context: &'static str) -> Error {
     Error::backend(context, "the script's reply has the wrong length")
 }
 
-/// A batch's status from its hash (`HGETALL`), or `None` when it has none.
-fn parse_status(id: &str, fields: Vec<(String, String)>) -> Option<BatchStatus> {
+/// A batch's status from its hash (`HGETALL`; callbacks' values are records, not text), or `None`
+/// when it has none.
+fn parse_status(id: &str, fields: Vec<(String, Vec<u8>)>) -> Option<BatchStatus> {
     if fields.is_empty() {
         return None;
     }
@@ -498,6 +500,13 @@ fn parse_status(id: &str, fields: Vec<(String, String)>) -> Option<BatchStatus> 
     };
     let mut fired = Vec::new();
     for (field, value) in fields {
+        if field.starts_with("cb:") {
+            if let Some(kind) = callback_kind(&field[3..]) {
+                s.callbacks.push((kind, false));
+            }
+            continue;
+        }
+        let value = String::from_utf8_lossy(&value).into_owned();
         let n = || value.parse::<u64>().unwrap_or(0);
         match field.as_str() {
             "desc" => s.description = value.clone(),
@@ -509,9 +518,7 @@ fn parse_status(id: &str, fields: Vec<(String, String)>) -> Option<BatchStatus> 
             "closed" => s.closed = value == "1",
             "completed" => s.completed_at_ms = value.parse().ok(),
             f => {
-                if let Some(kind) = f.strip_prefix("cb:").and_then(callback_kind) {
-                    s.callbacks.push((kind, false));
-                } else if let Some(kind) = f.strip_prefix("fired:").and_then(callback_kind) {
+                if let Some(kind) = f.strip_prefix("fired:").and_then(callback_kind) {
                     fired.push(kind);
                 }
             }
@@ -587,7 +594,7 @@ impl WorkflowStore for RedisStore {
         let keys = self.batch_keys(id)?;
         let mut cmd = redis::cmd("HGETALL");
         cmd.arg(&keys[0]);
-        let fields: Vec<(String, String)> = self.command("reading a batch", &cmd).await?;
+        let fields: Vec<(String, Vec<u8>)> = self.command("reading a batch", &cmd).await?;
         Ok(parse_status(id, fields))
     }
 
@@ -693,7 +700,7 @@ impl WorkflowStore for RedisStore {
             match self.count_ends(batch, list).await {
                 Ok(()) => {}
                 // An id that is not a batch id cannot come from postpone: drop it, loudly.
-                Err(Error::InvalidId { .. }) => tracing::error!(
+                Err(Error::InvalidBatchId { .. }) => tracing::error!(
                     topic,
                     batch,
                     "postpone: a job's follower is not a batch id (written outside postpone); ignored"
@@ -738,7 +745,7 @@ impl WorkflowStore for RedisStore {
         for id in &due {
             match self.dispatch_staged(id).await {
                 Ok(()) => {}
-                Err(Error::InvalidId { .. }) => {
+                Err(Error::InvalidBatchId { .. }) => {
                     let mut cmd = redis::cmd("ZREM");
                     cmd.arg(&self.batch_registry()[1]).arg(id);
                     self.command::<i64>(CONTEXT, &cmd).await?;
