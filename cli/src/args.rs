@@ -15,7 +15,8 @@ environment; with neither, redis://127.0.0.1:6379. Passwords in URLs are never p
 --json: every command prints one JSON document on stdout, with stable field names (see the README of
 the postpone-cli crate); on failure {\"error\": {\"kind\", \"message\", \"hint\", \"exit_code\"}}.
 
-Exit codes: 0 ok, 1 failure (doctor: a check is bad), 2 usage, 3 not found (topic, job, dead letter).";
+Exit codes: 0 ok, 1 failure (doctor: a check is bad), 2 usage, 3 not found (topic, job, dead letter,
+batch).";
 
 /// What `serve --help` shows after its options.
 const SERVE_AFTER_HELP: &str = "\
@@ -137,6 +138,19 @@ pub(crate) enum Command {
     /// Periodic schedules: list, run one now
     #[command(subcommand)]
     Periodic(PeriodicCommand),
+    /// The namespace's batches, newest first: counts by member state, open, closed or completed, and
+    /// which callbacks fired
+    Batches {
+        #[command(flatten)]
+        page: OffsetArgs,
+    },
+    /// One batch: its counts and callbacks, then a page of its members with their states
+    Batch {
+        /// The batch's id
+        id: String,
+        #[command(flatten)]
+        page: OffsetArgs,
+    },
     /// Serve the web dashboard until interrupted: loopback unless a token is set (in
     /// POSTPONE_DASHBOARD_TOKEN); without a token it answers only to 127.0.0.1, localhost and [::1]
     #[command(after_help = SERVE_AFTER_HELP)]
@@ -202,6 +216,17 @@ pub(crate) struct PageArgs {
     /// Newest (latest) first
     #[arg(long)]
     pub(crate) newest_first: bool,
+}
+
+/// A page of a listing by offset (batches, a batch's members).
+#[derive(Debug, Args)]
+pub(crate) struct OffsetArgs {
+    /// Most entries on the page (1 to 1000)
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub(crate) limit: u16,
+    /// Skip this many entries (the page before printed the offset of the next)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) offset: usize,
 }
 
 /// `jobs`.

@@ -82,7 +82,7 @@ async fn run(cli: Cli, target: &Target, out: &mut Out) -> Result<(), Failure> {
         return commands::serve::serve(client, out, &where_, options).await;
     }
     out.now_ms = now_ms(&ops).await;
-    use commands::{control, dead, doctor, jobs, overview, periodic};
+    use commands::{batches, control, dead, doctor, jobs, overview, periodic};
     match cli.command {
         Command::Stats {
             watch,
@@ -115,6 +115,8 @@ async fn run(cli: Cli, target: &Target, out: &mut Out) -> Result<(), Failure> {
         Command::Periodic(PeriodicCommand::Trigger { name, topic }) => {
             periodic::trigger(&ops, out, &name, topic.as_deref()).await
         }
+        Command::Batches { page } => batches::list(&ops, out, &page).await,
+        Command::Batch { id, page } => batches::show(&ops, out, &id, &page).await,
         Command::Serve { .. } => unreachable!("served above"),
     }
 }

@@ -24,7 +24,10 @@
 //!   its actions;
 //! - dead letters by error (`dead?topic=…`): grouped by a fingerprint of the reason, with requeue and
 //!   purge per group;
-//! - workers (`workers`): live workers, and the store's health (the `doctor` checks).
+//! - workers (`workers`): live workers, and the store's health (the `doctor` checks);
+//! - batches (`batches`): the namespace's batches newest first, with their counts by member state and
+//!   the callbacks that fired; a batch (`batch?id=…`): its counts, callbacks, and members with their
+//!   states, each linked to its job.
 //!
 //! Actions are POSTs checked for a CSRF token and a same-origin `Origin`/`Referer`; a read-only
 //! dashboard refuses them (403) whatever the page showed. Everything shown is HTML-escaped; the
@@ -159,6 +162,8 @@ impl Dashboard {
             .route("/job", get(pages::job::page))
             .route("/dead", get(pages::dead::page))
             .route("/workers", get(pages::workers::page))
+            .route("/batches", get(pages::batches::list))
+            .route("/batch", get(pages::batches::page))
             .route("/events", get(live::events))
             .route("/assets/dashboard.js", get(view::script))
             .route("/assets/dashboard.css", get(view::stylesheet))

@@ -81,6 +81,22 @@ pub(crate) fn dead(topic: &str) -> String {
     format!("dead?topic={}", encode(topic))
 }
 
+/// The list of batches, from `offset`.
+pub(crate) fn batches(offset: usize) -> String {
+    match offset {
+        0 => "batches".to_owned(),
+        n => format!("batches?offset={n}"),
+    }
+}
+
+/// A batch's page, its members from `offset`.
+pub(crate) fn batch(id: &str, offset: usize) -> String {
+    match offset {
+        0 => format!("batch?id={}", encode(id)),
+        n => format!("batch?id={}&offset={n}", encode(id)),
+    }
+}
+
 /// Whether a `back` address given by a form is one of the dashboard's own relative pages (never
 /// another site, never a `javascript:` URL).
 pub(crate) fn is_own_page(url: &str) -> bool {
@@ -98,6 +114,10 @@ mod tests {
             job("orders.close", "a/b?c#d e&f=ü"),
             "job?topic=orders.close&id=a%2Fb%3Fc%23d%20e%26f%3D%C3%BC"
         );
+        assert_eq!(batch("run 7/<b>", 0), "batch?id=run%207%2F%3Cb%3E");
+        assert_eq!(batch("run:7", 50), "batch?id=run%3A7&offset=50");
+        assert_eq!(batches(0), "batches");
+        assert_eq!(batches(50), "batches?offset=50");
         assert!(is_own_page("job?topic=a&id=b"));
         assert!(!is_own_page("https://evil.example/"));
         assert!(!is_own_page("//evil.example/job"));

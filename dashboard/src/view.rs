@@ -28,7 +28,7 @@ pub(crate) struct Chrome {
     pub(crate) read_only: bool,
     /// What the last action did, shown once: a message the server kept (see [`crate::flash`]).
     pub(crate) flash: Option<String>,
-    /// The nav entry that is current: "overview", "workers", or "" for a topic.
+    /// The nav entry that is current: "overview", "workers", "batches", or "" for a topic.
     pub(crate) nav: &'static str,
     /// The page's title.
     pub(crate) title: String,

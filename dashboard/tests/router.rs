@@ -180,3 +180,23 @@ async fn the_workers_page_shows_the_doctor_checks() {
     );
     assert!(body.contains("<td>backend</td>"), "{body}");
 }
+
+#[tokio::test]
+async fn dashboard_batch_pages_without_batches_say_so() {
+    let app = Dashboard::new(client().await).router();
+    let (status, body) = send(&app, get("/batches")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("No batches"), "{body}");
+    assert!(
+        body.contains("<a href=\"batches\" aria-current=\"page\">Batches</a>"),
+        "{body}"
+    );
+    let (status, body) = send(&app, get("/batch?id=billing%3A2026-11")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(body.contains("no batch"), "{body}");
+    let (status, body) = send(&app, get("/batch?id=billing%20run")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(body.contains("a batch id is"), "{body}");
+    let (status, _) = send(&app, get("/batch")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}

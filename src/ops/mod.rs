@@ -39,7 +39,10 @@
 //! - Transactional outboxes (`postpone-postgres`): [`Ops::outboxes`], what their relays report.
 //! - Periodic schedules: [`Ops::schedules`], [`Ops::all_schedules`], [`Ops::trigger_schedule`],
 //!   [`Ops::remove_schedule`].
+//! - Batches: [`Ops::batches`] (newest first), [`Ops::batch`] (counts, closed, completed, callbacks
+//!   fired) and [`Ops::batch_members`] (each member's state), paged by offset.
 
+mod batches;
 mod control;
 mod doctor;
 mod inspect;
@@ -52,13 +55,16 @@ use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
 use serde::Serialize;
 
+pub use self::batches::{
+    member_state_name, BatchCallback, BatchInfo, BatchMemberInfo, BatchPage, MemberPage,
+};
 pub use self::control::{BulkOutcome, DeadFilter};
 pub use self::doctor::{Check, Level};
 pub use self::inspect::JobDetail;
 pub use self::listing::{Cursor, Finished, JobPage, JobQuery, JobSummary, MAX_PAGE};
 pub use self::outbox::{OutboxInfo, OutboxReport};
 pub use self::workers::{WorkerInfo, WorkerTopic};
-pub use crate::store::{MinuteCounts, PageState};
+pub use crate::store::{CallbackKind, MemberState, MinuteCounts, PageState};
 pub use crate::time::human_duration;
 
 pub(crate) use self::workers::{worker_id, Presence};

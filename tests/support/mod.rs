@@ -1,6 +1,7 @@
 //! Shared test support. Each test binary uses only part of it.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod batches;
 pub mod enqueuers;
 pub mod events;
 pub mod example;

@@ -1,5 +1,6 @@
 //! One module per group of commands, each a thin client of [`postpone::ops::Ops`].
 
+pub(crate) mod batches;
 pub(crate) mod control;
 pub(crate) mod dead;
 pub(crate) mod doctor;

@@ -2,6 +2,8 @@
 //! binary run as a user would, and jobs seeded with the library.
 #![allow(dead_code, unreachable_pub)]
 
+#[path = "../../../tests/support/batches.rs"]
+pub mod batches;
 #[path = "../../../tests/support/redis_cluster/mod.rs"]
 pub mod redis_cluster;
 #[path = "../../../tests/support/redis_server.rs"]

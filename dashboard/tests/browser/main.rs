@@ -1,7 +1,8 @@
 //! The dashboard in headless Chromium (Debian's chromium and chromium-driver), against a redis-server
 //! each test starts: live counts, a dead letter requeued by its button, read-only mode, escaping, CSRF,
-//! pause and the job actions by their buttons, and the done tab of kept finished jobs. Screenshots go to
-//! `target/tmp/dashboard-screenshots/`. One test binary, a module per behaviour.
+//! pause and the job actions by their buttons, the done tab of kept finished jobs, and the batch
+//! pages. Screenshots go to `target/tmp/dashboard-screenshots/`. One test binary, a module per
+//! behaviour.
 
 #![allow(missing_docs)]
 
@@ -9,6 +10,7 @@
 mod support;
 
 mod actions;
+mod batches;
 mod dead_letters;
 mod done;
 mod hosts;

@@ -5,6 +5,8 @@
 
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
+#[path = "../../../tests/support/batches.rs"]
+pub mod batches;
 #[path = "../../../tests/support/redis_server.rs"]
 #[allow(unreachable_pub)]
 mod redis_server;
