@@ -63,7 +63,10 @@ async fn ops_batches_batch_and_batch_members() {
     assert_eq!(&one, b);
     assert!(ops.batch("run:9").await.unwrap().is_none());
     let err = ops.batch("run 1").await.unwrap_err();
-    assert!(matches!(err, postpone::Error::InvalidId { .. }), "{err}");
+    assert!(
+        matches!(err, postpone::Error::InvalidBatchId { .. }),
+        "{err}"
+    );
     assert!(err.to_string().contains("a batch id is"), "{err}");
     assert!(ops.batch_members("", 0, 10).await.is_err());
 

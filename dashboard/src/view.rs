@@ -148,9 +148,9 @@ impl ErrorPage {
             postpone::Error::TopicNotFound { .. } | postpone::Error::InvalidTopic { .. } => {
                 StatusCode::NOT_FOUND
             }
-            postpone::Error::InvalidCursor { .. } | postpone::Error::InvalidId { .. } => {
-                StatusCode::BAD_REQUEST
-            }
+            postpone::Error::InvalidCursor { .. }
+            | postpone::Error::InvalidId { .. }
+            | postpone::Error::InvalidBatchId { .. } => StatusCode::BAD_REQUEST,
             _ => StatusCode::BAD_GATEWAY,
         };
         Self::response(chrome, status, e.report().to_string())

@@ -6,9 +6,9 @@ use serde::Serialize;
 
 use super::{Ops, MAX_PAGE};
 use crate::error::Result;
-use crate::store::workflow::validate_batch_id;
 use crate::store::{BatchMember, BatchStatus, CallbackKind, MemberState};
 use crate::time::ms_to_time;
+use crate::validate::validate_batch_id;
 
 /// A batch as operators see it: what it counts, and which of its callbacks fired.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -170,7 +170,7 @@ impl Ops {
 
     /// One batch's status; `None` when there is no batch of this id (or it completed more than
     /// [`BATCH_KEEP_MS`](crate::store::workflow::BATCH_KEEP_MS) ago). An id that cannot name a batch
-    /// (see [`validate_batch_id`]) fails with [`Error::InvalidId`](crate::Error::InvalidId).
+    /// (see [`validate_batch_id`]) fails with [`Error::InvalidBatchId`](crate::Error::InvalidBatchId).
     pub async fn batch(&self, id: &str) -> Result<Option<BatchInfo>> {
         validate_batch_id(id)?;
         let status = self.client.backend().batch(id).await?;

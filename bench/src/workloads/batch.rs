@@ -86,16 +86,17 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     stop.shutdown();
     running.await??;
 
-    let s = seen.lock().unwrap_or_else(|p| p.into_inner());
-    let after_last = s
-        .last_member_end
-        .map(|end| callback_at.saturating_duration_since(end).as_secs_f64() * 1e3);
+    let (members, callbacks, last_member_end) = {
+        let s = seen.lock().unwrap_or_else(|p| p.into_inner());
+        (s.members, s.callbacks, s.last_member_end)
+    };
+    let after_last =
+        last_member_end.map(|end| callback_at.saturating_duration_since(end).as_secs_f64() * 1e3);
     let status = client.batch_status(batch.id()).await?;
-    let mut ok = s.members == n && s.callbacks == 1;
+    let mut ok = members == n && callbacks == 1;
     if !ok {
         println!(
-            "  FAILED: {} member runs for {n} members, {} callback runs (1 expected)",
-            s.members, s.callbacks
+            "  FAILED: {members} member runs for {n} members, {callbacks} callback runs (1 expected)"
         );
     }
     if status.succeeded != n || status.pending() != 0 {
