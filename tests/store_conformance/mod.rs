@@ -217,11 +217,13 @@ macro_rules! store_conformance {
             workflow_unknown_parent_is_missing_and_nothing_is_enqueued,
             workflow_cancelled_waiting_job_is_gone_and_its_parents_end_changes_nothing,
             workflow_due_time_of_a_waiting_job_counts_from_its_release,
+            workflow_released_job_keeps_its_priority,
             workflow_parent_death_dead_letters_the_waiting_job,
             workflow_parent_death_cancels_or_counts_as_done_by_the_jobs_policy,
             workflow_cancelled_parent_dead_letters_the_job_as_cancelled,
             workflow_death_propagates_down_a_chain_of_three,
             workflow_parent_already_dead_ends_the_job_at_once_by_its_policy,
+            workflow_batch_hears_the_end_of_a_waiting_member_its_parent_killed,
         );
     };
     (@each $factory:expr; $($name:ident),* $(,)?) => {$(

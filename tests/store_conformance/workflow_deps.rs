@@ -277,3 +277,16 @@ pub(crate) async fn workflow_due_time_of_a_waiting_job_counts_from_its_release(
     let c = s.counts(tb).await.unwrap();
     assert_eq!((c.waiting, c.scheduled, c.ready), (0, 1, 1));
 }
+
+pub(crate) async fn workflow_released_job_keeps_its_priority(store: Arc<dyn Store>) {
+    let (s, ta, tb) = (&*store, &topic("wf_prio_a"), &topic("wf_prio_b"));
+    let p = live_parent(s, ta, "p").await;
+    let urgent = new_job("urgent", REC, Due::In(0)).priority(9);
+    after(s, tb, urgent, &[&p], OnParentFailure::DeadLetter).await;
+    create(s, tb, "plain", REC, Due::In(0)).await;
+    wait_past(s, now(s).await).await;
+
+    end_parent(s, &p, Finish::Done).await;
+    claim_id(s, tb, "urgent", LONG).await;
+    claim_id(s, tb, "plain", LONG).await;
+}

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use postpone::store::{
-    AfterOutcome, CancelOutcome, Due, Ended, EnqueueOutcome, OnParentFailure, ParentRef, Store,
-    StoredState,
+    AfterOutcome, BatchCreated, BatchJob, CancelOutcome, Due, Ended, EnqueueOutcome, NewBatch,
+    OnParentFailure, ParentRef, Store, StoredState,
 };
 
 use super::workflow_deps::{after, end_parent, live_parent};
@@ -162,4 +162,33 @@ pub(crate) async fn workflow_parent_already_dead_ends_the_job_at_once_by_its_pol
         other => panic!("with Run a dead parent counts as done: {other:?}"),
     }
     assert_eq!(claim_id(s, tb, "run", LONG).await.record, b"rec run");
+}
+
+pub(crate) async fn workflow_batch_hears_the_end_of_a_waiting_member_its_parent_killed(
+    store: Arc<dyn Store>,
+) {
+    let (s, ta, tb) = (&*store, &topic("wf_batch_a"), &topic("wf_batch_b"));
+    let id = &topic("wf_batch_id");
+    let p = live_parent(s, ta, "p").await;
+    after(s, tb, job("b"), &[&p], OnParentFailure::DeadLetter).await;
+    let member = BatchJob::new(tb.as_str(), new_job("b", b"other", Due::In(0)));
+    let mut batch = NewBatch::default();
+    batch.jobs = vec![member];
+    batch.close = true;
+    assert_eq!(
+        s.batch_create(id, batch).await.unwrap(),
+        BatchCreated::Created
+    );
+    assert_eq!(
+        s.counts(tb).await.unwrap().waiting,
+        1,
+        "the member is that job"
+    );
+
+    end_parent(s, &p, dead(b"final p", "boom")).await;
+    dead_for(s, tb, "b", &format!("parent {ta}/p died: boom")).await;
+    assert_eq!(s.deliver_ends(tb, 100).await.unwrap(), 1);
+    let status = s.batch(id).await.unwrap().expect("the batch");
+    assert_eq!((status.total, status.dead), (1, 1));
+    assert!(status.completed_at_ms.is_some());
 }
