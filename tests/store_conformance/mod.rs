@@ -39,6 +39,8 @@ mod outcomes;
 mod periodic;
 mod priority;
 mod sweep;
+mod workflow_deps;
+mod workflow_failures;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -67,6 +69,8 @@ pub(crate) use self::outcomes::*;
 pub(crate) use self::periodic::*;
 pub(crate) use self::priority::*;
 pub(crate) use self::sweep::*;
+pub(crate) use self::workflow_deps::*;
+pub(crate) use self::workflow_failures::*;
 pub(crate) use crate::support::wait::eventually_within;
 
 /// Expands to one `#[tokio::test]` per conformance test, each with a store from `$factory` (an async
@@ -204,6 +208,22 @@ macro_rules! store_conformance {
             batch_members_are_listed_in_add_order_with_offset_and_limit,
             batches_are_listed_newest_first,
             batch_ends_are_not_pending_for_a_job_nobody_follows,
+            // jobs that wait for jobs
+            workflow_job_waits_for_its_parent_then_runs_once_it_succeeded,
+            workflow_two_parents_in_two_topics_release_the_job_after_both_in_any_order,
+            workflow_parent_named_twice_counts_once,
+            workflow_an_end_delivered_twice_counts_once,
+            workflow_parent_already_succeeded_and_kept_or_none_enqueues_the_job_at_once,
+            workflow_unknown_parent_is_missing_and_nothing_is_enqueued,
+            workflow_cancelled_waiting_job_is_gone_and_its_parents_end_changes_nothing,
+            workflow_due_time_of_a_waiting_job_counts_from_its_release,
+            workflow_released_job_keeps_its_priority,
+            workflow_parent_death_dead_letters_the_waiting_job,
+            workflow_parent_death_cancels_or_counts_as_done_by_the_jobs_policy,
+            workflow_cancelled_parent_dead_letters_the_job_as_cancelled,
+            workflow_death_propagates_down_a_chain_of_three,
+            workflow_parent_already_dead_ends_the_job_at_once_by_its_policy,
+            workflow_batch_hears_the_end_of_a_waiting_member_its_parent_killed,
         );
     };
     (@each $factory:expr; $($name:ident),* $(,)?) => {$(

@@ -5,7 +5,9 @@
 //! way round), so each call is one atomic step across the batch and every topic it touches: nothing is
 //! ever half done, and [`recover_batches`](WorkflowStore::recover_batches) only forgets old batches.
 //! Ends are recorded by the ending step (see `topic/follow.rs`) and applied by
-//! [`deliver_ends`](WorkflowStore::deliver_ends), as on Redis.
+//! [`deliver_ends`](WorkflowStore::deliver_ends), as on Redis: to batches, and to jobs that wait for
+//! jobs (see `topic/deps.rs`), which are parked by [`enqueue_after`](WorkflowStore::enqueue_after) in
+//! one step with the following of their parents (so no end can arrive before its job is parked).
 
 use std::collections::HashMap;
 use std::sync::PoisonError;
@@ -13,12 +15,12 @@ use std::sync::PoisonError;
 use async_trait::async_trait;
 
 use super::batch::Batches;
-use super::topic::Topic;
+use super::topic::{parent_failure, Follower, RecordedEnd, Topic};
 use super::MemoryStore;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::{
-    AfterOutcome, BatchAdded, BatchCreated, BatchJob, BatchMember, BatchStatus, MemberState,
-    NewBatch, NewJob, OnParentFailure, ParentRef, WorkflowStore,
+    AfterOutcome, BatchAdded, BatchCreated, BatchJob, BatchMember, BatchStatus, Lookup,
+    MemberState, NewBatch, NewJob, OnParentFailure, ParentRef, Watch, WorkflowStore,
 };
 
 /// One workflow step: every topic and every batch, under the store's lock, and the hints to send once
@@ -29,6 +31,22 @@ struct Step<'a> {
     now: i64,
     /// The earliest due time to hint about, by topic.
     hints: HashMap<String, i64>,
+    /// Topics where a job ended in this step (their workers are woken for the ends recorded, their
+    /// waiters told), once the step lets go of the lock.
+    ended_in: Vec<String>,
+}
+
+/// Notes `at` as a due time to hint `topic`'s workers about, when earlier than the one noted.
+fn note_hint(hints: &mut HashMap<String, i64>, topic: &str, at: Option<i64>) {
+    let Some(at) = at else {
+        return;
+    };
+    match hints.get_mut(topic) {
+        Some(earliest) => *earliest = (*earliest).min(at),
+        None => {
+            hints.insert(topic.to_owned(), at);
+        }
+    }
 }
 
 impl Step<'_> {
@@ -42,12 +60,9 @@ impl Step<'_> {
         let id = job.job.id.clone();
         let (_, hint) = state.enqueue(job.job, self.now);
         if let Some(batch) = follower {
-            state.follow(&id, batch);
+            state.follow(&id, Follower::Batch(batch.to_owned()));
         }
-        if let Some(at) = hint {
-            let earliest = self.hints.entry(job.topic).or_insert(at);
-            *earliest = (*earliest).min(at);
-        }
+        note_hint(&mut self.hints, &job.topic, hint);
     }
 
     /// Adds members to batch `id` and enqueues the new ones, followed by the batch; returns how many
@@ -84,6 +99,84 @@ impl Step<'_> {
         self.fired(id, fired);
     }
 
+    /// Enqueues `job` into `topic` to wait for `parents` (see [`WorkflowStore::enqueue_after`]).
+    fn enqueue_after(
+        &mut self,
+        topic: &str,
+        job: NewJob,
+        parents: Vec<ParentRef>,
+        policy: OnParentFailure,
+    ) -> AfterOutcome {
+        let now = self.now;
+        let mut live: Vec<ParentRef> = Vec::with_capacity(parents.len());
+        let mut done: Vec<ParentRef> = Vec::new();
+        let mut failed = None;
+        for parent in parents {
+            if live.contains(&parent) || done.contains(&parent) {
+                continue;
+            }
+            let lookup = match self.topics.get_mut(&parent.topic) {
+                Some(state) => state.outcome(&parent.id, Watch::No, now),
+                None => Lookup::Unknown,
+            };
+            match lookup {
+                Lookup::Live { .. } => live.push(parent),
+                Lookup::Ended { ended, .. } => {
+                    if policy != OnParentFailure::Run && failed.is_none() {
+                        failed = parent_failure(&parent, &ended);
+                    }
+                    done.push(parent);
+                }
+                _ => return AfterOutcome::MissingParent(parent),
+            }
+        }
+        let state = match self.topics.get_mut(topic) {
+            Some(state) => state,
+            None => self.topics.entry(topic.to_owned()).or_default(),
+        };
+        if let Some(outcome) = state.live_outcome(&job.id) {
+            return AfterOutcome::Exists(outcome);
+        }
+        if let Some(reason) = failed {
+            let ended = state.end_at_once(job, policy, reason, now);
+            self.ended_in.push(topic.to_owned());
+            return AfterOutcome::Ended(ended);
+        }
+        if live.is_empty() {
+            let (outcome, hint) = state.enqueue(job, now);
+            note_hint(&mut self.hints, topic, hint);
+            return AfterOutcome::Enqueued(outcome);
+        }
+        let id = job.id.clone();
+        let parents_left = u32::try_from(live.len()).unwrap_or(u32::MAX);
+        let nonce = state.park(job, live.clone(), policy, now);
+        for parent in live {
+            let follower = Follower::Job {
+                topic: topic.to_owned(),
+                id: id.clone(),
+                nonce,
+            };
+            if let Some(state) = self.topics.get_mut(&parent.topic) {
+                state.follow(&parent.id, follower);
+            }
+        }
+        AfterOutcome::Waiting { parents_left }
+    }
+
+    /// Delivers `end`, of a job of `parent_topic`, to job `id` of `topic` that waits for it under
+    /// `nonce`.
+    fn hear(&mut self, parent_topic: &str, end: &RecordedEnd, topic: &str, id: &str, nonce: u64) {
+        let Some(state) = self.topics.get_mut(topic) else {
+            return;
+        };
+        let parent = ParentRef::new(parent_topic, end.id.as_str());
+        let hint = state.hear(id, nonce, &parent, end.state, &end.reason, self.now);
+        note_hint(&mut self.hints, topic, hint);
+        if self.ended_in.last().is_none_or(|t| t != topic) {
+            self.ended_in.push(topic.to_owned());
+        }
+    }
+
     /// Enqueues the callbacks batch `id` just fired (each fires once: the batch marked them).
     fn fired(&mut self, id: &str, fired: Vec<BatchJob>) {
         self.batches.note_completed(id);
@@ -103,11 +196,31 @@ impl MemoryStore {
             batches: &mut batches,
             now: self.clock.now_ms(),
             hints: HashMap::new(),
+            ended_in: Vec::new(),
         };
         let out = step(&mut state);
-        let hints = state.hints;
+        let (now, mut hints, mut ended_in) = (state.now, state.hints, state.ended_in);
+        // Where a job ended, its followers' ends wake the topic's workers and its waiters are told.
+        ended_in.sort_unstable();
+        ended_in.dedup();
+        let mut announced = Vec::new();
+        for topic in ended_in {
+            let Some(state) = topics.get_mut(&topic) else {
+                continue;
+            };
+            if state.outcomes.follows.take_woke() {
+                note_hint(&mut hints, &topic, Some(now));
+            }
+            let told = std::mem::take(&mut state.outcomes.announced);
+            if !told.is_empty() {
+                announced.push((topic, told));
+            }
+        }
         drop(batches);
         drop(topics);
+        for (topic, told) in announced {
+            self.announce(&topic, told);
+        }
         for (topic, at) in hints {
             self.hint(&topic, Some(at));
         }
@@ -179,8 +292,15 @@ impl WorkflowStore for MemoryStore {
             };
             let ends = state.take_ends(max);
             for end in &ends {
-                for batch in &end.batches {
-                    step.count_end(batch, topic, &end.id, end.state);
+                for follower in &end.followers {
+                    match follower {
+                        Follower::Batch(batch) => step.count_end(batch, topic, &end.id, end.state),
+                        Follower::Job {
+                            topic: t,
+                            id,
+                            nonce,
+                        } => step.hear(topic, end, t, id, *nonce),
+                    }
                 }
             }
             ends.len()
@@ -195,13 +315,11 @@ impl WorkflowStore for MemoryStore {
 
     async fn enqueue_after(
         &self,
-        _topic: &str,
-        _job: NewJob,
-        _parents: Vec<ParentRef>,
-        _on_failure: OnParentFailure,
+        topic: &str,
+        job: NewJob,
+        parents: Vec<ParentRef>,
+        on_failure: OnParentFailure,
     ) -> Result<AfterOutcome> {
-        Err(Error::InvalidConfig {
-            reason: "jobs that wait for jobs are not built on this backend yet".into(),
-        })
+        Ok(self.workflow_step(|step| step.enqueue_after(topic, job, parents, on_failure)))
     }
 }

@@ -1,5 +1,6 @@
-//! Who follows a topic's jobs (the batches they are members of), and the ends recorded for them until
-//! [`WorkflowStore::deliver_ends`](crate::store::WorkflowStore::deliver_ends) hands them over.
+//! Who follows a topic's jobs (the batches they are members of, the jobs that wait for them), and the
+//! ends recorded for them until [`WorkflowStore::deliver_ends`](crate::store::WorkflowStore::deliver_ends)
+//! hands them over.
 //!
 //! A job's first end consumes its followers and records the end, in the same step as the end itself
 //! (see `Outcomes::end`). A topic whose jobs nobody follows pays one check of an empty map per end.
@@ -12,8 +13,8 @@ use crate::store::{Ended, MemberState};
 /// The followers of a topic's jobs, and their recorded ends.
 #[derive(Debug, Default)]
 pub(in crate::store::memory) struct Follows {
-    /// The batches following each live job, by job id.
-    followers: HashMap<String, Vec<String>>,
+    /// What follows each live job, by job id.
+    followers: HashMap<String, Vec<Follower>>,
     /// Ends not yet delivered, oldest first.
     ends: VecDeque<RecordedEnd>,
     /// An end was recorded in this step: the store wakes the topic's workers once it lets go of its
@@ -21,15 +22,31 @@ pub(in crate::store::memory) struct Follows {
     woke: bool,
 }
 
-/// A followed job's end, waiting to be delivered to the batches that followed it.
+/// What follows a job: a batch it is a member of, or a job that waits for it (see `deps.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(in crate::store::memory) enum Follower {
+    /// The batch of this id.
+    Batch(String),
+    /// The job `id` of store topic `topic`, parked under `nonce` (a job of that id parked again later
+    /// is another follower).
+    Job {
+        topic: String,
+        id: String,
+        nonce: u64,
+    },
+}
+
+/// A followed job's end, waiting to be delivered to what followed it.
 #[derive(Debug)]
 pub(in crate::store::memory) struct RecordedEnd {
     /// The job's id.
     pub(in crate::store::memory) id: String,
     /// How it ended, as its batches count it.
     pub(in crate::store::memory) state: MemberState,
-    /// The batches that followed it.
-    pub(in crate::store::memory) batches: Vec<String>,
+    /// Why it died (empty unless it did).
+    pub(in crate::store::memory) reason: String,
+    /// What followed it.
+    pub(in crate::store::memory) followers: Vec<Follower>,
 }
 
 /// How a batch counts an end.
@@ -48,11 +65,16 @@ impl Follows {
         if self.followers.is_empty() {
             return;
         }
-        if let Some(batches) = self.followers.remove(id) {
+        if let Some(followers) = self.followers.remove(id) {
+            let reason = match ended {
+                Ended::Dead { reason } => reason.clone(),
+                _ => String::new(),
+            };
             self.ends.push_back(RecordedEnd {
                 id: id.to_owned(),
                 state: member_state(ended),
-                batches,
+                reason,
+                followers,
             });
             self.woke = true;
         }
@@ -70,15 +92,15 @@ impl Follows {
 }
 
 impl Topic {
-    /// Batch `batch` follows live job `id` (once, however often it is asked).
-    pub(in crate::store::memory) fn follow(&mut self, id: &str, batch: &str) {
+    /// `follower` follows live job `id` (once, however often it is asked).
+    pub(in crate::store::memory) fn follow(&mut self, id: &str, follower: Follower) {
         let followers = &mut self.outcomes.follows.followers;
-        let batches = match followers.get_mut(id) {
-            Some(batches) => batches,
+        let of_id = match followers.get_mut(id) {
+            Some(of_id) => of_id,
             None => followers.entry(id.to_owned()).or_default(),
         };
-        if !batches.iter().any(|b| b == batch) {
-            batches.push(batch.to_owned());
+        if !of_id.contains(&follower) {
+            of_id.push(follower);
         }
     }
 

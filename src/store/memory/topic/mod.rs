@@ -9,12 +9,15 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 mod dead;
 mod delivered;
+mod deps;
 mod flow;
 mod follow;
 mod keyed;
 mod ops;
 mod outcomes;
 
+pub(super) use self::deps::parent_failure;
+pub(super) use self::follow::{Follower, RecordedEnd};
 pub(super) use self::ops::History;
 pub(super) use self::outcomes::Announced;
 
@@ -105,6 +108,8 @@ pub(super) struct Topic {
     delivered: ZSet,
     /// Unique and debounce keys (see `keyed.rs`).
     keys: keyed::Keys,
+    /// Jobs that wait for jobs (see `deps.rs`).
+    waits: deps::Waits,
     /// Finished jobs kept, waiters and progress (see `outcomes.rs`).
     pub(super) outcomes: outcomes::Outcomes,
 }
@@ -140,6 +145,7 @@ impl Topic {
         self.leases.remove(id);
         self.stalls.remove(id);
         self.cancels.remove(id);
+        self.waits.forget(id);
         self.jobs.remove(id)
     }
 
@@ -170,17 +176,12 @@ impl Topic {
             return (EnqueueOutcome::Running, None);
         }
         let existing = self.due.score(&job.id);
-        if let (Some(due_at_ms), false) = (existing, job.replace) {
+        // A job that waits for parents is replaced by nothing.
+        if let Some(due_at_ms) = existing.filter(|at| !job.replace || deps::is_waiting(*at)) {
             return (EnqueueOutcome::Exists { due_at_ms }, None);
         }
         let due_at_ms = resolve(job.due, now);
-        let hint = self.is_earliest(due_at_ms).then_some(due_at_ms);
-        self.due.insert(&job.id, due_at_ms);
-        match job.priority {
-            0 => self.priority.remove(&job.id),
-            p => self.priority.insert(job.id.clone(), p),
-        };
-        self.file_prio(&job.id, due_at_ms, now);
+        let hint = self.schedule(&job.id, due_at_ms, job.priority, now);
         self.jobs.insert(job.id, job.record);
         let outcome = match existing {
             Some(_) => EnqueueOutcome::Replaced { due_at_ms },
@@ -190,6 +191,19 @@ impl Topic {
             }
         };
         (outcome, hint)
+    }
+
+    /// Puts job `id` in `due` at `due_at_ms` with its priority; returns the due time to hint about,
+    /// if any.
+    fn schedule(&mut self, id: &str, due_at_ms: i64, priority: u8, now: i64) -> Option<i64> {
+        let hint = self.is_earliest(due_at_ms).then_some(due_at_ms);
+        self.due.insert(id, due_at_ms);
+        match priority {
+            0 => self.priority.remove(id),
+            p => self.priority.insert(id.to_owned(), p),
+        };
+        self.file_prio(id, due_at_ms, now);
+        hint
     }
 
     /// Sweeps expired leases, then claims due jobs (see [`WorkerStore::claim`](crate::store::WorkerStore::claim)).
@@ -397,7 +411,10 @@ impl Topic {
         due: Due,
         now: i64,
     ) -> (RescheduleOutcome, Option<i64>) {
-        if self.due.contains(id) {
+        let current = self.due.score(id);
+        if current.is_some_and(deps::is_waiting) {
+            (RescheduleOutcome::Waiting, None)
+        } else if current.is_some() {
             let due_at_ms = resolve(due, now);
             let hint = self.is_earliest(due_at_ms).then_some(due_at_ms);
             self.due.insert(id, due_at_ms);
@@ -413,7 +430,12 @@ impl Topic {
     /// The live job with this id, else the dead one.
     pub(super) fn job(&self, id: &str) -> Option<StoredJob> {
         let state = if let Some(due_at_ms) = self.due.score(id) {
-            StoredState::Due { due_at_ms }
+            if deps::is_waiting(due_at_ms) {
+                let parents = self.parents_left(id);
+                StoredState::Waiting { parents }
+            } else {
+                StoredState::Due { due_at_ms }
+            }
         } else if let Some(lease_deadline_ms) = self.active.score(id) {
             let mut job = StoredJob::new(
                 StoredState::Active { lease_deadline_ms },
@@ -450,8 +472,10 @@ impl Topic {
 
     pub(super) fn counts(&self, now: i64) -> TopicCounts {
         let ready = self.due.count_up_to(now);
+        let waiting = self.waits.len();
         TopicCounts {
-            scheduled: (self.due.len() - ready) as u64,
+            scheduled: (self.due.len() - ready - waiting) as u64,
+            waiting: waiting as u64,
             ready: ready as u64,
             active: self.active.len() as u64,
             dead: self.dead.len() as u64,
@@ -491,5 +515,6 @@ impl Topic {
             && self.delivered.len() == 0
             && self.keys.is_empty()
             && self.outcomes.is_empty()
+            && self.waits.is_empty()
     }
 }

@@ -99,7 +99,11 @@ impl Topic {
             (Some(a), false) => set.range((Bound::Excluded(a.clone()), Bound::Unbounded)),
             (Some(a), true) => set.range((Bound::Unbounded, Bound::Excluded(a.clone()))),
         };
-        let pick = |(score, member): (i64, &str)| self.page_entry(query.state, score, member);
+        // Jobs that wait for parents sort last in `due`: they are not scheduled, and not listed.
+        let pick = |(score, member): (i64, &str)| match query.state {
+            PageState::Scheduled if super::deps::is_waiting(score) => None,
+            state => self.page_entry(state, score, member),
+        };
         if query.newest_first {
             range.rev().filter_map(pick).take(query.limit).collect()
         } else {
