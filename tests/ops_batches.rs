@@ -67,7 +67,7 @@ async fn ops_batches_batch_and_batch_members() {
         matches!(err, postpone::Error::InvalidBatchId { .. }),
         "{err}"
     );
-    assert!(err.to_string().contains("a batch id is"), "{err}");
+    assert!(err.to_string().contains("invalid batch id"), "{err}");
     assert!(ops.batch_members("", 0, 10).await.is_err());
 
     let first = ops.batch_members("run:1", 0, 2).await.unwrap();

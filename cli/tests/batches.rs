@@ -238,7 +238,10 @@ async fn batch_shows_its_status_and_its_members_paged() {
         .json();
     assert_eq!(doc["error"]["kind"], "not_found");
     let bad = postpone(&url, ns, &["batch", "billing run"]);
-    assert!(bad.expect(2).stderr.contains("a batch id is"), "{bad:#?}");
+    assert!(
+        bad.expect(2).stderr.contains("invalid batch id"),
+        "{bad:#?}"
+    );
 }
 
 #[test]

@@ -205,5 +205,5 @@ async fn dashboard_batch_page_of_an_unknown_or_impossible_id_says_so() {
     let (status, body) = send(&app, "/batch?id=%3Cscript%3Ex%3C%2Fscript%3E").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     escaped(&body);
-    assert!(body.contains("a batch id is"), "{body}");
+    assert!(body.contains("invalid batch id"), "{body}");
 }

@@ -196,7 +196,7 @@ async fn dashboard_batch_pages_without_batches_say_so() {
     assert!(body.contains("no batch"), "{body}");
     let (status, body) = send(&app, get("/batch?id=billing%20run")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert!(body.contains("a batch id is"), "{body}");
+    assert!(body.contains("invalid batch id"), "{body}");
     let (status, _) = send(&app, get("/batch")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
