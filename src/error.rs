@@ -91,6 +91,14 @@ pub enum Error {
         /// The id.
         id: String,
     },
+    /// A job that a new job was to wait for is not known to its topic: it never existed, or it
+    /// finished and its type keeps no finished jobs. Nothing was enqueued.
+    ParentNotFound {
+        /// The parent's topic.
+        topic: String,
+        /// The parent's id.
+        id: String,
+    },
     /// The job waits for other jobs (its parents), so it has no due time to move yet.
     JobWaiting {
         /// The topic.
@@ -318,6 +326,12 @@ impl fmt::Display for Error {
                     "job {id:?} of topic {topic:?} is running; try again after it finishes"
                 )
             }
+            Error::ParentNotFound { topic, id } => write!(
+                f,
+                "no job {id:?} in topic {topic:?} to wait for: it never existed, or it finished and \
+                 its type keeps no finished jobs (declare `keep` on it to wait for jobs that may \
+                 have finished)"
+            ),
             Error::JobWaiting { topic, id } => write!(
                 f,
                 "job {id:?} of topic {topic:?} waits for other jobs; it becomes due when they are done"

@@ -129,7 +129,7 @@ pub use partition::{partition_of, MAX_PARTITIONS};
 pub use periodic::{Missed, Overlap, Periodic, PeriodicJob, MAX_CATCH_UP, SKIP_GRACE};
 pub use record::AttemptError;
 pub use schedule::{RetrySchedule, MAX_DELAY, MAX_SLOTS};
-pub use store::{CallbackKind, MemberState, Progress, TopicCounts, UniqueStates};
+pub use store::{CallbackKind, MemberState, OnParentFailure, Progress, TopicCounts, UniqueStates};
 pub use validate::{
     validate_batch_id, validate_id, validate_namespace, validate_topic, MAX_BATCH_ID_LEN,
     MAX_ID_LEN,

@@ -22,4 +22,12 @@ pub enum EnqueueStatus {
     /// The debounce key's pending job ([`Enqueued::id`](crate::Enqueued::id)) was pushed back to [`Enqueued::due_at`](crate::Enqueued::due_at)
     /// (see [`Debounce`](crate::Debounce)).
     Debounced,
+    /// A new job was stored to wait for other jobs (see [`Enqueue::after_job`](crate::Enqueue::after_job)):
+    /// it becomes due once they succeed.
+    Waiting,
+    /// A job with this id already waits for other jobs; nothing changed.
+    AlreadyWaiting,
+    /// A job it was to wait for had already died or been cancelled: by its
+    /// [`OnParentFailure`](crate::OnParentFailure) it was dead-lettered, or cancelled, at once.
+    ParentFailed,
 }

@@ -204,6 +204,8 @@ impl<J: Job> From<J> for EnqueueItem<J> {
 pub struct Enqueue<'a, J> {
     client: &'a Client,
     item: EnqueueItem<J>,
+    /// The jobs it waits for, and what their failure does (see after.rs).
+    pub(super) after: super::after::Parents,
 }
 
 impl<'a, J: Job> Enqueue<'a, J> {
@@ -211,6 +213,7 @@ impl<'a, J: Job> Enqueue<'a, J> {
         Enqueue {
             client,
             item: EnqueueItem::new(job),
+            after: super::after::Parents::default(),
         }
     }
 
@@ -361,6 +364,9 @@ impl<'a, J: Job> IntoFuture for Enqueue<'a, J> {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
+            if !self.after.is_empty() {
+                return self.client.enqueue_after(self.item, self.after).await;
+            }
             let replace = self.item.replace;
             let mut done = self.client.enqueue_items(vec![self.item]).await?;
             let enqueued = done.pop().expect("one outcome per job");
@@ -684,6 +690,9 @@ pub(super) fn to_enqueued(id: String, outcome: EnqueueOutcome) -> Enqueued {
     let (status, due_at) = match outcome {
         EnqueueOutcome::Created { due_at_ms } => (EnqueueStatus::Created, Some(due_at_ms)),
         EnqueueOutcome::Replaced { due_at_ms } => (EnqueueStatus::Replaced, Some(due_at_ms)),
+        EnqueueOutcome::Exists { due_at_ms } if due_at_ms == crate::store::WAITING_DUE_MS => {
+            (EnqueueStatus::AlreadyWaiting, None)
+        }
         EnqueueOutcome::Exists { due_at_ms } => (EnqueueStatus::AlreadyScheduled, Some(due_at_ms)),
         EnqueueOutcome::Running => (EnqueueStatus::AlreadyRunning, None),
     };

@@ -1,5 +1,6 @@
 //! The client: enqueue jobs, cancel and reschedule them by id, inspect topics.
 
+mod after;
 mod batch;
 mod batch_handle;
 mod batch_status;

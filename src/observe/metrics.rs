@@ -92,6 +92,9 @@ fn status_label(status: EnqueueStatus) -> &'static str {
         EnqueueStatus::Duplicate => "duplicate",
         EnqueueStatus::Throttled => "throttled",
         EnqueueStatus::Debounced => "debounced",
+        EnqueueStatus::Waiting => "waiting",
+        EnqueueStatus::AlreadyWaiting => "already_waiting",
+        EnqueueStatus::ParentFailed => "parent_failed",
     }
 }
 

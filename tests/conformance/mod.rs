@@ -24,6 +24,7 @@ pub(crate) mod periodic;
 pub(crate) mod results;
 pub(crate) mod retry;
 pub(crate) mod worker;
+pub(crate) mod workflows;
 
 use std::any::Any;
 use std::sync::Arc;
@@ -201,6 +202,11 @@ macro_rules! conformance_tests {
             batches::batch_members_and_callbacks_see_their_batch_id,
             batches::batch_cancelled_member_completes_the_batch_without_success,
             batches::batch_ids_are_checked_and_never_created_twice,
+            workflows::workflow_receipt_runs_only_after_its_charge_succeeded,
+            workflows::workflow_dead_charge_dead_letters_its_receipt_through_the_hook,
+            workflows::workflow_fan_in_waits_for_every_parent_of_every_type,
+            workflows::workflow_unknown_parent_refuses_the_enqueue,
+            workflows::workflow_waiting_job_can_be_cancelled_and_the_policy_can_run_it,
         );
     };
     (@each $factory:path, $($module:ident :: $name:ident),* $(,)?) => {
