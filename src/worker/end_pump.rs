@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use super::shared::{ServedTopic, Shared};
 
 /// Ends delivered per store call.
-const BATCH: usize = 64;
+const BATCH: usize = 1000;
 /// The first pause after a failed delivery; it doubles with each failure up to [`MAX_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
 /// The longest pause between two tries while the store fails: ends left waiting meanwhile are

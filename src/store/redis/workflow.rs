@@ -60,7 +60,7 @@ const END_LEASE_MS: u64 = 30_000;
 /// How often recovery looks at a batch not yet done with (and first, this long after its creation).
 const CHECK_EVERY_MS: u64 = 60_000;
 /// Staged entries per enqueue or unstage call.
-const DISPATCH_CHUNK: usize = 500;
+const DISPATCH_CHUNK: usize = 1000;
 
 /// A staged entry: a member, or a fired callback, and where it goes.
 struct Entry {
