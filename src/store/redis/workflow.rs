@@ -753,10 +753,17 @@ impl WorkflowStore for RedisStore {
                 Err(e) => return Err(e),
             }
         }
-        // The oldest listed batches that are gone (completed and expired, or never created) leave
-        // the listing, a few per call.
+        // Listed batches created more than the retention ago that are gone (completed and expired,
+        // or never created) leave the listing, a few per call; younger ones are not looked at.
+        let old = chrono::Utc::now().timestamp_millis() - BATCH_KEEP_MS as i64;
         let mut cmd = redis::cmd("ZRANGE");
-        cmd.arg(&listing).arg(0).arg(15);
+        cmd.arg(&listing)
+            .arg("-inf")
+            .arg(format!("({old}"))
+            .arg("BYSCORE")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(16);
         let oldest: Vec<String> = self.command(CONTEXT, &cmd).await?;
         let mut gone = Vec::new();
         for id in oldest {
