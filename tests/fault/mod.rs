@@ -228,7 +228,7 @@ impl Rig {
     /// Waits until [`Rig::drained`], for at most `limit`, calling `tick` every 50 ms meanwhile (a test
     /// injects faults or restarts crashed workers there).
     pub async fn drain_with(&mut self, limit: Duration, tick: impl FnMut(&mut Rig)) {
-        self.drain_until(limit, "every job ended", |_| true, tick)
+        self.drain_after(limit, "every job ended", |_| true, tick)
             .await
     }
 
@@ -240,10 +240,23 @@ impl Rig {
         limit: Duration,
         what: &str,
         mut done: impl FnMut(&[log::Event]) -> bool,
+        tick: impl FnMut(&mut Rig),
+    ) {
+        self.drain_after(limit, what, |rig| done(&rig.events()), tick)
+            .await
+    }
+
+    /// Waits until `done` holds and then [`Rig::drained`] (in that order: what `done` saw has been
+    /// acknowledged once the topic is drained).
+    async fn drain_after(
+        &mut self,
+        limit: Duration,
+        what: &str,
+        mut done: impl FnMut(&Rig) -> bool,
         mut tick: impl FnMut(&mut Rig),
     ) {
         let deadline = Instant::now() + limit;
-        while !(done(&self.events()) && self.drained().await) {
+        while !(done(self) && self.drained().await) {
             if Instant::now() > deadline {
                 let counts = self.counts().await;
                 panic!(
