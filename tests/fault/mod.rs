@@ -170,6 +170,30 @@ impl Rig {
         }
     }
 
+    /// Enters jobs enqueued some other way (a batch's members, its callbacks once fired, jobs that
+    /// wait for jobs) into the ledger, each due no earlier than `due_ms` (Redis ms).
+    pub fn ledger_add(&mut self, ids: impl IntoIterator<Item = String>, due_ms: i64) {
+        for id in ids {
+            self.ledger.insert(id, due_ms);
+        }
+    }
+
+    /// How many jobs the topic created (its history's `enqueued`, which an enqueue of an id that is
+    /// live already does not count), over the last hour; retrying while Redis is away.
+    pub async fn enqueued_total(&self) -> u64 {
+        let ops = self.client.ops();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match ops.history(TOPIC, 60).await {
+                Ok(minutes) => return minutes.iter().map(|m| m.enqueued).sum(),
+                Err(_) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("history: {e}"),
+            }
+        }
+    }
+
     /// `n` jobs `<prefix><i>` due now, each working `sleep_ms`.
     pub async fn enqueue_now(&mut self, prefix: &str, n: usize, sleep_ms: u64) {
         let items = (0..n)
@@ -192,23 +216,51 @@ impl Rig {
         }
     }
 
-    /// Whether no job is live or waiting for its dead-letter hook.
+    /// Whether no job is live (due, running, or waiting for other jobs) or waiting for its
+    /// dead-letter hook.
     pub async fn drained(&self) -> bool {
         match self.client.topic::<Work>().counts().await {
-            Ok(c) => c.scheduled + c.ready + c.active + c.dead_pending == 0,
+            Ok(c) => c.scheduled + c.ready + c.active + c.waiting + c.dead_pending == 0,
             Err(_) => false,
         }
     }
 
     /// Waits until [`Rig::drained`], for at most `limit`, calling `tick` every 50 ms meanwhile (a test
     /// injects faults or restarts crashed workers there).
-    pub async fn drain_with(&mut self, limit: Duration, mut tick: impl FnMut(&mut Rig)) {
+    pub async fn drain_with(&mut self, limit: Duration, tick: impl FnMut(&mut Rig)) {
+        self.drain_after(limit, "every job ended", |_| true, tick)
+            .await
+    }
+
+    /// Waits until `done` holds for the events logged and then [`Rig::drained`], for at most `limit`,
+    /// calling `tick` every 50 ms meanwhile. For what the topic's counts do not show yet: a batch's
+    /// callback is enqueued after its last member ended, so the topic may look drained in between.
+    pub async fn drain_until(
+        &mut self,
+        limit: Duration,
+        what: &str,
+        mut done: impl FnMut(&[log::Event]) -> bool,
+        tick: impl FnMut(&mut Rig),
+    ) {
+        self.drain_after(limit, what, |rig| done(&rig.events()), tick)
+            .await
+    }
+
+    /// Waits until `done` holds and then [`Rig::drained`] (in that order: what `done` saw has been
+    /// acknowledged once the topic is drained).
+    async fn drain_after(
+        &mut self,
+        limit: Duration,
+        what: &str,
+        mut done: impl FnMut(&Rig) -> bool,
+        mut tick: impl FnMut(&mut Rig),
+    ) {
         let deadline = Instant::now() + limit;
-        while !self.drained().await {
+        while !(done(self) && self.drained().await) {
             if Instant::now() > deadline {
                 let counts = self.counts().await;
                 panic!(
-                    "{}: not drained after {limit:?}: {counts:?}; faults so far: {}",
+                    "{}: {what}: not reached after {limit:?}: {counts:?}; faults so far: {}",
                     self.name,
                     self.faults.len()
                 );
