@@ -210,11 +210,11 @@ async fn batch_callbacks_fire_once_while_workers_are_sigkilled() {
     let callbacks = vec!["cb:success".to_owned(), "cb:complete".to_owned()];
 
     let done = |events: &[Event]| callbacks.iter().all(|cb| !finishes(events, cb).is_empty());
-    // Usually 5 s; 30 s more when a kill hits a worker between taking members' ends for delivery and
-    // counting them: the store hides ends taken for delivery for 30 s (`END_LEASE_MS`), then hands
+    // Usually 5 s; 5 s more each time a kill hits a worker between taking members' ends for delivery
+    // and counting them: the store hides ends taken for delivery for 5 s (`END_LEASE_MS`), then hands
     // them out again.
     rig.drain_until(
-        Duration::from_secs(90),
+        Duration::from_secs(60),
         "both callbacks ran",
         done,
         killer(spec.clone()),
@@ -403,8 +403,9 @@ async fn workflow_chain_survives_sigkilled_workers() {
     assert_eq!(rig.counts().await.waiting, 2 * CHAINS as u64);
     let start = Instant::now();
     rig.spawn_ready(4, &spec).await;
-    // Usually 5 s; 30 s more when a kill hits a worker delivering parents' ends (see the batch test).
-    rig.drain_with(Duration::from_secs(90), killer(spec.clone()))
+    // Usually 5 s; 5 s more each time a kill hits a worker delivering parents' ends (see the batch
+    // test).
+    rig.drain_with(Duration::from_secs(60), killer(spec.clone()))
         .await;
     let took = start.elapsed();
 

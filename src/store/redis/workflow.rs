@@ -55,8 +55,9 @@ use crate::validate::validate_batch_id;
 /// How long a topic remembers the token of a staged entry it enqueued: a dispatch repeated within it
 /// (a crashed caller's, by recovery) enqueues nothing twice.
 const TOKEN_KEEP_MS: u64 = 3_600_000;
-/// How long recorded ends taken for delivery stay hidden from other workers.
-const END_LEASE_MS: u64 = 30_000;
+/// How long recorded ends taken for delivery stay hidden from other workers: a worker killed while
+/// delivering them delays them this long (delivering them twice counts nothing twice).
+const END_LEASE_MS: u64 = 5_000;
 /// How often recovery looks at a batch not yet done with (and first, this long after its creation).
 const CHECK_EVERY_MS: u64 = 60_000;
 /// Staged entries per enqueue or unstage call.
@@ -500,8 +501,8 @@ fn parse_status(id: &str, fields: Vec<(String, Vec<u8>)>) -> Option<BatchStatus>
     };
     let mut fired = Vec::new();
     for (field, value) in fields {
-        if field.starts_with("cb:") {
-            if let Some(kind) = callback_kind(&field[3..]) {
+        if let Some(name) = field.strip_prefix("cb:") {
+            if let Some(kind) = callback_kind(name) {
                 s.callbacks.push((kind, false));
             }
             continue;
