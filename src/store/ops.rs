@@ -7,13 +7,19 @@ use async_trait::async_trait;
 use super::Ended;
 use crate::error::Result;
 
-/// Which of a topic's jobs a listing walks (as JSON: `"scheduled"`, `"running"`, `"dead"`, `"done"`).
+/// Which of a topic's jobs a listing walks (as JSON: `"scheduled"`, `"waiting"`, `"running"`, `"dead"`,
+/// `"done"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum PageState {
     /// Due jobs (ready or later), by due time.
     Scheduled,
+    /// Jobs that wait for other jobs (see
+    /// [`WorkflowStore::enqueue_after`](super::WorkflowStore::enqueue_after)), by id: each entry's
+    /// score is [`WAITING_DUE_MS`](super::WAITING_DUE_MS). The parents a job still waits for are read
+    /// by id ([`JobStore::job`](super::JobStore::job)).
+    Waiting,
     /// Active jobs, by lease deadline.
     Running,
     /// Listed dead letters, by time of death.
@@ -28,7 +34,8 @@ pub enum PageState {
 /// right after it even when that entry has gone meanwhile.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PagePosition {
-    /// The entry's score: due time, lease deadline, time of death or time it finished (ms).
+    /// The entry's score: due time ([`WAITING_DUE_MS`](super::WAITING_DUE_MS) for a waiting job), lease
+    /// deadline, time of death or time it finished (ms).
     pub score: i64,
     /// The entry's member: the job's id, or for a dead letter its death as
     /// `<id>\n<sequence, 15 digits>` (see [`PageEntry::position`]).
