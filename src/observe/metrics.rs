@@ -313,7 +313,7 @@ mod on {
         pub(super) claim_batch: Histogram,
         pub(super) ack_batch: Histogram,
         /// scheduled, ready, active, dead, dead_pending.
-        depth: [Gauge; 5],
+        depth: [Gauge; 6],
     }
 
     impl Handles {
@@ -372,6 +372,7 @@ mod on {
                     depth("scheduled"),
                     depth("ready"),
                     depth("active"),
+                    depth("waiting"),
                     depth("dead"),
                     depth("dead_pending"),
                 ],
@@ -390,7 +391,14 @@ mod on {
         }
 
         pub(super) fn depth(&self, c: &TopicCounts) {
-            let values = [c.scheduled, c.ready, c.active, c.dead, c.dead_pending];
+            let values = [
+                c.scheduled,
+                c.ready,
+                c.active,
+                c.waiting,
+                c.dead,
+                c.dead_pending,
+            ];
             for (gauge, value) in self.depth.iter().zip(values) {
                 gauge.set(value as f64);
             }
