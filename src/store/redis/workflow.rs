@@ -500,8 +500,8 @@ fn parse_status(id: &str, fields: Vec<(String, Vec<u8>)>) -> Option<BatchStatus>
     };
     let mut fired = Vec::new();
     for (field, value) in fields {
-        if field.starts_with("cb:") {
-            if let Some(kind) = callback_kind(&field[3..]) {
+        if let Some(name) = field.strip_prefix("cb:") {
+            if let Some(kind) = callback_kind(name) {
                 s.callbacks.push((kind, false));
             }
             continue;
