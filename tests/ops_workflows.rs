@@ -110,4 +110,12 @@ async fn ops_lists_and_shows_workflow_jobs_waiting_for_their_parents() {
     // A scheduled job waits for nothing.
     let other = ops.job("ops.receipt", "receipt:6").await.unwrap().unwrap();
     assert!(other.parents().is_empty());
+
+    // A waiting job has no due time to move; it can be cancelled.
+    let err = ops.run_now("ops.receipt", "mail:7").await.unwrap_err();
+    assert!(matches!(err, postpone::Error::JobWaiting { .. }), "{err}");
+    let status = ops.cancel("ops.receipt", "mail:7").await.unwrap();
+    assert_eq!(status, postpone::CancelStatus::Removed);
+    let topic = ops.topic("ops.receipt").await.unwrap();
+    assert_eq!(topic.counts().await.unwrap().waiting, 1);
 }

@@ -135,4 +135,21 @@ async fn workflow_waiting_jobs_in_topics_stats_jobs_and_job() {
         doc["waiting_for"],
         serde_json::json!([["cli.charges", "charge:7"], ["cli.stock#1", "stock:7"]])
     );
+
+    // It has no due time to move or bring forward; it can be cancelled.
+    for args in [
+        &["reschedule", RECEIPTS, "receipt:7", "--in", "10m", "--json"][..],
+        &["run-now", RECEIPTS, "receipt:7", "--json"][..],
+    ] {
+        let run = postpone(&url, ns, args);
+        let doc = run.expect(1).json();
+        assert_eq!(doc["error"]["kind"], "job_waiting", "{run:#?}");
+        assert!(run.stderr.contains("waits for other jobs"), "{run:#?}");
+    }
+    let doc = postpone(&url, ns, &["cancel", RECEIPTS, "mail:7", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["status"], "removed", "{doc:#}");
+    let run = postpone(&url, ns, &["jobs", RECEIPTS, "--state", "waiting"]);
+    assert!(!run.expect(0).stdout.contains("mail:7"), "{run:#?}");
 }
