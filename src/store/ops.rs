@@ -183,8 +183,9 @@ pub trait OpsStore: Send + Sync + std::fmt::Debug + 'static {
     /// One bounded step of a search for jobs in `state` whose id starts with `prefix`, starting at
     /// `cursor` (`None` for the first step). Dead letters are found in id order, in O(log n + limit);
     /// live jobs by a scan, in no particular order, each step examining a bounded number of jobs (a
-    /// step may find none and still not be the last). Kept finished jobs ([`PageState::Done`]) are not
-    /// searched: the step finds none.
+    /// step may find none and still not be the last). A search of [`PageState::Scheduled`] finds no
+    /// job that waits for jobs, one of [`PageState::Waiting`] only those. Kept finished jobs
+    /// ([`PageState::Done`]) are not searched: the step finds none.
     async fn find_prefix(
         &self,
         topic: &str,
