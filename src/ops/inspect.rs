@@ -10,9 +10,9 @@ use super::listing::{payload_json, result_json};
 use super::workers::{worker_id, WorkerInfo};
 use crate::client::{JobState, Topic};
 use crate::error::Result;
-use crate::partition::{partition_of, split_store_topic};
+use crate::partition::partition_of;
 use crate::record::{AttemptError, Record};
-use crate::store::{ParentRef, StoredJob, StoredState, TopicCounts};
+use crate::store::{StoredJob, StoredState, TopicCounts};
 use crate::time::human_duration;
 use crate::time::ms_to_time;
 
@@ -65,73 +65,6 @@ pub struct JobDetail {
     pub result: Option<serde_json::Value>,
     /// A running job's progress, as its handler last reported it.
     pub progress: Option<crate::store::Progress>,
-}
-
-/// A job that a waiting job waits for (see [`JobDetail::parents`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct JobParent {
-    /// Its topic's name.
-    pub topic: String,
-    /// Its partition (0 for a topic of one partition).
-    pub partition: u16,
-    /// Its id.
-    pub id: String,
-}
-
-impl JobParent {
-    fn new(p: &ParentRef) -> Self {
-        let (topic, partition) = split_store_topic(&p.topic);
-        JobParent {
-            topic: topic.to_owned(),
-            partition,
-            id: p.id.clone(),
-        }
-    }
-}
-
-impl JobDetail {
-    /// The jobs a waiting job still waits for ([`JobState::Waiting`]), by topic name, in the order
-    /// its enqueue gave them; empty in every other state.
-    pub fn parents(&self) -> Vec<JobParent> {
-        match &self.state {
-            JobState::Waiting { waiting_for } => waiting_for
-                .iter()
-                .map(|(topic, id)| JobParent::new(&ParentRef::new(topic.as_str(), id.as_str())))
-                .collect(),
-            _ => Vec::new(),
-        }
-    }
-}
-
-/// A waiting job's why line: the parents it waits for (the first five), and what it waits for them to
-/// do.
-fn waiting_why(parents: &[ParentRef]) -> String {
-    let names: Vec<String> = parents
-        .iter()
-        .take(5)
-        .map(|p| {
-            let p = JobParent::new(p);
-            format!("{}/{}", p.topic, p.id)
-        })
-        .collect();
-    match parents.len() {
-        0 => "waiting for its parents' ends to be delivered: it becomes due then".to_owned(),
-        1 => format!(
-            "waiting for {}: it becomes due once that job succeeds",
-            names[0]
-        ),
-        n => {
-            let more = match n - names.len() {
-                0 => String::new(),
-                rest => format!(" and {rest} more"),
-            };
-            format!(
-                "waiting for {}{more}: it becomes due once they all succeed",
-                names.join(", ")
-            )
-        }
-    }
 }
 
 fn span(from_ms: i64, to_ms: i64) -> String {
@@ -220,7 +153,7 @@ impl Facts<'_> {
     fn why(&self) -> String {
         let now = self.now_ms;
         let line = match &self.stored.state {
-            StoredState::Waiting { parents } => waiting_why(parents),
+            StoredState::Waiting { parents } => super::waiting::why(parents),
             StoredState::Due { due_at_ms } => {
                 let due = *due_at_ms;
                 let when = format!("{} UTC", ms_to_time(due).format("%Y-%m-%d %H:%M:%S"));
@@ -375,34 +308,8 @@ fn retry_of(record: &Record, topic: &str, workers: &[WorkerInfo]) -> Option<Vec<
 
 #[cfg(test)]
 mod tests {
-    use super::{human_duration, waiting_why};
-    use crate::store::ParentRef;
+    use super::human_duration;
     use std::time::Duration;
-
-    #[test]
-    fn a_waiting_jobs_why_line_names_its_parents_by_topic() {
-        let one = [ParentRef::new("payments.charge#3", "charge:7")];
-        assert_eq!(
-            waiting_why(&one),
-            "waiting for payments.charge/charge:7: it becomes due once that job succeeds"
-        );
-        let two = [
-            ParentRef::new("payments.charge", "charge:7"),
-            ParentRef::new("stock.reserve", "order:7"),
-        ];
-        assert_eq!(
-            waiting_why(&two),
-            "waiting for payments.charge/charge:7, stock.reserve/order:7: it becomes due once they \
-             all succeed"
-        );
-        let many: Vec<ParentRef> = (0..8)
-            .map(|n| ParentRef::new("a", format!("p{n}")))
-            .collect();
-        assert_eq!(
-            waiting_why(&many),
-            "waiting for a/p0, a/p1, a/p2, a/p3, a/p4 and 3 more: it becomes due once they all succeed"
-        );
-    }
 
     #[test]
     fn durations_read_like_a_person_would_say_them() {

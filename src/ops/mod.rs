@@ -50,6 +50,7 @@ mod inspect;
 mod listing;
 mod outbox;
 mod periodic;
+mod waiting;
 mod workers;
 
 use chrono::{DateTime, Utc};
@@ -61,9 +62,10 @@ pub use self::batches::{
 };
 pub use self::control::{BulkOutcome, DeadFilter};
 pub use self::doctor::{Check, Level};
-pub use self::inspect::{JobDetail, JobParent};
+pub use self::inspect::JobDetail;
 pub use self::listing::{Cursor, Finished, JobPage, JobQuery, JobSummary, MAX_PAGE};
 pub use self::outbox::{OutboxInfo, OutboxReport};
+pub use self::waiting::JobParent;
 pub use self::workers::{WorkerInfo, WorkerTopic};
 pub use crate::store::{CallbackKind, MemberState, MinuteCounts, PageState};
 pub use crate::time::human_duration;
