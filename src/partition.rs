@@ -141,6 +141,18 @@ pub(crate) fn validate_partitions(topic: &str, partitions: u16) -> Result<()> {
     Ok(())
 }
 
+/// The topic and partition a store topic names (`<topic>`: partition 0, or `<topic>#<p>`); a suffix
+/// that is not a partition number is part of the topic.
+pub(crate) fn split_store_topic(stored: &str) -> (&str, u16) {
+    match stored.rsplit_once('#') {
+        Some((topic, p)) => match p.parse() {
+            Ok(p) => (topic, p),
+            Err(_) => (stored, 0),
+        },
+        None => (stored, 0),
+    }
+}
+
 /// Checks a store-level topic name: a topic name, or `<topic>#<p>` with `p` in `0..MAX_PARTITIONS`
 /// written without leading zeros. Store keys are built only from names that pass.
 pub(crate) fn validate_store_topic(name: &str) -> Result<()> {

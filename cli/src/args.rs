@@ -193,6 +193,8 @@ pub(crate) enum Command {
 pub(crate) enum StateArg {
     /// Waiting for their due time (or for a worker), by due time
     Scheduled,
+    /// Waiting for other jobs to succeed before they become due, by id
+    Waiting,
     /// Leased to a worker, by lease deadline
     Running,
     /// In the dead letters, by time of death

@@ -80,6 +80,7 @@ impl Failure {
                 E::Connect { .. } => "connect",
                 E::Backend { .. } => "backend",
                 E::JobRunning { .. } => "job_running",
+                E::JobWaiting { .. } => "job_waiting",
                 E::JobExists { .. } => "job_exists",
                 _ if self.exit_code() == 2 => "usage",
                 _ => "failed",

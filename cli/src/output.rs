@@ -141,11 +141,12 @@ impl Out {
         self.paint(Style::new().red().bold(), text)
     }
 
-    /// A job state's name, coloured: scheduled cyan, running and succeeded green, dead red, cancelled
-    /// yellow.
+    /// A job state's name, coloured: scheduled cyan, waiting (for other jobs) magenta, running and
+    /// succeeded green, dead red, cancelled yellow.
     pub(crate) fn state(&self, state: &str) -> String {
         match state {
             "scheduled" => self.paint(Style::new().cyan(), state),
+            "waiting" => self.paint(Style::new().magenta(), state),
             "running" | "succeeded" => self.good(state),
             "dead" => self.bad(state),
             "cancelled" => self.warn(state),

@@ -29,7 +29,19 @@ async fn topics_stats_and_workers() {
         .expect("a row");
     assert_eq!(
         orders.split_whitespace().collect::<Vec<_>>(),
-        ["cli.orders", "1", "3", "0", "0", "0", "0", "0", "no", "-"],
+        [
+            "cli.orders",
+            "1",
+            "3",
+            "0",
+            "0",
+            "0",
+            "0",
+            "0",
+            "0",
+            "no",
+            "-"
+        ],
         "no flow control on this topic"
     );
     let json = postpone(&url, ns, &["topics", "--json"]).expect(0).json();
@@ -57,8 +69,8 @@ async fn topics_stats_and_workers() {
         .find(|l| l.starts_with("cli.mail"))
         .expect("a row");
     assert_eq!(
-        &mail.split_whitespace().collect::<Vec<_>>()[..6],
-        ["cli.mail", "active", "0", "0", "0", "2"]
+        &mail.split_whitespace().collect::<Vec<_>>()[..7],
+        ["cli.mail", "active", "0", "0", "0", "0", "2"]
     );
     let json = postpone(&url, ns, &["stats", "--json", "--minutes", "2"])
         .expect(0)

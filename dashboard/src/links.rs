@@ -24,6 +24,7 @@ pub(crate) fn encode(s: &str) -> String {
 /// A state as the URLs and tabs name it.
 pub(crate) fn state_name(state: PageState) -> &'static str {
     match state {
+        PageState::Waiting => "waiting",
         PageState::Running => "running",
         PageState::Dead => "dead",
         PageState::Done => "done",
@@ -34,6 +35,7 @@ pub(crate) fn state_name(state: PageState) -> &'static str {
 /// A state from its URL name (scheduled when unknown).
 pub(crate) fn parse_state(name: Option<&str>) -> PageState {
     match name {
+        Some("waiting") => PageState::Waiting,
         Some("running") => PageState::Running,
         Some("dead") => PageState::Dead,
         Some("done") => PageState::Done,

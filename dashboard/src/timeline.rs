@@ -105,6 +105,10 @@ pub(crate) fn timeline(job: &JobDetail, now: DateTime<Utc>) -> Vec<Step> {
                         "scheduled".to_owned()
                     },
                 ),
+                JobState::Waiting { .. } => (
+                    None,
+                    "waiting for other jobs: it becomes due once they succeed".to_owned(),
+                ),
                 JobState::Running { lease_until } => (
                     Some(Time::of(*lease_until)),
                     "running now (the time is its lease deadline, renewed while it runs)"

@@ -316,7 +316,7 @@ mod on {
         pub(super) claim_batch: Histogram,
         pub(super) ack_batch: Histogram,
         /// scheduled, ready, active, dead, dead_pending.
-        depth: [Gauge; 5],
+        depth: [Gauge; 6],
     }
 
     impl Handles {
@@ -375,6 +375,7 @@ mod on {
                     depth("scheduled"),
                     depth("ready"),
                     depth("active"),
+                    depth("waiting"),
                     depth("dead"),
                     depth("dead_pending"),
                 ],
@@ -393,7 +394,14 @@ mod on {
         }
 
         pub(super) fn depth(&self, c: &TopicCounts) {
-            let values = [c.scheduled, c.ready, c.active, c.dead, c.dead_pending];
+            let values = [
+                c.scheduled,
+                c.ready,
+                c.active,
+                c.waiting,
+                c.dead,
+                c.dead_pending,
+            ];
             for (gauge, value) in self.depth.iter().zip(values) {
                 gauge.set(value as f64);
             }

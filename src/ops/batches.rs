@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::{Ops, MAX_PAGE};
 use crate::error::Result;
+use crate::partition::split_store_topic;
 use crate::store::{BatchMember, BatchStatus, CallbackKind, MemberState};
 use crate::time::ms_to_time;
 use crate::validate::validate_batch_id;
@@ -103,15 +104,9 @@ pub struct BatchMemberInfo {
 impl BatchMemberInfo {
     fn new(m: BatchMember) -> Self {
         // The store names a member by its store topic: the topic, or `<topic>#<p>` for partition p.
-        let (topic, partition) = match m.topic.rsplit_once('#') {
-            Some((topic, p)) => match p.parse() {
-                Ok(p) => (topic.to_owned(), p),
-                Err(_) => (m.topic.clone(), 0),
-            },
-            None => (m.topic.clone(), 0),
-        };
+        let (topic, partition) = split_store_topic(&m.topic);
         BatchMemberInfo {
-            topic,
+            topic: topic.to_owned(),
             partition,
             id: m.id,
             state: m.state,

@@ -92,7 +92,8 @@ impl Topic {
     }
 
     /// Makes a scheduled job due now (it keeps its attempt). Fails with [`Error::JobNotFound`] when no
-    /// scheduled job has this id and [`Error::JobRunning`] when it is running.
+    /// scheduled job has this id, [`Error::JobRunning`] when it is running and [`Error::JobWaiting`]
+    /// when it waits for other jobs.
     pub async fn run_now(&self, id: &str) -> Result<DateTime<Utc>> {
         self.reschedule(id, When::Now).await
     }

@@ -153,21 +153,7 @@ impl Facts<'_> {
     fn why(&self) -> String {
         let now = self.now_ms;
         let line = match &self.stored.state {
-            StoredState::Waiting { parents } => {
-                let names: Vec<String> = parents
-                    .iter()
-                    .take(5)
-                    .map(|p| format!("{}/{}", p.topic, p.id))
-                    .collect();
-                let more = match parents.len().saturating_sub(names.len()) {
-                    0 => String::new(),
-                    n => format!(" and {n} more"),
-                };
-                format!(
-                    "waiting for {}{more}: it becomes due once they succeed",
-                    names.join(", ")
-                )
-            }
+            StoredState::Waiting { parents } => super::waiting::why(parents),
             StoredState::Due { due_at_ms } => {
                 let due = *due_at_ms;
                 let when = format!("{} UTC", ms_to_time(due).format("%Y-%m-%d %H:%M:%S"));

@@ -1,6 +1,6 @@
-//! Jobs by state, paged by cursor: scheduled by due time, running by lease deadline, dead by time of
-//! death, kept finished jobs by when they finished, merged across partitions; and the search by id
-//! prefix.
+//! Jobs by state, paged by cursor: scheduled by due time, waiting for other jobs by id, running by
+//! lease deadline, dead by time of death, kept finished jobs by when they finished, merged across
+//! partitions; and the search by id prefix.
 
 use std::fmt;
 use std::str::FromStr;
@@ -182,7 +182,8 @@ pub struct JobSummary {
     /// Its state.
     pub state: PageState,
     /// When it is due (scheduled), its lease deadline (running), when it died (dead), or when it
-    /// finished (done).
+    /// finished (done). A waiting job has no due time yet: this is the time its store sorts it at
+    /// ([`WAITING_DUE_MS`](crate::store::WAITING_DUE_MS), the first instant of year 10000).
     pub at: DateTime<Utc>,
     /// The attempt it is on (dead: the attempts it ran).
     pub attempt: u32,

@@ -28,10 +28,11 @@
 //! - Registries: [`Ops::topics`] (every topic ever enqueued to or served, registered once per client
 //!   and worker) and [`Ops::workers`] (live workers, from their heartbeats; gone a few heartbeats after a
 //!   worker dies).
-//! - Jobs: [`Ops::jobs`] pages scheduled, running, dead or kept finished jobs ([`PageState::Done`],
-//!   each saying whether it succeeded or was cancelled, with its result) by cursor in O(log n + page)
-//!   whatever the backlog, merged over partitions; [`Ops::job`] shows one, with a "why isn't this
-//!   running" line, a kept job's result and a running job's progress.
+//! - Jobs: [`Ops::jobs`] pages scheduled, waiting ([`PageState::Waiting`]: jobs that wait for other
+//!   jobs), running, dead or kept finished jobs ([`PageState::Done`], each saying whether it succeeded
+//!   or was cancelled, with its result) by cursor in O(log n + page) whatever the backlog, merged over
+//!   partitions; [`Ops::job`] shows one, with a "why isn't this running" line (a waiting job's names
+//!   the jobs it waits for: [`JobDetail::parents`]), a kept job's result and a running job's progress.
 //! - Control: [`Ops::pause`] / [`Ops::resume`], [`Ops::run_now`], [`Ops::cancel`],
 //!   [`Ops::reschedule`], dead letters by id or in bulk by reason ([`Ops::requeue_dead`],
 //!   [`Ops::purge_dead`]), each step one atomic script.
@@ -49,6 +50,7 @@ mod inspect;
 mod listing;
 mod outbox;
 mod periodic;
+mod waiting;
 mod workers;
 
 use chrono::{DateTime, Utc};
@@ -63,6 +65,7 @@ pub use self::doctor::{Check, Level};
 pub use self::inspect::JobDetail;
 pub use self::listing::{Cursor, Finished, JobPage, JobQuery, JobSummary, MAX_PAGE};
 pub use self::outbox::{OutboxInfo, OutboxReport};
+pub use self::waiting::JobParent;
 pub use self::workers::{WorkerInfo, WorkerTopic};
 pub use crate::store::{CallbackKind, MemberState, MinuteCounts, PageState};
 pub use crate::time::human_duration;

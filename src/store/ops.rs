@@ -7,13 +7,19 @@ use async_trait::async_trait;
 use super::Ended;
 use crate::error::Result;
 
-/// Which of a topic's jobs a listing walks (as JSON: `"scheduled"`, `"running"`, `"dead"`, `"done"`).
+/// Which of a topic's jobs a listing walks (as JSON: `"scheduled"`, `"waiting"`, `"running"`, `"dead"`,
+/// `"done"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum PageState {
     /// Due jobs (ready or later), by due time.
     Scheduled,
+    /// Jobs that wait for other jobs (see
+    /// [`WorkflowStore::enqueue_after`](super::WorkflowStore::enqueue_after)), by id: each entry's
+    /// score is [`WAITING_DUE_MS`](super::WAITING_DUE_MS). The parents a job still waits for are read
+    /// by id ([`JobStore::job`](super::JobStore::job)).
+    Waiting,
     /// Active jobs, by lease deadline.
     Running,
     /// Listed dead letters, by time of death.
@@ -28,7 +34,8 @@ pub enum PageState {
 /// right after it even when that entry has gone meanwhile.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PagePosition {
-    /// The entry's score: due time, lease deadline, time of death or time it finished (ms).
+    /// The entry's score: due time ([`WAITING_DUE_MS`](super::WAITING_DUE_MS) for a waiting job), lease
+    /// deadline, time of death or time it finished (ms).
     pub score: i64,
     /// The entry's member: the job's id, or for a dead letter its death as
     /// `<id>\n<sequence, 15 digits>` (see [`PageEntry::position`]).
@@ -176,8 +183,9 @@ pub trait OpsStore: Send + Sync + std::fmt::Debug + 'static {
     /// One bounded step of a search for jobs in `state` whose id starts with `prefix`, starting at
     /// `cursor` (`None` for the first step). Dead letters are found in id order, in O(log n + limit);
     /// live jobs by a scan, in no particular order, each step examining a bounded number of jobs (a
-    /// step may find none and still not be the last). Kept finished jobs ([`PageState::Done`]) are not
-    /// searched: the step finds none.
+    /// step may find none and still not be the last). A search of [`PageState::Scheduled`] finds no
+    /// job that waits for jobs, one of [`PageState::Waiting`] only those. Kept finished jobs
+    /// ([`PageState::Done`]) are not searched: the step finds none.
     async fn find_prefix(
         &self,
         topic: &str,

@@ -41,6 +41,7 @@ mod priority;
 mod sweep;
 mod workflow_deps;
 mod workflow_failures;
+mod workflow_listing;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -71,6 +72,7 @@ pub(crate) use self::priority::*;
 pub(crate) use self::sweep::*;
 pub(crate) use self::workflow_deps::*;
 pub(crate) use self::workflow_failures::*;
+pub(crate) use self::workflow_listing::*;
 pub(crate) use crate::support::wait::eventually_within;
 
 /// Expands to one `#[tokio::test]` per conformance test, each with a store from `$factory` (an async
@@ -224,6 +226,8 @@ macro_rules! store_conformance {
             workflow_death_propagates_down_a_chain_of_three,
             workflow_parent_already_dead_ends_the_job_at_once_by_its_policy,
             workflow_batch_hears_the_end_of_a_waiting_member_its_parent_killed,
+            workflow_waiting_jobs_are_listed_by_id_apart_from_the_scheduled_ones,
+            workflow_waiting_jobs_are_found_by_id_prefix_apart_from_the_scheduled_ones,
         );
     };
     (@each $factory:expr; $($name:ident),* $(,)?) => {$(

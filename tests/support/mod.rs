@@ -10,3 +10,4 @@ pub mod redis_server;
 pub mod store;
 pub mod tempdir;
 pub mod wait;
+pub mod workflows;

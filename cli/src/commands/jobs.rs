@@ -13,6 +13,7 @@ use crate::output::{absolute, cut, relative, Out};
 fn page_state(state: StateArg) -> PageState {
     match state {
         StateArg::Scheduled => PageState::Scheduled,
+        StateArg::Waiting => PageState::Waiting,
         StateArg::Running => PageState::Running,
         StateArg::Dead => PageState::Dead,
         StateArg::Done => PageState::Done,
@@ -22,6 +23,7 @@ fn page_state(state: StateArg) -> PageState {
 fn state_name(state: StateArg) -> &'static str {
     match state {
         StateArg::Scheduled => "scheduled",
+        StateArg::Waiting => "waiting",
         StateArg::Running => "running",
         StateArg::Dead => "dead",
         StateArg::Done => "kept finished",
@@ -76,16 +78,30 @@ fn print_page(out: &Out, topic: &str, state: StateArg, page: &JobPage, later_pag
             headers.push("PART");
         }
         headers.extend(match state {
-            StateArg::Scheduled => ["DUE", "ATTEMPT", "ENQUEUED", "LAST ERROR", "PAYLOAD"],
-            StateArg::Running => ["LEASE UNTIL", "ATTEMPT", "WORKER", "LAST ERROR", "PAYLOAD"],
-            StateArg::Dead => ["DIED", "ATTEMPTS", "REASON", "LAST ERROR", "PAYLOAD"],
-            StateArg::Done => ["FINISHED", "STATE", "ATTEMPTS", "RESULT", "PAYLOAD"],
+            StateArg::Scheduled => {
+                ["DUE", "ATTEMPT", "ENQUEUED", "LAST ERROR", "PAYLOAD"].as_slice()
+            }
+            // A waiting job has no due time yet; what it waits for is on its own page.
+            StateArg::Waiting => ["ENQUEUED", "ATTEMPT", "LAST ERROR", "PAYLOAD"].as_slice(),
+            StateArg::Running => {
+                ["LEASE UNTIL", "ATTEMPT", "WORKER", "LAST ERROR", "PAYLOAD"].as_slice()
+            }
+            StateArg::Dead => ["DIED", "ATTEMPTS", "REASON", "LAST ERROR", "PAYLOAD"].as_slice(),
+            StateArg::Done => ["FINISHED", "STATE", "ATTEMPTS", "RESULT", "PAYLOAD"].as_slice(),
         });
         let mut table = out.table(&headers);
         for j in &page.jobs {
             table.add_row(row(out, state, j, partitioned));
         }
         out.print_table(&table);
+        if state == StateArg::Waiting {
+            say!(
+                "{}",
+                out.dim(&format!(
+                    "`postpone job {topic} ID` shows the jobs one waits for"
+                ))
+            );
+        }
     }
     if let Some(next) = &page.next {
         say!(
@@ -108,6 +124,15 @@ fn row(out: &Out, state: StateArg, j: &JobSummary, partitioned: bool) -> Vec<Str
             out.state(finished),
             j.attempt.to_string(),
             cut(&result, 40),
+            cut(&j.payload.to_string(), 50),
+        ]);
+        return cells;
+    }
+    if state == StateArg::Waiting {
+        cells.extend([
+            j.enqueued_at.map(|t| out.time(t)).unwrap_or_default(),
+            j.attempt.to_string(),
+            cut(j.last_error.as_deref().unwrap_or(""), 40),
             cut(&j.payload.to_string(), 50),
         ]);
         return cells;
@@ -163,6 +188,12 @@ fn print_detail(out: &Out, job: &JobDetail) {
         JobState::Scheduled { due_at } => {
             format!("{}, due {}", out.state("scheduled"), both(out, *due_at))
         }
+        JobState::Waiting { waiting_for } => format!(
+            "{}, for {} other job{} to succeed",
+            out.state("waiting"),
+            waiting_for.len(),
+            if waiting_for.len() == 1 { "" } else { "s" }
+        ),
         JobState::Running { lease_until } => format!(
             "{}, lease ends {}",
             out.state("running"),
@@ -186,6 +217,21 @@ fn print_detail(out: &Out, job: &JobDetail) {
         other => format!("{other:?}"),
     };
     line("state", state);
+    for (n, p) in job.parents().iter().enumerate() {
+        let label = if n == 0 { "waits for" } else { "" };
+        let partition = match p.partition {
+            0 => String::new(),
+            n => format!(" (partition {n})"),
+        };
+        line(
+            label,
+            format!(
+                "{} {}{partition}",
+                p.id,
+                out.dim(&format!("of topic {}", p.topic))
+            ),
+        );
+    }
     if let Some(p) = &job.progress {
         let text = match p.message.as_str() {
             "" => p.value.to_string(),

@@ -149,6 +149,7 @@ fn print_stats(out: &Out, stats: &Stats, where_: &str, clear: &str) {
         "SCHEDULED",
         "READY",
         "RUNNING",
+        "WAITING",
         "DEAD",
         "ENQUEUED/MIN",
         "PROCESSED/MIN",
@@ -172,13 +173,14 @@ fn print_stats(out: &Out, stats: &Stats, where_: &str, clear: &str) {
             c.scheduled.to_string(),
             c.ready.to_string(),
             c.active.to_string(),
+            c.waiting.to_string(),
             dead,
             rate(t.rates.enqueued),
             rate(t.rates.processed),
             rate(t.rates.failed),
         ]);
     }
-    Out::numeric(&mut table, &[2, 3, 4, 5, 6, 7, 8]);
+    Out::numeric(&mut table, &[2, 3, 4, 5, 6, 7, 8, 9]);
     out.print_table(&table);
     for t in &stats.topics {
         for Unreadable {
@@ -253,6 +255,7 @@ pub(crate) async fn topics(ops: &Ops, out: &Out) -> Result<(), Failure> {
         "SCHEDULED",
         "READY",
         "RUNNING",
+        "WAITING",
         "DEAD",
         "PROCESSED",
         "FAILED",
@@ -267,6 +270,7 @@ pub(crate) async fn topics(ops: &Ops, out: &Out) -> Result<(), Failure> {
             c.scheduled.to_string(),
             c.ready.to_string(),
             c.active.to_string(),
+            c.waiting.to_string(),
             c.dead.to_string(),
             c.processed.to_string(),
             c.failed.to_string(),
@@ -278,7 +282,7 @@ pub(crate) async fn topics(ops: &Ops, out: &Out) -> Result<(), Failure> {
             flow_text(out, &c.flow),
         ]);
     }
-    Out::numeric(&mut table, &[1, 2, 3, 4, 5, 6, 7]);
+    Out::numeric(&mut table, &[1, 2, 3, 4, 5, 6, 7, 8]);
     out.print_table(&table);
     Ok(())
 }

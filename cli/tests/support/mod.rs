@@ -12,6 +12,8 @@ pub mod redis_server;
 pub mod tempdir;
 #[path = "../../../tests/support/wait.rs"]
 pub mod wait;
+#[path = "../../../tests/support/workflows.rs"]
+pub mod workflows;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;

@@ -1,5 +1,6 @@
-//! One job: payload, attempt k of n, the retry timeline, why it is not running, a running job's progress,
-//! a kept finished job's result, and its actions.
+//! One job: payload, attempt k of n, the retry timeline, why it is not running (a waiting job: the
+//! jobs it waits for, linked), a running job's progress, a kept finished job's result, and its
+//! actions.
 
 use askama::Template;
 use axum::extract::{OriginalUri, Query, State};
@@ -21,17 +22,28 @@ pub(crate) struct Params {
     death: Option<u64>,
 }
 
+/// A job that a waiting job waits for, linked to its page.
+#[derive(Debug)]
+pub(crate) struct Parent {
+    pub(crate) topic: String,
+    pub(crate) partition: u16,
+    pub(crate) id: String,
+    pub(crate) link: String,
+}
+
 #[derive(Debug, Template)]
 #[template(path = "job.html")]
 pub(crate) struct JobPage {
     pub(crate) chrome: Chrome,
     pub(crate) job: JobDetail,
-    /// "scheduled", "running", "dead", "succeeded" or "cancelled".
+    /// "scheduled", "waiting", "running", "dead", "succeeded" or "cancelled".
     pub(crate) state: &'static str,
     /// Due time, lease deadline, time of death, or when it finished.
     pub(crate) at: Option<Time>,
     pub(crate) at_label: &'static str,
     pub(crate) reason: Option<String>,
+    /// The jobs a waiting job waits for (empty in other states).
+    pub(crate) parents: Vec<Parent>,
     pub(crate) enqueued_at: Time,
     pub(crate) payload: String,
     /// A kept succeeded job's result, as pretty JSON.
@@ -95,6 +107,8 @@ pub(crate) async fn page(
             "Due",
             None,
         ),
+        // No due time yet: the jobs it waits for are listed instead.
+        JobState::Waiting { .. } => ("waiting", PageState::Waiting, None, "", None),
         JobState::Running { lease_until } => (
             "running",
             PageState::Running,
@@ -125,7 +139,18 @@ pub(crate) async fn page(
         ),
         _ => ("unknown", PageState::Scheduled, None, "", None),
     };
+    let parents = job
+        .parents()
+        .into_iter()
+        .map(|p| Parent {
+            link: links::job(&p.topic, &p.id),
+            topic: p.topic,
+            partition: p.partition,
+            id: p.id,
+        })
+        .collect();
     render(&JobPage {
+        parents,
         steps: timeline(&job, now),
         payload: serde_json::to_string_pretty(&job.payload).unwrap_or_default(),
         result: job

@@ -17,6 +17,7 @@ pub(crate) struct Row {
     pub(crate) info: TopicInfo,
     pub(crate) link: String,
     pub(crate) running_link: String,
+    pub(crate) waiting_link: String,
     pub(crate) dead_link: String,
     pub(crate) groups_link: String,
     pub(crate) serving: usize,
@@ -59,6 +60,7 @@ pub(crate) async fn page(
         .map(|(info, history)| Row {
             link: links::topic(&info.name, PageState::Scheduled),
             running_link: links::topic(&info.name, PageState::Running),
+            waiting_link: links::topic(&info.name, PageState::Waiting),
             dead_link: links::topic(&info.name, PageState::Dead),
             groups_link: links::dead(&info.name),
             serving: workers.iter().filter(|w| w.serves(&info.name)).count(),

@@ -135,6 +135,7 @@ pub(crate) async fn page(
             PageState::Scheduled,
             counts.scheduled + counts.ready,
         ),
+        ("Waiting", PageState::Waiting, counts.waiting),
         ("Running", PageState::Running, counts.active),
         ("Dead", PageState::Dead, counts.dead),
         ("Done", PageState::Done, counts.done),
@@ -162,6 +163,8 @@ pub(crate) async fn page(
             PageState::Running => "Lease until",
             PageState::Dead => "Died",
             PageState::Done => "Finished",
+            // Not shown: a waiting job has no due time yet.
+            PageState::Waiting => "",
             _ => "Due",
         },
         counts,

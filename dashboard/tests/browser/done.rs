@@ -87,6 +87,7 @@ async fn done_tab_pages_kept_jobs_and_the_job_page_shows_result_and_progress() {
         labels,
         serde_json::json!([
             "Scheduled 0",
+            "Waiting 0",
             "Running 0",
             "Dead 0",
             "Done 57",

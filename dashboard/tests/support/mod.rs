@@ -13,6 +13,8 @@ mod redis_server;
 #[path = "../../../tests/support/tempdir.rs"]
 #[allow(unreachable_pub)]
 mod tempdir;
+#[path = "../../../tests/support/workflows.rs"]
+pub mod workflows;
 
 use std::net::TcpListener;
 use std::path::PathBuf;

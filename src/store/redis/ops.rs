@@ -21,6 +21,7 @@ const PAGE_CAP: usize = 1000;
 fn state_arg(state: PageState) -> &'static str {
     match state {
         PageState::Scheduled => "due",
+        PageState::Waiting => "waiting",
         PageState::Running => "active",
         PageState::Dead => "dead",
         PageState::Done => "done",

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use super::Topic;
+use crate::store::memory::zset::Member;
+use crate::store::workflow::WAITING_DUE_MS;
 use crate::store::{MinuteCounts, PageEntry, PageQuery, PageState, HISTORY_MINUTES};
 
 /// Per-minute counts, the last [`HISTORY_MINUTES`] minutes with something counted.
@@ -88,22 +90,32 @@ impl Topic {
     /// One page of a listing (see [`OpsStore::page`](crate::store::OpsStore::page)).
     pub(in crate::store::memory) fn page(&self, query: &PageQuery) -> Vec<PageEntry> {
         let set = match query.state {
-            PageState::Scheduled => &self.due,
+            PageState::Scheduled | PageState::Waiting => &self.due,
             PageState::Running => &self.active,
             PageState::Dead => &self.dead,
             PageState::Done => self.done(),
         };
-        let after = query.after.as_ref().map(|p| (p.score, p.member.clone()));
-        let range = match (&after, query.newest_first) {
-            (None, _) => set.range((Bound::Unbounded, Bound::Unbounded)),
-            (Some(a), false) => set.range((Bound::Excluded(a.clone()), Bound::Unbounded)),
-            (Some(a), true) => set.range((Bound::Unbounded, Bound::Excluded(a.clone()))),
+        // Jobs that wait for parents sort last in `due`, by id: the scheduled jobs are the members
+        // before the first of them, the waiting ones the members from there on.
+        let waiting_from = || (WAITING_DUE_MS, String::new());
+        let (mut low, mut high) = match query.state {
+            PageState::Scheduled => (Bound::Unbounded, Bound::Excluded(waiting_from())),
+            PageState::Waiting => (Bound::Included(waiting_from()), Bound::Unbounded),
+            _ => (Bound::Unbounded, Bound::Unbounded),
         };
-        // Jobs that wait for parents sort last in `due`: they are not scheduled, and not listed.
-        let pick = |(score, member): (i64, &str)| match query.state {
-            PageState::Scheduled if super::deps::is_waiting(score) => None,
-            state => self.page_entry(state, score, member),
-        };
+        if let Some(p) = &query.after {
+            let after = (p.score, p.member.clone());
+            if query.newest_first {
+                high = earlier_end(high, after);
+            } else {
+                low = later_start(low, after);
+            }
+        }
+        if is_empty(&low, &high) {
+            return Vec::new();
+        }
+        let range = set.range((low, high));
+        let pick = |(score, member): (i64, &str)| self.page_entry(query.state, score, member);
         if query.newest_first {
             range.rev().filter_map(pick).take(query.limit).collect()
         } else {
@@ -142,8 +154,16 @@ impl Topic {
                 } else {
                     &self.due
                 };
+                // A search of scheduled jobs leaves out the waiting ones, and one of waiting jobs
+                // finds only them.
+                let listed = |score: i64| match live {
+                    PageState::Scheduled => !super::deps::is_waiting(score),
+                    PageState::Waiting => super::deps::is_waiting(score),
+                    _ => true,
+                };
                 let mut ids: Vec<&str> = set
                     .iter()
+                    .filter(|(score, _)| listed(*score))
                     .map(|(_, id)| id)
                     .filter(|id| id.starts_with(prefix))
                     .filter(|id| cursor.is_none_or(|c| *id > c))
@@ -163,5 +183,34 @@ impl Topic {
             })
             .collect();
         (entries, next)
+    }
+}
+
+/// The later of a listing's start and the start right after `after`.
+fn later_start(start: Bound<Member>, after: Member) -> Bound<Member> {
+    match start {
+        Bound::Included(s) if s > after => Bound::Included(s),
+        Bound::Excluded(s) if s >= after => Bound::Excluded(s),
+        _ => Bound::Excluded(after),
+    }
+}
+
+/// The earlier of a listing's end and the end right before `after`.
+fn earlier_end(end: Bound<Member>, after: Member) -> Bound<Member> {
+    match end {
+        Bound::Included(e) if e < after => Bound::Included(e),
+        Bound::Excluded(e) if e <= after => Bound::Excluded(e),
+        _ => Bound::Excluded(after),
+    }
+}
+
+/// Whether nothing lies between `start` and `end` (a range the sorted set would refuse to walk).
+fn is_empty(start: &Bound<Member>, end: &Bound<Member>) -> bool {
+    match (start, end) {
+        (Bound::Included(s), Bound::Included(e)) => s > e,
+        (Bound::Included(s) | Bound::Excluded(s), Bound::Included(e) | Bound::Excluded(e)) => {
+            s >= e
+        }
+        _ => false,
     }
 }

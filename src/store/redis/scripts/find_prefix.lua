@@ -1,10 +1,11 @@
 -- One bounded step of a search for a topic's jobs in one state whose id starts with a prefix (see
 -- OpsStore::find_prefix).
--- ARGV: state ('due'|'active'|'dead'), prefix, cursor ('' for the first step), limit.
+-- ARGV: state ('due'|'waiting'|'active'|'dead'), prefix, cursor ('' for the first step), limit.
 -- Returns the next cursor ('' when the search is complete), then page.lua's six fields per entry.
 -- Dead letters: a range of `dead_ids` by lex, at most `limit`, in id order; the cursor is the last
 -- member. Live jobs: one ZSCAN step of `due` or `active` (COUNT limit) matching the prefix; the cursor is
--- ZSCAN's.
+-- ZSCAN's. Jobs waiting for jobs are the members of `due` past MAX_MS (deps.lua): a search of 'due'
+-- leaves them out, one of 'waiting' finds only them.
 local state, prefix, cursor, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local out = { '' }
 if state == 'dead' then
@@ -34,7 +35,11 @@ if step[1] ~= '0' then
 end
 local ids, scores = {}, {}
 for i = 1, #step[2], 2 do
-  if step[2][i] ~= HASHED then
+  local keep = step[2][i] ~= HASHED
+  if state == 'due' or state == 'waiting' then
+    keep = (tonumber(step[2][i + 1]) > MAX_MS) == (state == 'waiting')
+  end
+  if keep then
     ids[#ids + 1] = step[2][i]
     scores[#scores + 1] = step[2][i + 1]
   end

@@ -1,7 +1,7 @@
 -- One page of a topic's jobs in one state, in (score, member) order or its reverse, starting right
 -- after a given entry (see OpsStore::page): O(log n + page), whatever the backlog.
--- ARGV: state ('due'|'active'|'dead'|'done'), order ('asc'|'desc'), limit, then, for a page that starts
--- after an entry, its score and member.
+-- ARGV: state ('due'|'waiting'|'active'|'dead'|'done'), order ('asc'|'desc'), limit, then, for a page
+-- that starts after an entry, its score and member.
 -- Returns six fields per entry: member, score, record ('' when missing), stalls, holder (digits, '0'
 -- when unknown), info ('<died at> <reason>' for a dead letter; a kept finished job's whole `done_jobs`
 -- value, record and result included, with record ''; else '').
@@ -16,14 +16,23 @@ elseif state == 'dead' then
 elseif state == 'done' then
   key = K_DONE
 end
+-- The listing is the ranks [low, n) of `key`.
+local low, n = 0, redis.call('ZCARD', key)
 -- The marker of prelude.lua sorts last in `active` (+inf): ranks past n are never listed.
-local n = redis.call('ZCARD', key)
 if state == 'active' and redis.call('ZSCORE', key, HASHED) then
   n = n - 1
 end
--- Jobs waiting for jobs sort last in `due` (deps.lua): they are not scheduled, and not listed here.
-if state == 'due' and redis.call('HLEN', KEYS[25]) > 0 then
-  n = redis.call('ZCOUNT', key, '-inf', MAX_MS)
+-- Jobs waiting for jobs sort last in `due`, past MAX_MS (deps.lua), by id: the scheduled jobs are the
+-- ranks before them, the waiting ones the ranks from there on.
+if (state == 'due' or state == 'waiting') and redis.call('HLEN', KEYS[25]) > 0 then
+  local scheduled = redis.call('ZCOUNT', key, '-inf', MAX_MS)
+  if state == 'due' then
+    n = scheduled
+  else
+    low = scheduled
+  end
+elseif state == 'waiting' then
+  return {}
 end
 
 -- Bytewise a < b, as Redis orders members of equal score (Lua's `<` follows the server's locale).
@@ -47,6 +56,7 @@ local function rank_of()
   -- Gone or moved: its place among the members of its score, by binary search over ranks.
   local lo = redis.call('ZCOUNT', key, '-inf', '(' .. after_score)
   local hi = math.min(redis.call('ZCOUNT', key, '-inf', after_score), n)
+  lo = math.max(lo, low)
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
     if less(redis.call('ZRANGE', key, mid, mid)[1], after) then
@@ -62,14 +72,14 @@ local first, last
 if desc then
   local stop = n
   if after then
-    stop = rank_of()
+    stop = math.min(rank_of(), n)
   end
-  first, last = math.max(0, stop - limit), stop - 1
+  first, last = math.max(low, stop - limit), stop - 1
 else
-  first = 0
+  first = low
   if after then
     local r, found = rank_of()
-    first = r + (found and 1 or 0)
+    first = math.max(r + (found and 1 or 0), low)
   end
   last = math.min(first + limit, n) - 1
 end
