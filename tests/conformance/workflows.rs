@@ -161,7 +161,7 @@ pub(crate) async fn workflow_dead_charge_dead_letters_its_receipt_through_the_ho
     let (tx, mut rx) = events();
     let (dead_tx, mut dead_rx) = events();
     let running = worker(&b, tx, dead_tx);
-    let mut deaths = vec![next(&mut dead_rx).await, next(&mut dead_rx).await];
+    let mut deaths = [next(&mut dead_rx).await, next(&mut dead_rx).await];
     deaths.sort_by(|a, b| a.topic.cmp(&b.topic));
     assert_eq!(
         (deaths[0].topic.as_str(), deaths[0].id.as_str()),
