@@ -19,10 +19,11 @@ pub(crate) enum Workload {
     Steady,
     Wait,
     Batch,
+    Fairness,
 }
 
 impl Workload {
-    const ALL: [(&'static str, Workload); 14] = [
+    const ALL: [(&'static str, Workload); 15] = [
         ("enqueue", Workload::Enqueue),
         ("enqueue-bulk", Workload::EnqueueBulk),
         ("drain", Workload::Drain),
@@ -37,6 +38,7 @@ impl Workload {
         ("steady", Workload::Steady),
         ("wait", Workload::Wait),
         ("batch", Workload::Batch),
+        ("fairness", Workload::Fairness),
     ];
 
     fn parse(s: &str) -> Option<Self> {
@@ -62,6 +64,7 @@ impl Workload {
             Workload::Outbox => 64 * 500,
             Workload::Wait => 1_000,
             Workload::Batch => 10_000,
+            Workload::Fairness => 100_000,
             _ => 50_000,
         }
     }
@@ -146,7 +149,10 @@ workloads (see BENCHMARKS.md):
   steady              64 producers enqueue at --rate jobs/s for --secs s (10 % delayed 0-5 s, 1 % fail
                       once, retried at once) to a worker process whose handler sleeps 2 ms; start lag
                       p50/p99/max by the Redis clock, enqueue p99, worker and Redis CPU per job
-  wait                --jobs N (default 1,000) jobs, a Client::wait on each through one client, then a
+  wait                fairness            --jobs N (default 100,000) due jobs of one key, and 50 quiet keys each enqueueing a
+                      job every 10 ms, drained by a worker in the same process; the quiet jobs' start
+                      lag p50/p99/max (quiet_p99_ms) and the flood's jobs/s (a plain queue for now)
+  --jobs N (default 1,000) jobs, a Client::wait on each through one client, then a
                       worker in the same process drains them; ms from each handler's finish to its
                       waiter's return, p50/p99/max (wake_p99_ms)
   batch               one batch of --jobs N members (default 10,000) with a success callback, drained
@@ -154,7 +160,7 @@ workloads (see BENCHMARKS.md):
                       start, ms from the last member's end to it (callback_after_last_ms)
   --jobs N         jobs (defaults: 50,000; enqueue-concurrent and drain-io 64,000; delayed 2,000;
                    memory 100,000; page 1,000,000; outbox 32,000, 500 per task; steady: rate x secs;
-                   wait 1,000; batch 10,000)
+                   wait 1,000; batch 10,000; fairness 100,000)
   --concurrency C  worker concurrency (default 50); enqueue-concurrent: enqueueing tasks, outbox:
                    committing tasks (default 64)
   --redis URL      Redis to use, empty (default redis://127.0.0.1:6379); a run FLUSHALLs it, so one
@@ -316,6 +322,8 @@ mod tests {
             (a.workload, a.jobs, a.concurrency),
             (Workload::Wait, 1_000, 50)
         );
+        let a = parse("fairness").unwrap();
+        assert_eq!((a.workload, a.jobs), (Workload::Fairness, 100_000));
         let a = parse("batch").unwrap();
         assert_eq!((a.workload, a.jobs), (Workload::Batch, 10_000));
         assert!(parse("drain --keep").unwrap().keep);

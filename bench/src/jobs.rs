@@ -87,6 +87,29 @@ impl Waited {
     }
 }
 
+/// `fairness`: the payload of [`Order`], with its tenant's key and, for a quiet tenant's job, when it
+/// was enqueued (µs on the harness's monotonic clock).
+#[derive(Debug, Clone, Serialize, Deserialize, Job)]
+#[job(topic = "bench.fair")]
+pub(crate) struct Tenant {
+    pub(crate) order_id: u64,
+    pub(crate) note: String,
+    pub(crate) key: String,
+    pub(crate) enqueued_us: u64,
+}
+
+impl Tenant {
+    pub(crate) fn new(order_id: u64, key: &str, enqueued_us: u64) -> Self {
+        let Order { order_id, note } = Order::new(order_id);
+        Tenant {
+            order_id,
+            note,
+            key: key.to_owned(),
+            enqueued_us,
+        }
+    }
+}
+
 /// `batch`: the success callback of the batch (how many members it had).
 #[derive(Debug, Clone, Serialize, Deserialize, Job)]
 #[job(topic = "bench.batch_done")]

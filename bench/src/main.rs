@@ -5,7 +5,7 @@
 //! ```
 //!
 //! Workloads: `enqueue`, `enqueue-bulk`, `enqueue-concurrent`, `drain`, `drain-io`, `delayed`, `memory`,
-//! `backlog`, `idle`, `page`, `outbox`, `steady`, `wait`, `batch`. Each takes an empty Redis and leaves it empty (`FLUSHALL`: a Redis that holds
+//! `backlog`, `idle`, `page`, `outbox`, `steady`, `wait`, `batch`, `fairness`. Each takes an empty Redis and leaves it empty (`FLUSHALL`: a Redis that holds
 //! keys is refused unless `--flush` is given, so that a run never deletes someone's data), prints
 //! human-readable lines, and last one line of JSON. The exit code is 1 when a job was lost or failed, 2
 //! when the harness could not run. Only the public API is used (`Client`, `Worker`, `enqueue_many`), with
@@ -22,7 +22,8 @@
 //! finished job with its result, and reports the Redis memory they hold (`kept_bytes_per_job`).
 //! `batch` creates one batch of 10,000 members with a success callback and drains it with a worker in
 //! the same process: members/s from the creation to the callback's start, and ms from the last
-//! member's end to the callback's start (`callback_after_last_ms`).
+//! member's end to the callback's start (`callback_after_last_ms`). `fairness` drains one key's flood
+//! beside 50 quiet keys (see `workloads/fairness.rs`): the quiet jobs' start lag (`quiet_p99_ms`).
 
 mod args;
 mod child;

@@ -95,6 +95,9 @@ pub(crate) struct Report {
     /// name).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) wake_p99_ms: Option<f64>,
+    /// `fairness`: the quiet keys' start lag p99, ms (as `p99_ms`, under its own name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) quiet_p99_ms: Option<f64>,
     /// `batch`: ms from the last member's end to the success callback's start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) callback_after_last_ms: Option<f64>,

@@ -1,0 +1,153 @@
+//! `fairness`: one tenant's flood beside quiet tenants, on one topic, as BullMQ's side runs it: `--jobs`
+//! (default 100,000) jobs of the key `flood` already due, then a worker in the same process at
+//! `--concurrency` and 50 quiet producers, each enqueueing one job of its own key every 10 ms, until the
+//! flood is drained. The figures: each quiet job's start lag (its handler's start minus its enqueue, on
+//! the monotonic clock) p50 / p99 / max, and the flood's jobs/s.
+//!
+//! Keys are in the payload only: a topic claims its due jobs in due-time order, whatever their key, so
+//! this measures what a plain queue gives (issue 25 adds fairness between keys; this workload then
+//! gives the jobs their key).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use postpone::{EnqueueItem, JobContext, JobError, Worker};
+use tokio::sync::oneshot;
+
+use super::{all_created, client, rate};
+use crate::args::Args;
+use crate::jobs::Tenant;
+use crate::probe::Probe;
+use crate::report::{percentile, round, Report};
+use crate::BoxResult;
+
+/// The quiet producers, one key each.
+const QUIET_KEYS: u64 = 50;
+/// How often each quiet producer enqueues.
+const QUIET_EVERY: Duration = Duration::from_millis(10);
+/// How long the flood may take.
+const TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What the handler records.
+struct Seen {
+    /// The monotonic clock's origin: a quiet job carries its enqueue as µs since it.
+    origin: Instant,
+    flood_done: u64,
+    flood_total: u64,
+    drained: Option<oneshot::Sender<Instant>>,
+    /// Quiet jobs' start lag, ms.
+    quiet: Vec<f64>,
+}
+
+type Shared = Arc<Mutex<Seen>>;
+
+async fn handle(job: Tenant, _ctx: JobContext, seen: Shared) -> Result<(), JobError> {
+    let mut s = seen.lock().unwrap_or_else(|p| p.into_inner());
+    if job.key == "flood" {
+        s.flood_done += 1;
+        if s.flood_done == s.flood_total {
+            if let Some(tx) = s.drained.take() {
+                let _ = tx.send(Instant::now());
+            }
+        }
+    } else {
+        let lag = s.origin.elapsed().as_secs_f64() * 1e3 - job.enqueued_us as f64 / 1e3;
+        s.quiet.push(lag);
+    }
+    Ok(())
+}
+
+/// `fairness`.
+pub(super) async fn run(args: &Args, _probe: &mut Probe) -> BoxResult<Report> {
+    let n = args.jobs;
+    let client = client(args).await?;
+    let origin = Instant::now();
+    let mut ok = true;
+    for first in (0..n).step_by(1000) {
+        let items =
+            (first..(first + 1000).min(n)).map(|k| EnqueueItem::new(Tenant::new(k, "flood", 0)));
+        ok &= all_created(&client.enqueue_many(items).await?);
+    }
+    let (tx, rx) = oneshot::channel();
+    let seen: Shared = Arc::new(Mutex::new(Seen {
+        origin,
+        flood_done: 0,
+        flood_total: n,
+        drained: Some(tx),
+        quiet: Vec::new(),
+    }));
+    // The worker's own client (its own connections, as BullMQ's worker has).
+    let worker_client = super::client(args).await?;
+    let worker = Worker::with_state(&worker_client, seen.clone())
+        .concurrency(args.concurrency)
+        .handle(handle)
+        .build()?;
+    let stop = worker.shutdown_handle();
+    let started = Instant::now();
+    let running = tokio::spawn(worker.run());
+
+    let producing = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let mut producers = tokio::task::JoinSet::new();
+    for k in 0..QUIET_KEYS {
+        let (client, producing) = (client.clone(), producing.clone());
+        producers.spawn(async move {
+            let mut sent = 0u64;
+            let mut tick = tokio::time::interval(QUIET_EVERY);
+            while producing.load(std::sync::atomic::Ordering::Relaxed) {
+                tick.tick().await;
+                let at = origin.elapsed().as_micros() as u64;
+                client
+                    .enqueue(Tenant::new(sent, &format!("quiet{k}"), at))
+                    .await?;
+                sent += 1;
+            }
+            Ok::<u64, postpone::Error>(sent)
+        });
+    }
+    let drained_at = tokio::time::timeout(TIMEOUT, rx)
+        .await
+        .map_err(|_| "the flood was not drained in time")??;
+    producing.store(false, std::sync::atomic::Ordering::Relaxed);
+    let mut quiet_sent = 0;
+    while let Some(done) = producers.join_next().await {
+        quiet_sent += done??;
+    }
+    // The quiet jobs enqueued last run now: each is counted once it started.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while (seen.lock().unwrap_or_else(|p| p.into_inner()).quiet.len() as u64) < quiet_sent {
+        if Instant::now() > deadline {
+            println!("  FAILED: not every quiet job ran within 30 s of the flood's end");
+            ok = false;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    stop.shutdown();
+    running.await??;
+
+    let secs = drained_at.saturating_duration_since(started).as_secs_f64();
+    let mut quiet = std::mem::take(&mut seen.lock().unwrap_or_else(|p| p.into_inner()).quiet);
+    quiet.sort_by(f64::total_cmp);
+    let (p50, p99) = (percentile(&quiet, 50.0), percentile(&quiet, 99.0));
+    let max = quiet.last().copied().unwrap_or(f64::NAN);
+    println!(
+        "  flood of {n} jobs drained in {secs:.3} s ({:.0} jobs/s, concurrency {}) beside {QUIET_KEYS} quiet keys",
+        rate(n, secs),
+        args.concurrency
+    );
+    println!(
+        "  quiet jobs: {} ran; start lag p50 {p50:.1} / p99 {p99:.1} / max {max:.1} ms (a plain queue: \
+         no fairness between keys yet)",
+        quiet.len()
+    );
+    Ok(Report {
+        secs: Some(round(secs, 3)),
+        jobs_per_sec: Some(round(rate(n, secs), 0)),
+        p50_ms: Some(round(p50, 3)),
+        p99_ms: Some(round(p99, 3)),
+        max_ms: Some(round(max, 3)),
+        quiet_p99_ms: Some(round(p99, 3)),
+        ok,
+        ..Report::default()
+    })
+}
