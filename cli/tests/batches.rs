@@ -5,8 +5,9 @@ mod support;
 
 use postpone::store::redis::RedisStore;
 use postpone::store::CallbackKind;
+use postpone::EnqueueItem;
 use support::batches::{create, end, End};
-use support::{command, postpone, run, RedisServer};
+use support::{client, command, postpone, run, CloseOrder, RedisServer};
 
 const INVOICES: &str = "cli.invoices";
 const BILLING: &str = "cli.billing";
@@ -260,4 +261,43 @@ fn help_names_batches_and_batch() {
         text.contains("--limit") && text.contains("--offset"),
         "{r:#?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_of_a_batch_names_its_batch() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let ns = "batch-job";
+    // Through the client, which marks each member and callback with its batch (`postpone.batch`).
+    let client = client(&server, ns).await;
+    client
+        .batch()
+        .id("orders:7")
+        .add(EnqueueItem::new(CloseOrder { order_id: 1 }).id("order:1"))
+        .on_complete(EnqueueItem::new(CloseOrder { order_id: 0 }).id("orders-closed"))
+        .enqueue()
+        .await
+        .unwrap();
+    client
+        .enqueue(CloseOrder { order_id: 2 })
+        .id("order:2")
+        .await
+        .unwrap();
+
+    let run = postpone(&url, ns, &["job", "cli.orders", "order:1"]);
+    assert!(
+        run.expect(0).stdout.contains("\n  batch     orders:7\n"),
+        "{run:#?}"
+    );
+    let doc = postpone(&url, ns, &["job", "cli.orders", "order:1", "--json"])
+        .expect(0)
+        .json();
+    assert!(
+        run.stdout.contains("\n  meta postpone.batch orders:7\n"),
+        "{run:#?}"
+    );
+    assert_eq!(doc["meta"]["postpone.batch"], "orders:7", "{doc:#}");
+    // A job of no batch has no such line.
+    let run = postpone(&url, ns, &["job", "cli.orders", "order:2"]);
+    assert!(!run.expect(0).stdout.contains("  batch "), "{run:#?}");
 }

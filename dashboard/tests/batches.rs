@@ -1,6 +1,7 @@
 //! The batch pages through the router without a browser, on a redis-server of the test's own with
 //! batches made through the store: the list, a batch's counts, callbacks and members (each linked to
-//! its job), paging, hostile text escaped, and the status codes of unknown and impossible ids.
+//! its job), paging, hostile text escaped, and the status codes of unknown and impossible ids; and a
+//! member's job page linking to its batch.
 
 #![allow(missing_docs)]
 
@@ -12,8 +13,9 @@ use axum::http::{Request, StatusCode};
 use axum::Router;
 use postpone::store::redis::RedisStore;
 use postpone::store::{CallbackKind, OpsStore};
-use postpone::Client;
+use postpone::{Client, EnqueueItem, Job};
 use postpone_dashboard::Dashboard;
+use serde::{Deserialize, Serialize};
 use support::batches::{create, end, End};
 use support::RedisServer;
 use tower::ServiceExt;
@@ -206,4 +208,51 @@ async fn dashboard_batch_page_of_an_unknown_or_impossible_id_says_so() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
     escaped(&body);
     assert!(body.contains("invalid batch id"), "{body}");
+}
+
+#[derive(Serialize, Deserialize, Job)]
+#[job(topic = "dash.orders")]
+struct CloseOrder {
+    order_id: u64,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_job_page_links_a_member_to_its_batch() {
+    let server = RedisServer::start();
+    // Through the client, which marks each member with its batch (`postpone.batch`).
+    let client = Client::builder()
+        .namespace("dash")
+        .redis(&server.url())
+        .await
+        .unwrap();
+    client
+        .batch()
+        .id("orders:7")
+        .add(EnqueueItem::new(CloseOrder { order_id: 1 }).id("order:1"))
+        .enqueue()
+        .await
+        .unwrap();
+    client
+        .enqueue(CloseOrder { order_id: 2 })
+        .id("order:2")
+        .await
+        .unwrap();
+    let app = Dashboard::new(client).router();
+
+    let (status, body) = send(&app, "/job?topic=dash.orders&id=order%3A1").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        body.contains(
+            "<dt>Batch</dt><dd id=\"batch\"><a class=\"mono\" href=\"batch?id=orders%3A7\">orders:7</a></dd>"
+        ),
+        "{body}"
+    );
+    let (status, body) = send(&app, "/batch?id=orders%3A7").await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "the link leads to its batch: {body}"
+    );
+    let (_, other) = send(&app, "/job?topic=dash.orders&id=order%3A2").await;
+    assert!(!other.contains("id=\"batch\""), "no batch: {other}");
 }

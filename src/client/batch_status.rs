@@ -1,10 +1,11 @@
 //! Reading batches through the client: one batch's progress, its members, the namespace's batches.
 
 use chrono::{DateTime, Utc};
+use serde::{Serialize, Serializer};
 
-use super::batch::user_topic;
 use super::Client;
 use crate::error::{Error, Result};
+use crate::partition::split_store_topic;
 use crate::store::{self, CallbackKind, MemberState};
 use crate::time::ms_to_time;
 use crate::validate::validate_batch_id;
@@ -13,12 +14,16 @@ use crate::validate::validate_batch_id;
 const MAX_PAGE: usize = 10_000;
 
 /// A batch's progress: its counts, whether it is closed and complete, and which callbacks fired.
+///
+/// The client ([`Client::batch_status`]) and the operations API ([`Ops::batch`](crate::ops::Ops::batch))
+/// both answer with it. Its JSON has its fields, `pending` among them, and each callback as
+/// `{"kind": "success" | "complete" | "death", "fired": bool}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct BatchStatus {
     /// Its id.
     pub id: String,
-    /// Its description.
+    /// Its description (text of the application's: escape it where it is shown as markup).
     pub description: String,
     /// When it was created (the store's clock).
     pub created_at: DateTime<Utc>,
@@ -59,6 +64,52 @@ impl BatchStatus {
     }
 }
 
+/// A callback in [`BatchStatus`]'s JSON.
+#[derive(Serialize)]
+struct CallbackDoc {
+    kind: CallbackKind,
+    fired: bool,
+}
+
+/// [`BatchStatus`]'s JSON: its fields, with `pending` beside the counts.
+#[derive(Serialize)]
+struct StatusDoc<'a> {
+    id: &'a str,
+    description: &'a str,
+    created_at: DateTime<Utc>,
+    total: u64,
+    succeeded: u64,
+    dead: u64,
+    cancelled: u64,
+    pending: u64,
+    closed: bool,
+    completed_at: Option<DateTime<Utc>>,
+    callbacks: Vec<CallbackDoc>,
+}
+
+impl Serialize for BatchStatus {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        StatusDoc {
+            id: &self.id,
+            description: &self.description,
+            created_at: self.created_at,
+            total: self.total,
+            succeeded: self.succeeded,
+            dead: self.dead,
+            cancelled: self.cancelled,
+            pending: self.pending(),
+            closed: self.closed,
+            completed_at: self.completed_at,
+            callbacks: self
+                .callbacks
+                .iter()
+                .map(|&(kind, fired)| CallbackDoc { kind, fired })
+                .collect(),
+        }
+        .serialize(serializer)
+    }
+}
+
 impl From<store::BatchStatus> for BatchStatus {
     fn from(s: store::BatchStatus) -> Self {
         BatchStatus {
@@ -76,12 +127,16 @@ impl From<store::BatchStatus> for BatchStatus {
     }
 }
 
-/// One member of a batch, as far as its batch knows.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One member of a batch, as far as its batch knows: the job (its topic, partition and id, as
+/// [`Ops::job`](crate::ops::Ops::job) finds it) and how it ended. Its JSON has these four fields, the
+/// state as `pending`, `succeeded`, `dead` or `cancelled`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct BatchMember {
     /// Its topic.
     pub topic: String,
+    /// Its partition (0 for a topic of one partition).
+    pub partition: u16,
     /// Its id.
     pub id: String,
     /// How it ended, if it did.
@@ -90,8 +145,11 @@ pub struct BatchMember {
 
 impl From<store::BatchMember> for BatchMember {
     fn from(m: store::BatchMember) -> Self {
+        // The store names a member by its store topic: the topic, or `<topic>#<p>` for partition p.
+        let (topic, partition) = split_store_topic(&m.topic);
         BatchMember {
-            topic: user_topic(&m.topic).to_owned(),
+            topic: topic.to_owned(),
+            partition,
             id: m.id,
             state: m.state,
         }

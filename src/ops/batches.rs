@@ -1,116 +1,20 @@
 //! Batches in the operations API: the namespace's batches newest first, one batch's status (counts,
-//! closed, completed, which callbacks fired), and its members with their states, paged by offset.
+//! closed, completed, which callbacks fired), and its members with their states, paged by offset. They
+//! are the client's views ([`BatchStatus`], [`BatchMember`]), which serialize to the JSON the CLI prints.
 
-use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::{Ops, MAX_PAGE};
+use super::{JobDetail, Ops, MAX_PAGE};
+use crate::client::{BatchMember, BatchStatus};
 use crate::error::Result;
-use crate::partition::split_store_topic;
-use crate::store::{BatchMember, BatchStatus, CallbackKind, MemberState};
-use crate::time::ms_to_time;
+use crate::store::MemberState;
 use crate::validate::validate_batch_id;
 
-/// A batch as operators see it: what it counts, and which of its callbacks fired.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct BatchInfo {
-    /// Its id.
-    pub id: String,
-    /// Its description (text of the application's: escape it where it is shown as markup).
-    pub description: String,
-    /// When it was created (by the store's clock).
-    pub created_at: DateTime<Utc>,
-    /// Its members.
-    pub total: u64,
-    /// Members that succeeded.
-    pub succeeded: u64,
-    /// Members that died.
-    pub dead: u64,
-    /// Members that were cancelled.
-    pub cancelled: u64,
-    /// Members not ended yet (due, running, or being retried).
-    pub pending: u64,
-    /// Whether it is closed (takes no more members).
-    pub closed: bool,
-    /// When it completed: closed, and its last member ended. `None` while it is not.
-    pub completed_at: Option<DateTime<Utc>>,
-    /// Its callbacks, each with whether it fired (its job was enqueued, or is being).
-    pub callbacks: Vec<BatchCallback>,
-}
-
-/// A callback of a batch, and whether it fired.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct BatchCallback {
-    /// Which callback: `success`, `complete` or `death` in JSON.
-    pub kind: CallbackKind,
-    /// Whether it fired.
-    pub fired: bool,
-}
-
-impl BatchInfo {
-    fn new(s: BatchStatus) -> Self {
-        BatchInfo {
-            pending: s.pending(),
-            created_at: ms_to_time(s.created_at_ms),
-            completed_at: s.completed_at_ms.map(ms_to_time),
-            callbacks: s
-                .callbacks
-                .iter()
-                .map(|&(kind, fired)| BatchCallback { kind, fired })
-                .collect(),
-            id: s.id,
-            description: s.description,
-            total: s.total,
-            succeeded: s.succeeded,
-            dead: s.dead,
-            cancelled: s.cancelled,
-            closed: s.closed,
-        }
-    }
-
-    /// Whether every member ended, the batch being closed.
-    pub fn completed(&self) -> bool {
-        self.completed_at.is_some()
-    }
-
-    /// The callbacks that fired, by name (`"success"`, `"complete"`, `"death"`), in the order they are
-    /// stored.
-    pub fn fired(&self) -> Vec<&'static str> {
-        self.callbacks
-            .iter()
-            .filter(|c| c.fired)
-            .map(|c| c.kind.as_str())
-            .collect()
-    }
-}
-
-/// A member of a batch: the job (its topic, partition and id, as [`Ops::job`] finds it) and how it
-/// ended, as far as its batch knows.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct BatchMemberInfo {
-    /// Its topic's name.
-    pub topic: String,
-    /// Its partition (0 for a topic of one partition).
-    pub partition: u16,
-    /// Its id.
-    pub id: String,
-    /// `pending`, `succeeded`, `dead` or `cancelled` in JSON.
-    pub state: MemberState,
-}
-
-impl BatchMemberInfo {
-    fn new(m: BatchMember) -> Self {
-        // The store names a member by its store topic: the topic, or `<topic>#<p>` for partition p.
-        let (topic, partition) = split_store_topic(&m.topic);
-        BatchMemberInfo {
-            topic: topic.to_owned(),
-            partition,
-            id: m.id,
-            state: m.state,
-        }
+impl JobDetail {
+    /// The batch it belongs to, as a member or a callback: its metadata `postpone.batch` (see
+    /// [`JobContext::batch_id`](crate::JobContext::batch_id)); `None` for a job of no batch.
+    pub fn batch_id(&self) -> Option<&str> {
+        self.meta.get(crate::meta::BATCH_KEY).map(String::as_str)
     }
 }
 
@@ -129,7 +33,7 @@ pub fn member_state_name(state: MemberState) -> &'static str {
 #[non_exhaustive]
 pub struct BatchPage {
     /// The batches.
-    pub batches: Vec<BatchInfo>,
+    pub batches: Vec<BatchStatus>,
     /// The offset of the next page; `None` when this is the last.
     pub next: Option<usize>,
 }
@@ -139,7 +43,7 @@ pub struct BatchPage {
 #[non_exhaustive]
 pub struct MemberPage {
     /// The members.
-    pub members: Vec<BatchMemberInfo>,
+    pub members: Vec<BatchMember>,
     /// The offset of the next page; `None` when this is the last.
     pub next: Option<usize>,
 }
@@ -158,7 +62,7 @@ impl Ops {
     pub async fn batches(&self, offset: usize, limit: usize) -> Result<BatchPage> {
         let limit = limit.clamp(1, MAX_PAGE);
         let found = self.client.backend().batches(offset, limit + 1).await?;
-        let mut batches: Vec<BatchInfo> = found.into_iter().map(BatchInfo::new).collect();
+        let mut batches: Vec<BatchStatus> = found.into_iter().map(Into::into).collect();
         let next = next_offset(&mut batches, offset, limit);
         Ok(BatchPage { batches, next })
     }
@@ -166,10 +70,10 @@ impl Ops {
     /// One batch's status; `None` when there is no batch of this id (or it completed more than
     /// [`BATCH_KEEP_MS`](crate::store::workflow::BATCH_KEEP_MS) ago). An id that cannot name a batch
     /// (see [`validate_batch_id`]) fails with [`Error::InvalidBatchId`](crate::Error::InvalidBatchId).
-    pub async fn batch(&self, id: &str) -> Result<Option<BatchInfo>> {
+    pub async fn batch(&self, id: &str) -> Result<Option<BatchStatus>> {
         validate_batch_id(id)?;
         let status = self.client.backend().batch(id).await?;
-        Ok(status.map(BatchInfo::new))
+        Ok(status.map(Into::into))
     }
 
     /// A page of a batch's members in the order they were added, each with its state: skipping
@@ -183,8 +87,7 @@ impl Ops {
             .backend()
             .batch_members(id, offset, limit + 1)
             .await?;
-        let mut members: Vec<BatchMemberInfo> =
-            found.into_iter().map(BatchMemberInfo::new).collect();
+        let mut members: Vec<BatchMember> = found.into_iter().map(Into::into).collect();
         let next = next_offset(&mut members, offset, limit);
         Ok(MemberPage { members, next })
     }
@@ -196,17 +99,17 @@ mod tests {
 
     #[test]
     fn a_member_of_a_partition_is_named_by_its_topic() {
-        let member = |topic: &str| BatchMember {
+        let member = |topic: &str| crate::store::BatchMember {
             topic: topic.to_owned(),
             id: "a#1".to_owned(),
             state: MemberState::Dead,
         };
-        let m = BatchMemberInfo::new(member("mail.send#3"));
+        let m = BatchMember::from(member("mail.send#3"));
         assert_eq!(
             (m.topic.as_str(), m.partition, m.id.as_str()),
             ("mail.send", 3, "a#1")
         );
-        let m = BatchMemberInfo::new(member("mail.send"));
+        let m = BatchMember::from(member("mail.send"));
         assert_eq!((m.topic.as_str(), m.partition), ("mail.send", 0));
     }
 

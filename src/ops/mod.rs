@@ -57,9 +57,7 @@ use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
 use serde::Serialize;
 
-pub use self::batches::{
-    member_state_name, BatchCallback, BatchInfo, BatchMemberInfo, BatchPage, MemberPage,
-};
+pub use self::batches::{member_state_name, BatchPage, MemberPage};
 pub use self::control::{BulkOutcome, DeadFilter};
 pub use self::doctor::{Check, Level};
 pub use self::inspect::JobDetail;
@@ -67,6 +65,7 @@ pub use self::listing::{Cursor, Finished, JobPage, JobQuery, JobSummary, MAX_PAG
 pub use self::outbox::{OutboxInfo, OutboxReport};
 pub use self::waiting::JobParent;
 pub use self::workers::{WorkerInfo, WorkerTopic};
+pub use crate::client::{BatchMember, BatchStatus};
 pub use crate::store::{CallbackKind, MemberState, MinuteCounts, PageState};
 pub use crate::time::human_duration;
 

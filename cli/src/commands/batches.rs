@@ -1,6 +1,6 @@
 //! `batches` and `batch ID`: the namespace's batches newest first, and one batch with its members.
 
-use postpone::ops::{member_state_name, BatchInfo, BatchMemberInfo, Ops};
+use postpone::ops::{member_state_name, BatchMember, BatchStatus, Ops};
 use postpone::store::workflow::BATCH_KEEP_MS;
 use serde::Serialize;
 
@@ -10,7 +10,7 @@ use crate::output::say;
 use crate::output::{absolute, cut, relative, Out};
 
 /// Where a batch is: `open`, `closed` (its members still running) or `completed`.
-fn state(out: &Out, b: &BatchInfo) -> String {
+fn state(out: &Out, b: &BatchStatus) -> String {
     match (b.completed_at, b.closed) {
         (Some(at), _) => format!("{} {}", out.good("completed"), out.time(at)),
         (None, true) => "closed".to_owned(),
@@ -19,10 +19,16 @@ fn state(out: &Out, b: &BatchInfo) -> String {
 }
 
 /// The callbacks that fired, by name, or `-`.
-fn fired(b: &BatchInfo) -> String {
-    match b.fired()[..] {
-        [] => "-".to_owned(),
-        ref names => names.join(","),
+fn fired(b: &BatchStatus) -> String {
+    let names: Vec<&str> = b
+        .callbacks
+        .iter()
+        .filter(|(_, fired)| *fired)
+        .map(|(kind, _)| kind.as_str())
+        .collect();
+    match names.is_empty() {
+        true => "-".to_owned(),
+        false => names.join(","),
     }
 }
 
@@ -74,7 +80,7 @@ pub(crate) async fn list(ops: &Ops, out: &Out, page: &OffsetArgs) -> Result<(), 
             b.succeeded.to_string(),
             b.dead.to_string(),
             b.cancelled.to_string(),
-            b.pending.to_string(),
+            b.pending().to_string(),
             state(out, b),
             fired(b),
         ]);
@@ -88,8 +94,8 @@ pub(crate) async fn list(ops: &Ops, out: &Out, page: &OffsetArgs) -> Result<(), 
 /// `batch ID --json`.
 #[derive(Serialize)]
 struct BatchDoc {
-    batch: BatchInfo,
-    members: Vec<BatchMemberInfo>,
+    batch: BatchStatus,
+    members: Vec<BatchMember>,
     next: Option<usize>,
 }
 
@@ -133,15 +139,19 @@ pub(crate) async fn show(ops: &Ops, out: &Out, id: &str, page: &OffsetArgs) -> R
         "members",
         format!(
             "{} total: {} succeeded, {} dead, {} cancelled, {} pending",
-            batch.total, batch.succeeded, batch.dead, batch.cancelled, batch.pending
+            batch.total,
+            batch.succeeded,
+            batch.dead,
+            batch.cancelled,
+            batch.pending()
         ),
     );
     let callbacks: Vec<String> = batch
         .callbacks
         .iter()
-        .map(|c| {
-            let done = if c.fired { "fired" } else { "not fired" };
-            format!("{} ({done})", c.kind.as_str())
+        .map(|&(kind, fired)| {
+            let done = if fired { "fired" } else { "not fired" };
+            format!("{} ({done})", kind.as_str())
         })
         .collect();
     line(

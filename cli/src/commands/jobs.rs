@@ -179,8 +179,9 @@ fn both(out: &Out, t: chrono::DateTime<chrono::Utc>) -> String {
 }
 
 fn print_detail(out: &Out, job: &JobDetail) {
+    // A label of 10 or more characters (`meta <key>`) still has a space before its value.
     let line = |label: &str, value: String| {
-        let text = format!("  {:<10}{value}", out.bold(label));
+        let text = format!("  {:<9} {value}", out.bold(label));
         say!("{}", text.trim_end());
     };
     say!("{} {} of topic {}", out.bold("job"), job.id, job.topic);
@@ -240,6 +241,9 @@ fn print_detail(out: &Out, job: &JobDetail) {
         line("progress", text);
     }
     line("why", job.why.clone());
+    if let Some(batch) = job.batch_id() {
+        line("batch", batch.to_owned());
+    }
     let attempts = match job.max_attempts {
         Some(n) => format!("{} of {n}", job.attempt),
         None => format!(

@@ -5,7 +5,7 @@ use askama::Template;
 use axum::extract::{OriginalUri, Query, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
-use postpone::ops::{member_state_name, BatchInfo, PageState};
+use postpone::ops::{member_state_name, BatchStatus, PageState};
 use serde::Deserialize;
 
 use crate::links;
@@ -20,7 +20,7 @@ pub(crate) const KEEP_DAYS: u64 = postpone::store::workflow::BATCH_KEEP_MS / 86_
 /// A batch as a row of the list or the head of its page.
 #[derive(Debug)]
 pub(crate) struct Summary {
-    pub(crate) info: BatchInfo,
+    pub(crate) info: BatchStatus,
     pub(crate) link: String,
     pub(crate) created: Time,
     pub(crate) completed: Option<Time>,
@@ -31,12 +31,12 @@ pub(crate) struct Summary {
 }
 
 impl Summary {
-    fn new(info: BatchInfo) -> Self {
+    fn new(info: BatchStatus) -> Self {
         Summary {
             link: links::batch(&info.id, 0),
             created: Time::of(info.created_at),
             completed: info.completed_at.map(Time::of),
-            state: match (info.completed(), info.closed) {
+            state: match (info.is_complete(), info.closed) {
                 (true, _) => "completed",
                 (false, true) => "closed",
                 (false, false) => "open",
@@ -44,7 +44,7 @@ impl Summary {
             callbacks: info
                 .callbacks
                 .iter()
-                .map(|c| (c.kind.as_str(), c.fired))
+                .map(|&(kind, fired)| (kind.as_str(), fired))
                 .collect(),
             info,
         }

@@ -1,6 +1,6 @@
 //! One job: payload, attempt k of n, the retry timeline, why it is not running (a waiting job: the
-//! jobs it waits for, linked), a running job's progress, a kept finished job's result, and its
-//! actions.
+//! jobs it waits for, linked), its batch (linked), a running job's progress, a kept finished job's
+//! result, and its actions.
 
 use askama::Template;
 use axum::extract::{OriginalUri, Query, State};
@@ -31,6 +31,13 @@ pub(crate) struct Parent {
     pub(crate) link: String,
 }
 
+/// The batch a member or callback belongs to, linked to its page.
+#[derive(Debug)]
+pub(crate) struct BatchLink {
+    pub(crate) id: String,
+    pub(crate) link: String,
+}
+
 #[derive(Debug, Template)]
 #[template(path = "job.html")]
 pub(crate) struct JobPage {
@@ -44,6 +51,8 @@ pub(crate) struct JobPage {
     pub(crate) reason: Option<String>,
     /// The jobs a waiting job waits for (empty in other states).
     pub(crate) parents: Vec<Parent>,
+    /// Its batch, when it is a member or a callback of one.
+    pub(crate) batch: Option<BatchLink>,
     pub(crate) enqueued_at: Time,
     pub(crate) payload: String,
     /// A kept succeeded job's result, as pretty JSON.
@@ -149,8 +158,13 @@ pub(crate) async fn page(
             id: p.id,
         })
         .collect();
+    let batch = job.batch_id().map(|id| BatchLink {
+        id: id.to_owned(),
+        link: links::batch(id, 0),
+    });
     render(&JobPage {
         parents,
+        batch,
         steps: timeline(&job, now),
         payload: serde_json::to_string_pretty(&job.payload).unwrap_or_default(),
         result: job
