@@ -33,6 +33,14 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A job's key for fairness is empty, too long, or holds control characters (see
+    /// [`validate_key`](crate::validate_key)).
+    InvalidKey {
+        /// The key as given (cut to 64 characters).
+        key: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// An encoded job is larger than the configured limit.
     PayloadTooLarge {
         /// The job's topic.
@@ -231,6 +239,13 @@ impl Error {
         }
     }
 
+    pub(crate) fn invalid_key(key: &str, reason: &'static str) -> Self {
+        Error::InvalidKey {
+            key: cut(key),
+            reason,
+        }
+    }
+
     pub(crate) fn invalid_meta(key: &str, reason: &'static str) -> Self {
         Error::InvalidMeta {
             key: cut(key),
@@ -300,6 +315,10 @@ impl fmt::Display for Error {
                 "invalid namespace {namespace:?}: {reason} (use 1 to 64 of A-Z a-z 0-9 _ . -)"
             ),
             Error::InvalidId { id, reason } => write!(f, "invalid job id {id:?}: {reason}"),
+            Error::InvalidKey { key, reason } => write!(
+                f,
+                "invalid job key {key:?}: {reason} (a key for fairness is 1 to 128 bytes without control characters)"
+            ),
             Error::PayloadTooLarge { topic, size, limit } => write!(
                 f,
                 "job for topic {topic:?} is {size} bytes encoded, over the limit of {limit} bytes \

@@ -24,6 +24,7 @@ chapter!(cookbook_order_timeout, "cookbook-order-timeout.md");
 chapter!(cookbook_webhooks, "cookbook-webhooks.md");
 chapter!(periodic, "periodic.md");
 chapter!(flow_control, "flow-control.md");
+chapter!(fairness, "fairness.md");
 chapter!(middleware, "middleware.md");
 chapter!(unique, "unique.md");
 chapter!(results, "results.md");

@@ -143,6 +143,19 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     fn unique(&self) -> Option<crate::Unique> {
         None
     }
+
+    /// This job's key for fairness (`#[job(key = "customer_id")]`: that field's value, formatted with
+    /// `Display`), used by every enqueue that sets none with [`Enqueue::key`](crate::Enqueue::key).
+    /// Default: none.
+    ///
+    /// Within a topic, due jobs of different keys are claimed round-robin between keys, so one key's
+    /// backlog of 100,000 jobs takes its turn and no more, and a key with one due job starts at the next
+    /// free slot whatever the others hold; a key's own jobs go in due order. A key is 1 to 128 bytes
+    /// without control characters ([`validate_key`](crate::validate_key)). See the guide's chapter
+    /// [Fairness by key](crate::guide::fairness).
+    fn key(&self) -> Option<String> {
+        None
+    }
 }
 
 /// How long a job type's finished jobs are kept (see [`Job::keep`]): at most `max_count` of them, none

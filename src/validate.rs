@@ -77,6 +77,31 @@ pub fn validate_id(id: &str) -> Result<()> {
     Ok(())
 }
 
+/// Longest fairness key, in bytes.
+const MAX_KEY_LEN: usize = 128;
+
+/// Checks a job's key for fairness ([`Job::key`](crate::Job::key)): 1 to 128 bytes of UTF-8 with no
+/// control characters. A key never appears in a Redis key name as given (its SHA-1 does), so any other
+/// character is safe.
+///
+/// ```
+/// assert!(postpone::validate_key("customer:42").is_ok());
+/// assert!(postpone::validate_key("").is_err());
+/// assert!(postpone::validate_key(&"k".repeat(129)).is_err());
+/// ```
+pub fn validate_key(key: &str) -> Result<()> {
+    let reason = if key.is_empty() {
+        "it is empty"
+    } else if key.len() > MAX_KEY_LEN {
+        "it is longer than 128 bytes"
+    } else if key.chars().any(char::is_control) {
+        "it holds a control character"
+    } else {
+        return Ok(());
+    };
+    Err(Error::invalid_key(key, reason))
+}
+
 /// Longest batch id, in bytes.
 pub const MAX_BATCH_ID_LEN: usize = 128;
 

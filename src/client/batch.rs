@@ -128,6 +128,7 @@ impl Stamp {
         let item = item.meta(BATCH_KEY, batch_id);
         let first_delay = J::retry_schedule().delay_before(1);
         let prepared = client.prepare_item(item, self.now_ms, first_delay, &self.carried)?;
+        prepared.refuse_key(J::TOPIC, "a batch's member or callback")?;
         self.topics.insert(J::TOPIC, J::partitions());
         let p = partition_of(&prepared.job.id, J::partitions());
         Ok(BatchJob::new(store_topic(J::TOPIC, p), prepared.job))

@@ -60,6 +60,7 @@ pub struct EnqueueItem<J> {
     priority: u8,
     meta: Meta,
     keyed: Option<KeyedOption>,
+    key: Option<String>,
 }
 
 impl<J: Job> EnqueueItem<J> {
@@ -74,6 +75,7 @@ impl<J: Job> EnqueueItem<J> {
             priority: 0,
             meta: Meta::new(),
             keyed: None,
+            key: None,
         }
     }
 
@@ -110,6 +112,14 @@ impl<J: Job> EnqueueItem<J> {
     /// [`unique`](Self::unique).
     pub fn debounce(mut self, debounce: Debounce) -> Self {
         self.keyed = Some(KeyedOption::Debounce(debounce));
+        self
+    }
+
+    /// Files the job under `key` for fairness (instead of its type's [`Job::key`]): within the topic,
+    /// due jobs of different keys are claimed round-robin between keys. 1 to 128 bytes without control
+    /// characters ([`Error::InvalidKey`] otherwise). See [`Job::key`].
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
         self
     }
 
@@ -258,6 +268,27 @@ impl<'a, J: Job> Enqueue<'a, J> {
     /// Debounces the job by key: see [`Debounce`](crate::Debounce).
     pub fn debounce(mut self, debounce: Debounce) -> Self {
         self.item = self.item.debounce(debounce);
+        self
+    }
+
+    /// Files the job under `key` for fairness, instead of its type's [`Job::key`]: within the topic,
+    /// due jobs of different keys are claimed round-robin between keys, so one customer's flood waits
+    /// its turn while another's job starts at the next free slot.
+    ///
+    /// ```
+    /// # use postpone::{Client, Job};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Serialize, Deserialize, Job)]
+    /// # #[job(topic = "shop.sync")]
+    /// # struct SyncShop { shop_id: u64 }
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> postpone::Result<()> {
+    /// let client = Client::memory();
+    /// client.enqueue(SyncShop { shop_id: 7 }).key("tenant:acme").await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.item = self.item.key(key);
         self
     }
 
@@ -469,7 +500,24 @@ impl Client {
             }),
             _ => item.when.to_due(first_delay.unwrap_or_default()),
         };
-        let job = NewJob::new(id, bytes, due, item.replace).priority(item.priority);
+        let key = match item.key.or_else(|| item.job.key()) {
+            Some(key) => {
+                crate::validate::validate_key(&key)?;
+                if keyed.is_some() {
+                    return Err(Error::InvalidConfig {
+                        reason: format!(
+                            "a job of topic {:?} with a key for fairness cannot be unique or debounced (yet)",
+                            J::TOPIC
+                        ),
+                    });
+                }
+                Some(key)
+            }
+            None => None,
+        };
+        let job = NewJob::new(id, bytes, due, item.replace)
+            .priority(item.priority)
+            .with_key(key);
         Ok(Prepared {
             job,
             generated,
@@ -722,6 +770,24 @@ fn keyed_to_enqueued(id: String, outcome: KeyedOutcome) -> Enqueued {
         status,
         due_at: due_at.map(ms_to_time),
         held_until: held_until.map(ms_to_time),
+    }
+}
+
+impl Prepared {
+    /// Fails when the job has a key for fairness: `what` (a batch member, a job that waits for jobs, an
+    /// outbox's job, a periodic job) does not file jobs by key yet, and a key must never be dropped
+    /// silently.
+    pub(super) fn refuse_key(&self, topic: &str, what: &str) -> Result<()> {
+        match &self.job.key {
+            Some(key) => Err(Error::InvalidConfig {
+                reason: format!(
+                    "job {:?} of topic {topic:?} has the key {key:?} for fairness, and {what} cannot \
+                     have one yet",
+                    self.job.id
+                ),
+            }),
+            None => Ok(()),
+        }
     }
 }
 

@@ -87,9 +87,9 @@ impl Client {
         let now_ms = Utc::now().timestamp_millis();
         // A tick is no request's work: it carries no trace context.
         let none = crate::meta::Meta::new();
-        let new = self
-            .prepare_item(EnqueueItem::new(job).id(id), now_ms, None, &none)?
-            .job;
+        let prepared = self.prepare_item(EnqueueItem::new(job).id(id), now_ms, None, &none)?;
+        prepared.refuse_key(J::TOPIC, "a periodic job")?;
+        let new = prepared.job;
         Ok((new.id, new.record))
     }
 }

@@ -34,6 +34,10 @@ pub struct NewJob {
     /// (then the earlier due time); a job keeps it through retries and expired leases, and a replace
     /// sets the new job's. See [`NewJob::priority`].
     pub priority: u8,
+    /// Its key for fairness ([`Job::key`](crate::Job::key)): within the topic, due jobs of different
+    /// keys are claimed round-robin between keys, a key's own in due order. `None`: the job is claimed
+    /// in due order among the topic's unkeyed jobs. Validated by [`validate_key`](crate::validate_key).
+    pub key: Option<String>,
 }
 
 /// The highest priority a job may have.
@@ -48,7 +52,13 @@ impl NewJob {
             due,
             replace,
             priority: 0,
+            key: None,
         }
+    }
+
+    /// The same job with key `key` for fairness (see [`NewJob::key`]).
+    pub fn with_key(self, key: Option<String>) -> Self {
+        NewJob { key, ..self }
     }
 
     /// The same job with priority `priority` (capped at [`MAX_PRIORITY`]; the client checks it).
