@@ -276,3 +276,75 @@ async fn unique_and_debounce_keys_live_in_the_topic_slot_and_go_once_they_no_lon
         .collect();
     assert!(left.is_empty(), "per-key state left: {left:?}");
 }
+
+#[tokio::test]
+async fn fair_keys_live_in_the_topic_slot_and_go_once_their_jobs_end() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    let keyed = |id: &str, key: &str| job(id, Due::In(0)).with_key(Some(key.to_owned()));
+    // Key "big" has 6 due jobs, "small" one, "later" one in an hour (cancelled below).
+    let mut jobs: Vec<_> = (0..6).map(|i| keyed(&format!("big:{i}"), "big")).collect();
+    jobs.push(keyed("small:0", "small"));
+    jobs.push(job("later:0", Due::In(3_600_000)).with_key(Some("later".into())));
+    s.enqueue(T, jobs).await.unwrap();
+    let prefix = "postpone:{shop:orders.close}:";
+    let keys = server.keys();
+    for set in ["fkey", "fq", "fready", "fwait"] {
+        let key = format!("{prefix}{set}");
+        assert!(keys.contains(&key), "{key} missing: {keys:?}");
+    }
+    // Round-robin: the first claim of two takes one job of each due key.
+    let first = s.claim(T, claim(2)).await.unwrap();
+    let mut ids: Vec<_> = first.jobs.iter().map(|j| j.id.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["big:0", "small:0"]);
+    assert_eq!(
+        s.cancel(T, "later:0").await.unwrap(),
+        CancelOutcome::Removed
+    );
+    // The rest, retrying one of them once; then everything ends.
+    let mut claimed = first.jobs;
+    let mut retried = false;
+    while !claimed.is_empty() {
+        let items: Vec<_> = claimed
+            .iter()
+            .map(|j| {
+                let finish = if j.id == "big:3" && !retried {
+                    retried = true;
+                    Finish::Retry {
+                        record: b"again".to_vec(),
+                        delay_ms: 0,
+                        counted: true,
+                    }
+                } else {
+                    Finish::Done
+                };
+                FinishItem::new(j.id.clone(), j.token, finish)
+            })
+            .collect();
+        s.finish(T, items).await.unwrap();
+        claimed = s.claim(T, claim(2)).await.unwrap().jobs;
+    }
+    assert!(retried);
+    assert_eq!(s.counts(T).await.unwrap().processed, 7);
+    for key in server.keys() {
+        assert!(
+            key.starts_with(prefix),
+            "{key} is outside the topic's hash tag"
+        );
+    }
+    // A claim that finds a due job after the last keyed one ended clears what keys left behind.
+    s.enqueue(T, vec![job("plain", Due::In(0))]).await.unwrap();
+    let last = s.claim(T, claim(2)).await.unwrap();
+    assert_eq!(last.jobs.len(), 1);
+    let left: Vec<_> = server
+        .keys()
+        .into_iter()
+        .filter(|k| {
+            ["fkey", "fq", "fready", "fwait"]
+                .iter()
+                .any(|s| k.ends_with(&format!(":{s}")))
+        })
+        .collect();
+    assert!(left.is_empty(), "per-key state left: {left:?}");
+}

@@ -297,8 +297,9 @@ impl Batched for Enqueues {
         keys: &TopicKeys,
         jobs: &[NewJob],
     ) -> Result<Vec<EnqueueOutcome>> {
-        // A replace, or a priority, may touch the priority keys: the general batch script.
-        let plain = |job: &NewJob| !job.replace && job.priority == 0;
+        // A replace, a priority or a key may touch the priority or fairness keys: the general batch
+        // script.
+        let plain = |job: &NewJob| !job.replace && job.priority == 0 && job.key.is_none();
         match jobs {
             [job] if plain(job) => enqueue_one(store, topic, keys, job).await.map(|o| vec![o]),
             [first, ..]
@@ -331,7 +332,8 @@ async fn enqueue_many(
                     .arg(kind)
                     .arg(value)
                     .arg(u8::from(job.replace))
-                    .arg(job.priority);
+                    .arg(job.priority)
+                    .arg(job.key.as_deref().unwrap_or(""));
             }
         })
         .await?;

@@ -8,6 +8,8 @@ const PRELUDE_CORE: &str = include_str!("scripts/prelude_core.lua");
 /// What every script but the single enqueue adds: leases, deaths, listings, priorities. Each function a
 /// script's source defines is a closure made at every call, so the hottest script leaves these out.
 const PRELUDE: &str = include_str!("scripts/prelude.lua");
+/// Fairness by key: the helpers, made only when a script needs them (see fair.lua).
+const FAIR: &str = include_str!("scripts/fair.lua");
 /// Finished jobs kept, waiters and progress, after the prelude, for the scripts that end jobs or read
 /// outcomes (they get the five keys of `TopicKeys::with_outcomes`).
 const OUTCOMES: &str = include_str!("scripts/outcomes.lua");
@@ -74,7 +76,7 @@ pub(super) struct Scripts {
 }
 
 fn script(body: &str) -> Script {
-    with_source(format!("{PRELUDE_CORE}\n{PRELUDE}\n{body}"))
+    with_source(format!("{PRELUDE_CORE}\n{PRELUDE}\n{FAIR}\n{body}"))
 }
 
 /// A script that needs only the core of the prelude.

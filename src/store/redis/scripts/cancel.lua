@@ -6,7 +6,7 @@
 local channel, topic = ARGV[1], ARGV[2]
 local out, removed = {}, {}
 local recs = {}
-local flags = redis.call('HMGET', K_STATS, 'keep', 'waits', 'progress', 'follow')
+local flags = redis.call('HMGET', K_STATS, 'keep', 'waits', 'progress', 'follow', 'fair')
 for i = 3, #ARGV do
   local id = ARGV[i]
   local due_at = redis.call('ZSCORE', K_DUE, id)
@@ -27,6 +27,10 @@ for i = 3, #ARGV do
     if redis.call('HDEL', K_PRIO, id) == 1 then
       redis.call('ZREM', K_PRIO_READY, id)
       redis.call('ZREM', K_PRIO_WAIT, id)
+    end
+    if flags[5] then
+      fair_helpers()
+      fair_cancel(id, tonumber(due_at))
     end
     removed[#removed + 1] = id
     out[i - 2] = 1

@@ -108,6 +108,23 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
     end
     forget_prio(ended)
   end
+  -- A keyed job is filed again under its key; one that ended forgets it (see fair.lua).
+  if redis.call('HGET', K_STATS, 'fair') then
+    fair_helpers()
+    local b_ids, b_dues, ended = {}, {}, {}
+    for i = 1, #back, 2 do
+      b_dues[#b_dues + 1] = tonumber(back[i])
+      b_ids[#b_ids + 1] = back[i + 1]
+    end
+    fair_refile(b_ids, b_dues, now)
+    for _, id in ipairs(cancelled_ids) do
+      ended[#ended + 1] = id
+    end
+    for _, id in ipairs(dead_ids) do
+      ended[#ended + 1] = id
+    end
+    fair_forget(ended)
+  end
   if n_cancelled > 0 then
     redis.call('HINCRBY', K_STATS, 'cancelled', n_cancelled)
   end
@@ -152,10 +169,13 @@ local held, tat, go_at = 0, nil, nil
 local has_prio = false
 -- `ends` in stats (ends of followed jobs wait for delivery), read with the flow fields when they are.
 local ends = nil
+-- `fair` in stats: some job may have a key (fair.lua).
+local has_fair = false
 if max > 0 and next_due and next_due <= now then
-  local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat', 'flow', 'prio', 'ends')
+  local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat', 'flow', 'prio', 'ends', 'fair')
   has_prio = st[5] ~= false
   ends = st[6]
+  has_fair = st[7] ~= false
   paused = st[1] == '1'
   if st[4] ~= flow_label and (st[4] or flow_label ~= '0/0/0') then
     redis.call('HSET', K_STATS, 'flow', flow_label)
@@ -251,7 +271,24 @@ elseif max > 0 and next_due and next_due <= now then
       end
     end
   end
-  if #got / 2 < max then
+  if has_fair then
+    fair_helpers()
+    if redis.call('EXISTS', K_FKEY) == 0 then
+      -- No keyed job is left: the topic claims as a plain one again, and keeps nothing for keys.
+      redis.call('HDEL', K_STATS, 'fair', 'vt')
+      redis.call('DEL', K_FQ, K_FREADY, K_FWAIT)
+      has_fair = false
+    end
+  end
+  if has_fair then
+    -- Jobs without a key among the first due go in due order; then keyed jobs round-robin by key.
+    if #got / 2 < max then
+      fair_unkeyed(max - #got / 2, now, got)
+    end
+    if #got / 2 < max then
+      fair_claim(max - #got / 2, now, got)
+    end
+  elseif #got / 2 < max then
     local more = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, max - #got / 2, 'WITHSCORES')
     if #more > 0 then
       -- The claimed ids are exactly the lowest ranks. Removing them comes first: when Redis is full
@@ -312,6 +349,9 @@ elseif max > 0 and next_due and next_due <= now then
           kinds[i] = 'd'
         end
         after_end(false, flags[1], flags[2], flags[3], channel, topic, lost_ids, kinds, lost_reasons, {}, now)
+      end
+      if has_fair then
+        fair_forget(lost_ids)
       end
       drop_marker_if_last()
     end

@@ -1,16 +1,18 @@
 -- Enqueues a batch of jobs into one topic, each atomically, in order.
--- ARGV: channel, topic, then per job six fields: id, record, 'in'|'at', due value (ms), '1'|'0' (replace),
--- priority (0: none; 1 to 31, higher first: see keys.rs).
+-- ARGV: channel, topic, then per job seven fields: id, record, 'in'|'at', due value (ms), '1'|'0'
+-- (replace), priority (0: none; 1 to 31, higher first: see keys.rs), key for fairness ('': none; see
+-- fair.lua).
 -- Returns two integers per job: outcome (1 created, 2 replaced, 3 exists, 4 running) and due time (ms).
 -- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (earliest), HSET, ZADD, HINCRBY (history), and
 -- PUBLISH when earlier. Jobs with a priority add HSET x2 and ZADD; replacing a job when any has one
--- adds EXISTS, HDEL and two ZREM.
+-- adds EXISTS, HDEL and two ZREM. Jobs with a key add HGET (`vt`), HSET x2, ZADD and 2 or 3 calls per
+-- key (fair.lua); replacing a job while the topic has keyed jobs adds HEXISTS and HDEL.
 local channel, topic = ARGV[1], ARGV[2]
-local n = (#ARGV - 2) / 6
+local n = (#ARGV - 2) / 7
 local now = now_ms()
 local ids = {}
 for i = 1, n do
-  ids[i] = ARGV[2 + (i - 1) * 6 + 1]
+  ids[i] = ARGV[2 + (i - 1) * 7 + 1]
 end
 local active = fetch_many('ZMSCORE', K_ACTIVE, ids)
 local due = fetch_many('ZMSCORE', K_DUE, ids)
@@ -21,8 +23,10 @@ local seen = {}
 local jobs, zadd, out = {}, {}, {}
 -- Jobs written with a priority (ids, due times, priorities), and jobs replaced.
 local p_ids, p_dues, p_prios, replaced = {}, {}, {}, {}
+-- Jobs written with a key (ids, keys, due times).
+local k_ids, k_keys, k_dues = {}, {}, {}
 for i = 1, n do
-  local b = 2 + (i - 1) * 6
+  local b = 2 + (i - 1) * 7
   local id, rec, kind, value, replace = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], tonumber(ARGV[b + 4]), ARGV[b + 5]
   local current = seen[id]
   if current == nil and due[i] then
@@ -43,6 +47,9 @@ for i = 1, n do
     seen[id] = at
     if current then
       replaced[#replaced + 1] = id
+    end
+    if ARGV[b + 7] ~= '' then
+      k_ids[#k_ids + 1], k_keys[#k_keys + 1], k_dues[#k_dues + 1] = id, ARGV[b + 7], at
     end
     local prio = ARGV[b + 6]
     if prio ~= '0' then
@@ -86,6 +93,15 @@ if #p_ids > 0 then
   call_many('HSET', K_PRIO, fields, 2)
   redis.call('HSET', K_STATS, 'prio', '1')
   file_prio(p_ids, p_dues, p_prios, now)
+end
+-- A replaced job's key is the new one's (or none).
+if #replaced > 0 and redis.call('HEXISTS', K_STATS, 'fair') == 1 then
+  fair_helpers()
+  fair_forget(replaced)
+end
+if #k_ids > 0 then
+  fair_helpers()
+  fair_file(k_ids, k_keys, k_dues, now)
 end
 hint_if_earlier(channel, topic, first, hint)
 return out

@@ -105,6 +105,8 @@ for i = 1, n do
     for k = 1, 6 do
       args[k + 2] = ARGV[b + k]
     end
+    -- No key for fairness (the client refuses one with a unique or debounce key).
+    args[9] = ''
     local r = enqueue_jobs(args)
     reply(r[1], r[2], '')
     if r[1] == 1 or r[1] == 2 then

@@ -43,9 +43,9 @@ local dead_ids, dead_recs, dead_reasons = {}, {}, {}
 local processed, retried, n_cancelled = 0, 0, 0
 local first_retry = nil
 local hold_until = nil
--- `full`, `prio`, `keep`, `waits`, `progress` and `follow` in stats (read once the batch's leases
--- are gone).
-local flags = { false, false, false, false, false, false }
+-- `full`, `prio`, `keep`, `waits`, `progress`, `follow` and `fair` in stats (read once the batch's
+-- leases are gone).
+local flags = { false, false, false, false, false, false, false }
 for i = 1, n do
   local b = at_arg[i]
   local id, token, kind = ids[i], ARGV[b + 2], ARGV[b + 3]
@@ -98,7 +98,7 @@ if #gone > 0 then
   call_many('ZREM', K_ACTIVE, gone, 1)
   call_many('HDEL', K_LEASES, gone, 1)
   drop_marker_if_last()
-  flags = redis.call('HMGET', K_STATS, 'full', 'prio', 'keep', 'waits', 'progress', 'follow')
+  flags = redis.call('HMGET', K_STATS, 'full', 'prio', 'keep', 'waits', 'progress', 'follow', 'fair')
   if flags[1] then
     redis.call('HDEL', K_STATS, 'full')
     publish_hint(channel, topic, now)
@@ -143,6 +143,17 @@ if (#retry_due > 0 or #ended > 0) and flags[2] then
   if #ended > 0 then
     call_many('HDEL', K_PRIO, ended, 1)
   end
+end
+-- Keyed jobs keep their keys through a retry; jobs that end forget them (fair.lua).
+if (#retry_due > 0 or #ended > 0) and flags[7] then
+  fair_helpers()
+  local r_ids, r_dues = {}, {}
+  for i = 1, #retry_due, 2 do
+    r_dues[#r_dues + 1] = retry_due[i]
+    r_ids[#r_ids + 1] = retry_due[i + 1]
+  end
+  fair_refile(r_ids, r_dues, now)
+  fair_forget(ended)
 end
 if #dead_ids > 0 then
   kill_many(dead_ids, dead_recs, dead_reasons, now)

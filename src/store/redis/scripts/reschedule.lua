@@ -29,6 +29,11 @@ for i = 1, n do
       redis.call('ZREM', K_PRIO_WAIT, id)
       file_prio({ id }, { at }, { prio }, now)
     end
+    -- A keyed job is filed under its key by its new due time (fair.lua).
+    if redis.call('HEXISTS', K_STATS, 'fair') == 1 then
+      fair_helpers()
+      fair_refile({ id }, { at }, now)
+    end
     if hint == nil or at < hint then
       hint = at
     end
