@@ -272,6 +272,15 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
             ),
         ));
     }
+    // Enqueue refuses a job with a key for fairness that is also unique (`Client::enqueue`): refused
+    // here, every enqueue of the type would fail.
+    if let (Some(key), true) = (&key_field, seen.contains(&Key::Unique)) {
+        errors.push(syn::Error::new(
+            key.span(),
+            "key and unique do not go together yet: a job with a key for fairness cannot be unique or \
+             debounced, so every enqueue of this type would fail; drop one of them",
+        ));
+    }
     errors.check()?;
     let topic = topic.ok_or_else(|| missing_topic(attr))?;
     Ok(JobAttr {

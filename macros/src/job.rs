@@ -461,14 +461,6 @@ mod tests {
         ] {
             assert_eq!(expand_err(input), [not_named]);
         }
-        // Both field checks report at once.
-        let errs = expand_err(parse_quote! {
-            #[job(topic = "shop.sync", unique = ["shop"], unique_for = "1m", key = "shop")]
-            struct SyncShop { shop_id: u64 }
-        });
-        assert_eq!(errs.len(), 2, "{errs:#?}");
-        assert!(errs[0].contains("unique names fields"), "{errs:?}");
-        assert!(errs[1].contains("key names a field"), "{errs:?}");
     }
 
     #[test]

@@ -507,6 +507,14 @@ fn key_names_one_field() {
             ),
             "duplicate key `key` in #[job]: give it once",
         ),
+        (
+            parse_quote!(
+                #[job(topic = "a", unique = ["shop_id"], unique_for = "1m", key = "shop_id")]
+                struct A { shop_id: u64 }
+            ),
+            "key and unique do not go together yet: a job with a key for fairness cannot be unique or \
+             debounced, so every enqueue of this type would fail; drop one of them",
+        ),
     ];
     for (input, want) in cases {
         assert_eq!(first_error(input), want);
