@@ -148,6 +148,16 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// `Display`), used by every enqueue that sets none with [`Enqueue::key`](crate::Enqueue::key).
     /// Default: none.
     ///
+    /// ```
+    /// # use postpone::Job;
+    /// # use serde::{Deserialize, Serialize};
+    /// #[derive(Serialize, Deserialize, Job)]
+    /// #[job(topic = "shop.sync", key = "shop_id")]
+    /// struct SyncShop { shop_id: u64 }
+    ///
+    /// assert_eq!(SyncShop { shop_id: 7 }.key(), Some("7".to_string()));
+    /// ```
+    ///
     /// Within a topic, due jobs of different keys are claimed round-robin between keys, so one key's
     /// backlog of 100,000 jobs takes its turn and no more, and a key with one due job starts at the next
     /// free slot whatever the others hold; a key's own jobs go in due order. A key is 1 to 128 bytes

@@ -153,6 +153,7 @@ pub mod __private {
     #[cfg(feature = "test-hooks")]
     pub use crate::worker::failpoint;
     pub use core::option::Option;
+    pub use std::string::{String, ToString};
     pub use std::time::Duration;
 
     /// Used by `#[derive(Job)]`: one field's value in a unique key (as JSON).

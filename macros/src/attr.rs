@@ -35,6 +35,9 @@ pub(crate) struct JobAttr {
     pub(crate) max_running: Option<u32>,
     /// Unique by these fields for this window (ms, more than 0): both or neither.
     pub(crate) unique: Option<(Vec<LitStr>, u64)>,
+    /// The field whose value is the job's key for fairness (`key = "customer_id"`): a name, not empty;
+    /// whether the struct has it is checked with the fields (`crate::job`).
+    pub(crate) key: Option<LitStr>,
     /// What the handler returns (`output = Type`).
     pub(crate) output: Option<syn::Type>,
     /// Keep finished jobs: (max age ms, max count), from `keep` and `keep_last` (either one; the other
@@ -60,6 +63,8 @@ pub(crate) enum Key {
     MaxRunning,
     Unique,
     UniqueFor,
+    /// `key = "customer_id"`: the job's key for fairness.
+    Fairness,
     Output,
     Keep,
     KeepLast,
@@ -78,6 +83,7 @@ impl Key {
             "max_running" => Key::MaxRunning,
             "unique" => Key::Unique,
             "unique_for" => Key::UniqueFor,
+            "key" => Key::Fairness,
             "output" => Key::Output,
             "keep" => Key::Keep,
             "keep_last" => Key::KeepLast,
@@ -97,6 +103,7 @@ impl Key {
             Key::MaxRunning => "max_running",
             Key::Unique => "unique",
             Key::UniqueFor => "unique_for",
+            Key::Fairness => "key",
             Key::Output => "output",
             Key::Keep => "keep",
             Key::KeepLast => "keep_last",
@@ -116,6 +123,7 @@ impl Key {
             Key::MaxRunning => "`max_running = 5`",
             Key::Unique => r#"`unique = ["product_id"], unique_for = "10m"`"#,
             Key::UniqueFor => r#"`unique_for = "10m"`"#,
+            Key::Fairness => r#"`key = "customer_id"`"#,
             Key::Output => "`output = InvoicePdf`",
             Key::Keep => r#"`keep = "1d"`"#,
             Key::KeepLast => "`keep_last = 1000`",
@@ -125,7 +133,7 @@ impl Key {
 
 const KNOWN_KEYS: &str =
     "`topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate`, `max_running`, `unique`, \
-     `unique_for`, `output`, `keep` or `keep_last`";
+     `unique_for`, `key`, `output`, `keep` or `keep_last`";
 
 /// One `key = value` inside `#[job(...)]`.
 struct Setting {
@@ -206,7 +214,7 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
     let (mut topic, mut retry, mut lease, mut timeout, mut partitions) =
         (None, None, None, None, None);
     let (mut rate, mut max_running, mut unique, mut unique_for) = (None, None, None, None);
-    let (mut output, mut keep, mut keep_last) = (None, None, None);
+    let (mut key_field, mut output, mut keep, mut keep_last) = (None, None, None, None);
     let mut schedule_key: Option<&Ident> = None;
     for Setting { ident, key, value } in &settings {
         if seen.contains(key) {
@@ -242,6 +250,7 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
             Key::MaxRunning => max_running = errors.keep(flow::max_running_value(value)),
             Key::Unique => unique = errors.keep(unique::unique_value(value)),
             Key::UniqueFor => unique_for = errors.keep(unique::unique_for_value(value)),
+            Key::Fairness => key_field = errors.keep(key::key_value(value)),
             Key::Output => {
                 output = errors.keep(syn::parse2::<syn::Type>(quote::ToTokens::to_token_stream(
                     value,
@@ -263,6 +272,15 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
             ),
         ));
     }
+    // Enqueue refuses a job with a key for fairness that is also unique (`Client::enqueue`): refused
+    // here, every enqueue of the type would fail.
+    if let (Some(key), true) = (&key_field, seen.contains(&Key::Unique)) {
+        errors.push(syn::Error::new(
+            key.span(),
+            "key and unique do not go together yet: a job with a key for fairness cannot be unique or \
+             debounced, so every enqueue of this type would fail; drop one of them",
+        ));
+    }
     errors.check()?;
     let topic = topic.ok_or_else(|| missing_topic(attr))?;
     Ok(JobAttr {
@@ -274,6 +292,7 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
         rate,
         max_running,
         unique: unique.zip(unique_for),
+        key: key_field,
         output,
         keep: match (keep, keep_last) {
             (None, None) => None,
@@ -471,6 +490,7 @@ fn int_millis(lit: &LitInt, key: Key) -> syn::Result<u64> {
 }
 
 mod flow;
+mod key;
 mod retry;
 mod unique;
 

@@ -1,8 +1,9 @@
 //! The expansion of `#[derive(Job)]`: an `impl ::postpone::Job` from the checked `#[job(...)]`.
 
 use proc_macro2::{Literal, TokenStream as TokenStream2};
-use quote::quote;
-use syn::{Data, DeriveInput};
+use quote::{quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::{Data, DeriveInput, Ident};
 
 use crate::attr::{parse_job_attrs, JobAttr};
 use crate::errors::Errors;
@@ -29,11 +30,14 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
         ));
     }
     let attr = parse_job_attrs(&input.attrs, &input.ident).and_then(|attr| {
-        check_unique_fields(input, &attr)?;
-        Ok(attr)
+        let mut errors = Errors::default();
+        errors.keep(check_unique_fields(input, &attr));
+        let key = errors.keep(key_field(input, &attr));
+        errors.check()?;
+        Ok((attr, key.flatten()))
     });
     match (errors.check(), attr) {
-        (Ok(()), Ok(attr)) => Ok(impl_job(input, &attr)),
+        (Ok(()), Ok((attr, key))) => Ok(impl_job(input, &attr, key.as_ref())),
         (Err(mut err), Err(attr_err)) => {
             err.combine(attr_err);
             Err(err)
@@ -79,7 +83,56 @@ fn check_unique_fields(input: &DeriveInput, attr: &JobAttr) -> syn::Result<()> {
     errors.check()
 }
 
-fn impl_job(input: &DeriveInput, attr: &JobAttr) -> TokenStream2 {
+/// The struct's field that `key` names, spanned at the name in `#[job(...)]` (so that a field whose
+/// type is not `Display` is reported there); `None` without `key`.
+fn key_field(input: &DeriveInput, attr: &JobAttr) -> syn::Result<Option<Ident>> {
+    let Some(name) = &attr.key else {
+        return Ok(None);
+    };
+    let Data::Struct(syn::DataStruct {
+        fields: syn::Fields::Named(named),
+        ..
+    }) = &input.data
+    else {
+        return Err(syn::Error::new(
+            name.span(),
+            "key takes a field of a struct with named fields; for other types give the key per \
+             enqueue with `.key(\"customer:42\")`",
+        ));
+    };
+    // `key = "type"` names the field `r#type`.
+    let fields: Vec<&Ident> = named
+        .named
+        .iter()
+        .filter_map(|f| f.ident.as_ref())
+        .collect();
+    match fields.iter().find(|ident| ident.unraw() == name.value()) {
+        Some(ident) => {
+            let mut ident = (*ident).clone();
+            ident.set_span(name.span());
+            Ok(Some(ident))
+        }
+        None => {
+            let names: Vec<String> = fields.iter().map(|f| f.unraw().to_string()).collect();
+            Err(syn::Error::new(
+                name.span(),
+                format!(
+                    "no field {:?} in `{}`: key names a field of the struct ({}), whose value is the \
+                     job's key for fairness",
+                    name.value(),
+                    input.ident,
+                    if names.is_empty() {
+                        "it has none".to_owned()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+            ))
+        }
+    }
+}
+
+fn impl_job(input: &DeriveInput, attr: &JobAttr, key: Option<&Ident>) -> TokenStream2 {
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     let topic = &attr.topic;
@@ -132,6 +185,17 @@ fn impl_job(input: &DeriveInput, attr: &JobAttr) -> TokenStream2 {
             }
         }
     });
+    // Spanned at the field's name in `#[job(...)]`: a field that is not `Display` is reported there.
+    let key = key.map(|ident| {
+        let to_string = quote_spanned! {ident.span()=>
+            ::postpone::__private::ToString::to_string(&self.#ident)
+        };
+        quote! {
+            fn key(&self) -> ::postpone::__private::Option<::postpone::__private::String> {
+                ::postpone::__private::Option::Some(#to_string)
+            }
+        }
+    });
     let max_running = attr.max_running.map(|n| {
         let n = Literal::u32_unsuffixed(n);
         quote! {
@@ -168,6 +232,7 @@ fn impl_job(input: &DeriveInput, attr: &JobAttr) -> TokenStream2 {
             #rate
             #max_running
             #unique
+            #key
         }
     }
 }
@@ -324,6 +389,78 @@ mod tests {
             }
         };
         assert_eq!(got, want.to_string());
+    }
+
+    #[test]
+    fn key() {
+        let got = expand_ok(parse_quote! {
+            #[job(topic = "shop.sync", key = "shop_id")]
+            struct SyncShop { shop_id: u64, region: String }
+        });
+        let want = quote! {
+            #[automatically_derived]
+            impl ::postpone::Job for SyncShop {
+                const TOPIC: &'static str = "shop.sync";
+                type Output = ();
+                fn key(&self) -> ::postpone::__private::Option<::postpone::__private::String> {
+                    ::postpone::__private::Option::Some(
+                        ::postpone::__private::ToString::to_string(&self.shop_id)
+                    )
+                }
+            }
+        };
+        assert_eq!(got, want.to_string());
+        // `key = "type"` names the raw field `r#type`.
+        let got = expand_ok(parse_quote! {
+            #[job(topic = "shop.sync", key = "type")]
+            struct SyncShop { r#type: String }
+        });
+        assert!(got.contains("to_string (& self . r#type)"), "{got}");
+    }
+
+    #[test]
+    fn key_must_name_a_field() {
+        let errs = expand_err(parse_quote! {
+            #[job(topic = "shop.sync", key = "shop")]
+            struct SyncShop { shop_id: u64, r#type: String }
+        });
+        assert_eq!(
+            errs,
+            [
+                "no field \"shop\" in `SyncShop`: key names a field of the struct (shop_id, type), whose \
+                 value is the job's key for fairness"
+            ]
+        );
+        let errs = expand_err(parse_quote! {
+            #[job(topic = "shop.sync", key = "shop_id")]
+            struct SyncShop {}
+        });
+        assert_eq!(
+            errs,
+            [
+                "no field \"shop_id\" in `SyncShop`: key names a field of the struct (it has none), \
+                 whose value is the job's key for fairness"
+            ]
+        );
+        let not_named =
+            "key takes a field of a struct with named fields; for other types give the key \
+                         per enqueue with `.key(\"customer:42\")`";
+        for input in [
+            parse_quote! {
+                #[job(topic = "shop.sync", key = "0")]
+                struct SyncShop(u64);
+            },
+            parse_quote! {
+                #[job(topic = "shop.sync", key = "shop_id")]
+                struct SyncShop;
+            },
+            parse_quote! {
+                #[job(topic = "shop.sync", key = "shop_id")]
+                enum Sync { Shop { shop_id: u64 } }
+            },
+        ] {
+            assert_eq!(expand_err(input), [not_named]);
+        }
     }
 
     #[test]

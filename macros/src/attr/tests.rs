@@ -110,7 +110,7 @@ fn structural_errors() {
                 #[job(topic = "a", retries = ["0", "0"])]
                 struct A;
             ),
-            "unknown key `retries` in #[job]: expected `topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate`, `max_running`, `unique`, `unique_for`, `output`, `keep` or `keep_last`",
+            "unknown key `retries` in #[job]: expected `topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate`, `max_running`, `unique`, `unique_for`, `key`, `output`, `keep` or `keep_last`",
         ),
         (
             parse_quote!(
@@ -124,7 +124,7 @@ fn structural_errors() {
                 #[job("a")]
                 struct A;
             ),
-            "expected a key: `topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate`, `max_running`, `unique`, `unique_for`, `output`, `keep` or `keep_last`",
+            "expected a key: `topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate`, `max_running`, `unique`, `unique_for`, `key`, `output`, `keep` or `keep_last`",
         ),
         (
             parse_quote!(
@@ -441,5 +441,82 @@ fn flow_limits() {
     for (input, want) in cases {
         let got = first_error(input);
         assert!(got.starts_with(want), "{got:?} should start with {want:?}");
+    }
+}
+
+#[test]
+fn key_names_one_field() {
+    let attr = parse(parse_quote! {
+        #[job(topic = "shop.sync", key = "shop_id")]
+        struct SyncShop { shop_id: u64 }
+    })
+    .unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(attr.key.map(|lit| lit.value()), Some("shop_id".to_owned()));
+    // Whether the struct has the field is checked with the fields (`crate::job`), not here.
+    let attr = parse(parse_quote! {
+        #[job(topic = "shop.sync", key = r"no_such_field")]
+        struct SyncShop;
+    })
+    .unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(
+        attr.key.map(|lit| lit.value()),
+        Some("no_such_field".to_owned())
+    );
+
+    let not_a_string = "key must be a string literal: write `key = \"customer_id\"`";
+    let cases: Vec<(DeriveInput, &str)> = vec![
+        (
+            parse_quote!(
+                #[job(topic = "a", key = shop_id)]
+                struct A { shop_id: u64 }
+            ),
+            not_a_string,
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", key = 7)]
+                struct A { shop_id: u64 }
+            ),
+            not_a_string,
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", key = ["shop_id"])]
+                struct A { shop_id: u64 }
+            ),
+            not_a_string,
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", key = "")]
+                struct A { shop_id: u64 }
+            ),
+            "key needs a field name: the job's key for fairness is that field's value; write `key = \"customer_id\"`",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", key)]
+                struct A { shop_id: u64 }
+            ),
+            "expected `=` after `key`: write `key = \"customer_id\"`",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", key = "shop_id", key = "region")]
+                struct A { shop_id: u64, region: String }
+            ),
+            "duplicate key `key` in #[job]: give it once",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", unique = ["shop_id"], unique_for = "1m", key = "shop_id")]
+                struct A { shop_id: u64 }
+            ),
+            "key and unique do not go together yet: a job with a key for fairness cannot be unique or \
+             debounced, so every enqueue of this type would fail; drop one of them",
+        ),
+    ];
+    for (input, want) in cases {
+        assert_eq!(first_error(input), want);
     }
 }
