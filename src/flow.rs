@@ -122,6 +122,67 @@ impl Budget {
     }
 }
 
+/// Limits per key of a topic's jobs (see [`Job::key`](crate::Job::key) and the guide's chapter
+/// [Fairness by key](crate::guide::fairness)): at most `max_running` jobs of one key running at once,
+/// and at most `rate` of one key's jobs started, across every worker, each key on its own. A job
+/// without a key is under neither.
+///
+/// ```
+/// use postpone::{KeyLimits, RateLimit};
+/// let limits = KeyLimits::new().max_running(2).rate(RateLimit::per_second(10));
+/// assert_eq!(limits.max_running_per_key(), 2);
+/// assert_eq!(limits.rate_per_key(), Some(RateLimit::per_second(10)));
+/// assert!(KeyLimits::new().is_none());
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct KeyLimits {
+    max_running: u32,
+    rate: Option<RateLimit>,
+}
+
+impl KeyLimits {
+    /// No limit per key.
+    pub const fn new() -> Self {
+        KeyLimits {
+            max_running: 0,
+            rate: None,
+        }
+    }
+
+    /// At most `n` jobs of one key running at once (0: no limit). A job counts from its claim to its
+    /// outcome; a crashed worker's jobs count until their leases expire.
+    pub const fn max_running(self, n: u32) -> Self {
+        KeyLimits {
+            max_running: n,
+            ..self
+        }
+    }
+
+    /// At most `rate` of one key's jobs started (a GCRA per key on the store's clock, as the topic's
+    /// [`RateLimit`]).
+    pub const fn rate(self, rate: RateLimit) -> Self {
+        KeyLimits {
+            rate: Some(rate),
+            ..self
+        }
+    }
+
+    /// Most jobs of one key running at once (0: no limit).
+    pub fn max_running_per_key(&self) -> u32 {
+        self.max_running
+    }
+
+    /// The rate limit of each key.
+    pub fn rate_per_key(&self) -> Option<RateLimit> {
+        self.rate
+    }
+
+    /// Whether neither limit is set.
+    pub fn is_none(&self) -> bool {
+        self.max_running == 0 && self.rate.is_none()
+    }
+}
+
 /// The flow limits of one topic (or one partition) as a worker claims it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Flow {
@@ -129,6 +190,8 @@ pub(crate) struct Flow {
     pub(crate) rate: Option<RateLimit>,
     /// Most jobs running at once across every worker (0: no limit).
     pub(crate) max_running: u32,
+    /// The limits of each key.
+    pub(crate) key: KeyLimits,
 }
 
 impl Flow {
@@ -144,6 +207,8 @@ impl Flow {
                 0 => 0,
                 n => (n / u32::from(partitions)).max(1),
             },
+            // A key's jobs with generated ids are in its key's partition: its limits stay whole.
+            key: self.key,
         }
     }
 }

@@ -166,6 +166,14 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     fn key(&self) -> Option<String> {
         None
     }
+
+    /// The limits of each key of this type's keyed jobs (`#[job(key_max_running = 2, key_rate =
+    /// "10/s")]`): at most that many jobs of one key running at once, and started per period, across
+    /// every worker. Default: none. A worker may override them with
+    /// [`WorkerBuilder::key_limits`](crate::WorkerBuilder::key_limits).
+    fn key_limits() -> crate::KeyLimits {
+        crate::KeyLimits::new()
+    }
 }
 
 /// How long a job type's finished jobs are kept (see [`Job::keep`]): at most `max_count` of them, none

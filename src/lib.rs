@@ -116,7 +116,7 @@ pub use client::{
 };
 pub use dead_letter::{sink_fn, DeadLetter, DeadLetterSink, FnSink, LogSink};
 pub use error::{BoxError, Error, Report, Result};
-pub use flow::RateLimit;
+pub use flow::{KeyLimits, RateLimit};
 pub use handler::{
     Handler, HandlerFuture, JobContext, JobError, JobHandler, Outcome, StopReason, MAX_RESULT,
 };

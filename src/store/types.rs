@@ -122,6 +122,8 @@ pub struct ClaimRequest {
     pub max_running: u32,
     /// The topic's rate limit, across every claimer. See [`ClaimRequest::rate_limit`].
     pub rate: Option<RateLimit>,
+    /// The limits of each key of the topic's keyed jobs. See [`ClaimRequest::key_limits`].
+    pub key_limits: crate::KeyLimits,
 }
 
 impl ClaimRequest {
@@ -138,6 +140,7 @@ impl ClaimRequest {
             holder: 0,
             max_running: 0,
             rate: None,
+            key_limits: crate::KeyLimits::new(),
         }
     }
 
@@ -157,6 +160,12 @@ impl ClaimRequest {
             rate: Some(rate),
             ..self
         }
+    }
+
+    /// Claims a keyed job only within its key's limits (counted by the store for each key, by its
+    /// clock, whoever claims). Every claimer of a topic should give the same limits.
+    pub fn key_limits(self, key_limits: crate::KeyLimits) -> Self {
+        ClaimRequest { key_limits, ..self }
     }
 
     /// Names the worker that claims (its number, kept with each lease it takes, for operators).

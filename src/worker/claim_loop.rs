@@ -142,7 +142,8 @@ async fn claim_and_start<S: Send + Sync + 'static>(
                     config.stall_limit,
                 )
                 .holder(shared.holder)
-                .max_running(topic.flow.max_running);
+                .max_running(topic.flow.max_running)
+                .key_limits(topic.flow.key);
                 let request = match topic.flow.rate {
                     Some(rate) => request.rate_limit(rate),
                     None => request,

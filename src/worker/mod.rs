@@ -43,7 +43,7 @@ use tokio::sync::watch;
 
 use crate::dead_letter::{DeadLetterSink, LogSink};
 use crate::error::{Error, Result};
-use crate::flow::{Flow, RateLimit};
+use crate::flow::{Flow, KeyLimits, RateLimit};
 use crate::handler::{Handler, JobHandler, ViaTrait};
 use crate::job::Job;
 use crate::periodic::{PeriodicJob, Scheduled};
@@ -89,6 +89,7 @@ pub struct WorkerBuilder<S = ()> {
     topic_limits: HashMap<String, usize>,
     /// Flow limits set here, by topic (over the job type's).
     rates: HashMap<String, RateLimit>,
+    key_limits: HashMap<String, KeyLimits>,
     max_running: HashMap<String, u32>,
     /// How topics share the slots, and their weights.
     sharing: SlotSharing,
@@ -154,6 +155,7 @@ impl<S: Send + Sync + 'static> Worker<S> {
             periodic: Vec::new(),
             topic_limits: HashMap::new(),
             rates: HashMap::new(),
+            key_limits: HashMap::new(),
             max_running: HashMap::new(),
             sharing: SlotSharing::FirstCome,
             weights: HashMap::new(),
@@ -320,6 +322,33 @@ impl<S: Send + Sync + 'static> WorkerBuilder<S> {
         self
     }
 
+    /// The limits of each key of `J`'s keyed jobs, across every worker (over the job type's
+    /// `key_max_running` and `key_rate`). Every worker of the topic should set the same. See
+    /// [`Job::key_limits`] and [`Job::key`].
+    ///
+    /// ```
+    /// # use postpone::{Client, Job, JobContext, JobError, KeyLimits, RateLimit, Worker};
+    /// # use serde::{Deserialize, Serialize};
+    /// #[derive(Serialize, Deserialize, Job)]
+    /// #[job(topic = "shop.sync", key = "shop_id")]
+    /// struct SyncShop { shop_id: u64 }
+    ///
+    /// async fn sync(job: SyncShop, _ctx: JobContext) -> Result<(), JobError> { Ok(()) }
+    ///
+    /// # fn main() -> postpone::Result<()> {
+    /// let worker = Worker::builder(&Client::memory())
+    ///     .handle(sync)
+    ///     // Each shop: at most 2 syncs at once, and 10 a second.
+    ///     .key_limits::<SyncShop>(KeyLimits::new().max_running(2).rate(RateLimit::per_second(10)))
+    ///     .build()?;
+    /// # drop(worker);
+    /// # Ok(()) }
+    /// ```
+    pub fn key_limits<J: Job>(mut self, limits: KeyLimits) -> Self {
+        self.key_limits.insert(J::TOPIC.to_owned(), limits);
+        self
+    }
+
     /// The flow limits of `handler`'s topic: the job type's, overridden by this builder's.
     pub(crate) fn flow_of(&self, handler: &dyn ErasedHandler<S>) -> Flow {
         let declared = handler.flow();
@@ -330,6 +359,11 @@ impl<S: Send + Sync + 'static> WorkerBuilder<S> {
                 .get(handler.topic())
                 .copied()
                 .unwrap_or(declared.max_running),
+            key: self
+                .key_limits
+                .get(handler.topic())
+                .copied()
+                .unwrap_or(declared.key),
         }
     }
 
@@ -473,6 +507,7 @@ impl<S: Send + Sync + 'static> WorkerBuilder<S> {
             .rates
             .keys()
             .chain(self.max_running.keys())
+            .chain(self.key_limits.keys())
             .chain(self.weights.keys())
             .map(String::as_str)
             .chain(self.layers.typed_topics())
@@ -486,6 +521,9 @@ impl<S: Send + Sync + 'static> WorkerBuilder<S> {
         for h in &self.handlers {
             let flow = self.flow_of(h.as_ref());
             if let Some(rate) = flow.rate {
+                rate.validate(h.topic())?;
+            }
+            if let Some(rate) = flow.key.rate_per_key() {
                 rate.validate(h.topic())?;
             }
             if self.max_running.get(h.topic()) == Some(&0) {

@@ -87,6 +87,7 @@ where
         Flow {
             rate: H::Job::rate_limit(),
             max_running: H::Job::max_running().unwrap_or(0),
+            key: H::Job::key_limits(),
         }
     }
 

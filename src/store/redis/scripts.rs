@@ -120,8 +120,14 @@ fn periodic(body: &str) -> Script {
 /// The scripts, built once per process.
 pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     enqueue: script(include_str!("scripts/enqueue.lua")),
-    enqueue_one: lean_script(include_str!("scripts/enqueue_one.lua")),
-    enqueue_plain: lean_script(include_str!("scripts/enqueue_plain.lua")),
+    enqueue_one: lean_script(&format!(
+        "{FAIR}\n{}",
+        include_str!("scripts/enqueue_one.lua")
+    )),
+    enqueue_plain: lean_script(&format!(
+        "{FAIR}\n{}",
+        include_str!("scripts/enqueue_plain.lua")
+    )),
     // enqueue.lua's body as a function of its arguments, for the jobs not delivered before, and for
     // the jobs whose keys let them through.
     enqueue_once: with_enqueue_jobs(include_str!("scripts/enqueue_once.lua")),

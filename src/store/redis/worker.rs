@@ -62,7 +62,14 @@ impl WorkerStore for RedisStore {
                 };
                 inv.arg(RateLimit::label(request.rate, request.max_running))
                     .arg(&self.inner.channel)
-                    .arg(topic);
+                    .arg(topic)
+                    .arg(request.key_limits.max_running_per_key());
+                match request.key_limits.rate_per_key() {
+                    Some(rate) => inv
+                        .arg(format!("{:.6}", rate.interval_ms()))
+                        .arg(rate.burst()),
+                    None => inv.arg("0").arg(1),
+                };
             })
             .await?;
         let mut r = Reply::new(reply, CONTEXT)?;

@@ -37,6 +37,8 @@ local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
 local token_s, again, holder = ARGV[5], ARGV[6] == '1', ARGV[7]
 local max_running, interval, burst = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local flow_label, channel, topic = ARGV[11], ARGV[12], ARGV[13]
+-- Limits per key (fair.lua): max running (0: none), the rate's emission interval ms ('0': none), burst.
+local key_max, key_interval, key_burst = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])
 local K_CLAIM, K_RECEIVED = KEYS[28], KEYS[29]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -108,9 +110,11 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
     end
     forget_prio(ended)
   end
-  -- A keyed job is filed again under its key; one that ended forgets it (see fair.lua).
+  -- A keyed job's lease ended (its key runs one fewer); back in `due`, it is filed again under its
+  -- key; one that ended forgets it (see fair.lua).
   if redis.call('HGET', K_STATS, 'fair') then
     fair_helpers()
+    fair_release(expired, now)
     local b_ids, b_dues, ended = {}, {}, {}
     for i = 1, #back, 2 do
       b_dues[#b_dues + 1] = tonumber(back[i])
@@ -268,6 +272,11 @@ elseif max > 0 and next_due and next_due <= now then
       end
       if #taken > 0 then
         call_many('ZREM', K_DUE, taken, 1)
+        if has_fair and key_max > 0 then
+          -- A keyed job claimed by its priority still counts against its key's max running.
+          fair_helpers()
+          fair_count(taken)
+        end
       end
     end
   end
@@ -276,7 +285,7 @@ elseif max > 0 and next_due and next_due <= now then
     if redis.call('EXISTS', K_FKEY) == 0 then
       -- No keyed job is left: the topic claims as a plain one again, and keeps nothing for keys.
       redis.call('HDEL', K_STATS, 'fair', 'vt')
-      redis.call('DEL', K_FQ, K_FREADY, K_FWAIT)
+      redis.call('DEL', K_FQ, K_FREADY, K_FWAIT, K_FRUN, K_FTAT, K_FHOLD)
       has_fair = false
     end
   end
@@ -286,7 +295,7 @@ elseif max > 0 and next_due and next_due <= now then
       fair_unkeyed(max - #got / 2, now, got)
     end
     if #got / 2 < max then
-      fair_claim(max - #got / 2, now, got)
+      fair_claim(max - #got / 2, now, got, key_max, key_interval, key_burst)
     end
   elseif #got / 2 < max then
     local more = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, max - #got / 2, 'WITHSCORES')
@@ -351,6 +360,7 @@ elseif max > 0 and next_due and next_due <= now then
         after_end(false, flags[1], flags[2], flags[3], channel, topic, lost_ids, kinds, lost_reasons, {}, now)
       end
       if has_fair then
+        fair_release(lost_ids, now)
         fair_forget(lost_ids)
       end
       drop_marker_if_last()
@@ -360,6 +370,10 @@ elseif max > 0 and next_due and next_due <= now then
       next_lease = deadline
     end
     next_due = earliest(K_DUE)
+  end
+  if has_fair then
+    -- Due jobs of keys held back (their rate, hold or max running) do not make the next claim sooner.
+    next_due = fair_next_due()
   end
   if tat and k > 0 then
     tat = tat + k * interval

@@ -15,5 +15,12 @@ local now = now_ms()
 local first = earliest(K_DUE)
 redis.call('HSET', K_JOBS, id, rec)
 redis.call('ZADD', K_DUE, now, id)
+-- A topic with keyed jobs files it under the key '' (its key, if it had one, ended with it: fair.lua).
+if redis.call('EXISTS', K_FKEY) == 1 then
+  fair_helpers()
+  if fair_file_unkeyed({ id }, { now }, now) then
+    first = nil
+  end
+end
 hint_if_earlier(channel, topic, first, now)
 return { 1, now }

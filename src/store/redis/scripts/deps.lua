@@ -87,6 +87,13 @@ local function make_due(channel, topic, id, kind, value, prio, now)
   local first = earliest(K_DUE)
   local at = resolve_due(now, kind, value)
   redis.call('ZADD', K_DUE, string.format('%d', at), id)
+  -- A topic with keyed jobs files it under the key '' (fair.lua).
+  if redis.call('EXISTS', K_FKEY) == 1 then
+    fair_helpers()
+    if fair_file_unkeyed({ id }, { at }, now) then
+      first = nil
+    end
+  end
   if prio ~= '0' then
     redis.call('HSET', K_PRIO, id, prio)
     redis.call('HSET', K_STATS, 'prio', '1')

@@ -25,6 +25,8 @@ local jobs, zadd, out = {}, {}, {}
 local p_ids, p_dues, p_prios, replaced = {}, {}, {}, {}
 -- Jobs written with a key (ids, keys, due times).
 local k_ids, k_keys, k_dues = {}, {}, {}
+-- Jobs written without one (filed under the key '' when the topic has keyed jobs).
+local u_ids, u_dues = {}, {}
 for i = 1, n do
   local b = 2 + (i - 1) * 7
   local id, rec, kind, value, replace = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], tonumber(ARGV[b + 4]), ARGV[b + 5]
@@ -50,6 +52,8 @@ for i = 1, n do
     end
     if ARGV[b + 7] ~= '' then
       k_ids[#k_ids + 1], k_keys[#k_keys + 1], k_dues[#k_dues + 1] = id, ARGV[b + 7], at
+    else
+      u_ids[#u_ids + 1], u_dues[#u_dues + 1] = id, at
     end
     local prio = ARGV[b + 6]
     if prio ~= '0' then
@@ -99,9 +103,18 @@ if #replaced > 0 and redis.call('HEXISTS', K_STATS, 'fair') == 1 then
   fair_helpers()
   fair_forget(replaced)
 end
+local readied = false
 if #k_ids > 0 then
   fair_helpers()
-  fair_file(k_ids, k_keys, k_dues, now)
+  readied = fair_file(k_ids, k_keys, k_dues, now)
+end
+if #u_ids > 0 and redis.call('EXISTS', K_FKEY) == 1 then
+  fair_helpers()
+  readied = fair_file_unkeyed(u_ids, u_dues, now) or readied
+end
+if readied then
+  -- A key is ready now, maybe behind older jobs of held keys: claimers want to know.
+  hint, first = now, nil
 end
 hint_if_earlier(channel, topic, first, hint)
 return out

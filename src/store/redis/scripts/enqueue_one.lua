@@ -3,7 +3,8 @@
 -- KEYS: due, active, jobs, history (the first four of keys.rs; the others are not touched).
 -- ARGV: channel, topic, id, record, 'in'|'at', due value (ms), '1'|'0' (replace).
 -- Returns outcome (1 created, 2 replaced, 3 exists, 4 running) and due time (ms; 0 when running).
--- redis.call for a new job: TIME, ZRANGE (earliest), HSETNX, ZADD, HINCRBY (history) = 5, and
+-- redis.call for a new job: TIME, ZRANGE (earliest), HSETNX, ZADD, EXISTS (fkey: fair.lua), HINCRBY
+-- (history) = 6, and
 -- PUBLISH when it is now the topic's earliest. (A live job, due or active, always has its record in `jobs`: HSETNX both checks
 -- and stores.)
 local channel, topic, id, rec = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -36,6 +37,13 @@ elseif redis.call('HSETNX', K_JOBS, id, rec) == 0 then
   redis.call('HSET', K_JOBS, id, rec)
 end
 redis.call('ZADD', K_DUE, string.format('%d', at), id)
+-- A topic with keyed jobs files it under the key '' (fair.lua).
+if redis.call('EXISTS', K_FKEY) == 1 then
+  fair_helpers()
+  if fair_file_unkeyed({ id }, { at }, now) then
+    first = nil
+  end
+end
 if outcome == 1 then
   tally(now, 1, 0, 0, 0, 0)
 end

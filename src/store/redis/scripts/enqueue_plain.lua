@@ -7,8 +7,8 @@
 -- then per job: id, record, and its due value when there is no shared one.
 -- Returns, when every job was created with one due time: that due time alone. Else two integers per
 -- job: outcome (1 created, 3 exists, 4 running) and due time (ms).
--- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (earliest), HSET, ZADD, HINCRBY (history), and
--- PUBLISH when earlier.
+-- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (earliest), HSET, ZADD, EXISTS (fkey: fair.lua),
+-- HINCRBY (history), and PUBLISH when earlier.
 local channel, topic, kind, shared = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local stride = 3
 if shared ~= '' then
@@ -72,6 +72,18 @@ if created > 0 then
   call_many('HSET', K_JOBS, jobs, 2)
   call_many('ZADD', K_DUE, zadd, 2)
   tally(now, created, 0, 0, 0, 0)
+  -- A topic with keyed jobs files them under the key '' (fair.lua).
+  if redis.call('EXISTS', K_FKEY) == 1 then
+    fair_helpers()
+    local u_ids, u_dues = {}, {}
+    for i = 2, #zadd, 2 do
+      u_ids[#u_ids + 1] = zadd[i]
+      u_dues[#u_dues + 1] = tonumber(zadd[i - 1])
+    end
+    if fair_file_unkeyed(u_ids, u_dues, now) then
+      first, hint = nil, now
+    end
+  end
 end
 hint_if_earlier(channel, topic, first, hint)
 if created == n and next(scores) ~= nil and next(scores, next(scores)) == nil then

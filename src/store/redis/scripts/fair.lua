@@ -2,10 +2,12 @@
 -- script that files, claims or ends jobs. A job may have a key (a tenant, a customer); within a topic,
 -- due jobs of different keys are claimed round-robin between keys. What it costs a topic with no keyed
 -- job: one closure per call (the helpers are made by `fair_helpers()`, which a script calls only when
--- a job has a key or `fair` is set in stats), and one more field read in the HMGETs of stats that the
--- claim and the finish make anyway.
+-- a job has a key or `fair` is set in stats), one more field read in the HMGETs of stats that the
+-- claim and the finish make anyway, and an EXISTS of `fkey` per enqueue call (a topic with keyed jobs
+-- files the jobs without a key under the key '': they take their turn as one key, under no limit per
+-- key).
 --
--- Four keys of the topic, named from `due`'s name (the same hash tag, so the same slot):
+-- Seven keys of the topic, named from `due`'s name (the same hash tag, so the same slot):
 --   fkey    hash  id -> its key, for every live keyed job (a retry, an expired lease or a reschedule
 --                 files the job again under it; an end deletes it)
 --   fq      zset  all scores 0, members "<key's SHA-1, 40 hex>:<due ms, 15 digits>:<id>": each key's
@@ -13,70 +15,117 @@
 --                 `due` holds that id at that time: a job claimed, cancelled, ended or moved leaves a
 --                 stale entry, which the claim drops when it meets it (every move files a new one).
 --   fready  zset  key's SHA-1 -> tag: keys with a job due now, served lowest tag first
---   fwait   zset  key's SHA-1 -> when its earliest job is due
--- Stats: `fair` (set while `fkey` may hold an id; the claim clears it, and deletes the other three,
--- once `fkey` is empty), `vt` (the tag of the key served last: a key that gets a due job joins at it).
--- A key with no job has nothing here once the claim has met its last entry.
-local K_FKEY, K_FQ, K_FREADY, K_FWAIT
+--   fwait   zset  key's SHA-1 -> when its earliest job is due, or when its rate or hold lets it go
+--   frun    hash  key's SHA-1 -> its running jobs (keys with some; every lease of a keyed job counts)
+--   ftat    zset  key's SHA-1 -> its rate's TAT (ms; only while in the future)
+--   fhold   zset  key's SHA-1 -> until when it is held (a handler's `JobError::rate_limited`)
+-- Stats: `fair` (set while `fkey` may hold an id; the claim clears it, and deletes the others, once
+-- `fkey` is empty), `vt` (the tag of the key served last: a key that gets a due job joins at it).
+-- A key with no job has nothing here once the claim has met its last entry and its TAT has passed.
+-- A key at its max running is in neither `fready` nor `fwait`: the end of one of its leases files it
+-- again (fair_release).
+local K_FKEY = string.sub(K_DUE, 1, #K_DUE - 3) .. 'fkey'
+local K_FQ, K_FREADY, K_FWAIT, K_FRUN, K_FTAT, K_FHOLD
+-- `stats`, named here too: the single enqueues get only the topic's first four keys.
+local K_FSTATS
 -- The helpers, defined by fair_helpers().
-local fair_file, fair_refile, fair_forget, fair_cancel, fair_unkeyed, fair_claim
+local fair_file, fair_refile, fair_forget, fair_cancel, fair_unkeyed, fair_claim, fair_count, fair_release
+local fair_hold, fair_next_due, fair_file_unkeyed
+-- The name of the key '' (jobs without a key, in a topic with keyed jobs): under no limit per key.
+local UNKEYED = 'da39a3ee5e6b4b0d3255bfef95601890afd80709'
 
 local function fair_helpers()
-  if K_FKEY then
+  if K_FQ then
     return
   end
   local base = string.sub(K_DUE, 1, #K_DUE - 3)
-  K_FKEY, K_FQ, K_FREADY, K_FWAIT = base .. 'fkey', base .. 'fq', base .. 'fready', base .. 'fwait'
+  K_FQ, K_FREADY, K_FWAIT = base .. 'fq', base .. 'fready', base .. 'fwait'
+  K_FSTATS = base .. 'stats'
+  K_FRUN, K_FTAT, K_FHOLD = base .. 'frun', base .. 'ftat', base .. 'fhold'
 
   local function entry(name, at, id)
     return name .. ':' .. string.format('%015d', at) .. ':' .. id
   end
 
   -- Files key `name` after one of its jobs was filed due at `at`: a key already ready stays as it is;
-  -- else it is ready at `vt` when the job is due now, or waits until the earlier of its times.
+  -- a key waiting for its rate or hold, or parked at its max running, too (its claim or the end of one
+  -- of its leases files it); else it is ready at `vt` when the job is due now, or waits until the
+  -- earlier of its times. Returns true when it made the key ready (then claimers want a hint: the
+  -- topic's earliest due time may be an older job held back).
   local function place(name, at, now, vt)
     if redis.call('ZSCORE', K_FREADY, name) then
-      return
+      return false
+    end
+    local waits = redis.call('ZSCORE', K_FWAIT, name)
+    if waits and tonumber(waits) <= at then
+      return false
+    end
+    if redis.call('HEXISTS', K_FRUN, name) == 1 or redis.call('ZSCORE', K_FHOLD, name) then
+      -- It may be parked or held: where it goes is the claim's to say, as soon as it is due.
+      if at <= now then
+        redis.call('ZADD', K_FWAIT, string.format('%d', at), name)
+      else
+        redis.call('ZADD', K_FWAIT, 'LT', string.format('%d', at), name)
+      end
+      return at <= now
     end
     if at <= now then
       redis.call('ZREM', K_FWAIT, name)
       redis.call('ZADD', K_FREADY, vt, name)
-    else
-      redis.call('ZADD', K_FWAIT, 'LT', string.format('%d', at), name)
+      return true
     end
+    redis.call('ZADD', K_FWAIT, 'LT', string.format('%d', at), name)
+    return false
   end
 
-  -- Files jobs (ids, keys, due times) under their keys; sets `fkey` when `set_keys`.
+  -- Files jobs (ids, keys, due times) under their keys; sets `fkey` when `set_keys`. Returns true when
+  -- a key became ready.
   local function file(ids, keys, dues, now, set_keys)
-    local vt = redis.call('HGET', K_STATS, 'vt') or '0'
+    local vt = redis.call('HGET', K_FSTATS, 'vt') or '0'
     local fields, members = {}, {}
+    local readied = false
     for i, id in ipairs(ids) do
       local name = redis.sha1hex(keys[i])
       fields[#fields + 1] = id
       fields[#fields + 1] = keys[i]
       members[#members + 1] = '0'
       members[#members + 1] = entry(name, dues[i], id)
-      place(name, dues[i], now, vt)
+      readied = place(name, dues[i], now, vt) or readied
     end
     if #ids > 0 then
       if set_keys then
         call_many('HSET', K_FKEY, fields, 2)
-        redis.call('HSET', K_STATS, 'fair', '1')
+        redis.call('HSET', K_FSTATS, 'fair', '1')
       end
       call_many('ZADD', K_FQ, members, 2)
     end
+    return readied
   end
 
-  -- Files new jobs with keys.
+  -- Files new jobs with keys; returns true when a key became ready.
   fair_file = function(ids, keys, dues, now)
-    file(ids, keys, dues, now, true)
+    return file(ids, keys, dues, now, true)
+  end
+
+  -- Files new jobs without a key under the key '' when the topic has keyed jobs (`fkey` exists): in
+  -- such a topic the jobs without a key take their turn as one key, under no limit per key. Returns
+  -- true when that key became ready.
+  fair_file_unkeyed = function(ids, dues, now)
+    if #ids == 0 or redis.call('EXISTS', K_FKEY) == 0 then
+      return false
+    end
+    local keys = {}
+    for i = 1, #ids do
+      keys[i] = ''
+    end
+    return file(ids, keys, dues, now, true)
   end
 
   -- Files again, under the keys they have, jobs back in `due` at new times (a retry, an expired lease,
-  -- a reschedule); jobs without a key are left alone.
+  -- a reschedule); jobs without a key are left alone. Returns true when a key became ready.
   fair_refile = function(ids, dues, now)
     if #ids == 0 then
-      return
+      return false
     end
     local keys = fetch_many('HMGET', K_FKEY, ids)
     local k_ids, k_keys, k_dues = {}, {}, {}
@@ -85,7 +134,7 @@ local function fair_helpers()
         k_ids[#k_ids + 1], k_keys[#k_keys + 1], k_dues[#k_dues + 1] = id, keys[i], dues[i]
       end
     end
-    file(k_ids, k_keys, k_dues, now, false)
+    return file(k_ids, k_keys, k_dues, now, false)
   end
 
   -- Forgets the keys of jobs that ended (their queue entries, if any, are stale).
@@ -136,12 +185,89 @@ local function fair_helpers()
     end
   end
 
+  -- The first entries of key `name`'s queue (at most `limit`).
+  local function queue(name, limit)
+    return redis.call('ZRANGE', K_FQ, '[' .. name .. ':', '[' .. name .. ';', 'BYLEX', 'LIMIT', 0, limit)
+  end
+
+  -- Counts claimed jobs (ids) as running under their keys, when the claim counts (a key max running
+  -- is set): `frun`.
+  fair_count = function(ids)
+    if #ids == 0 then
+      return
+    end
+    local keys = fetch_many('HMGET', K_FKEY, ids)
+    for i = 1, #ids do
+      if keys[i] and keys[i] ~= '' then
+        redis.call('HINCRBY', K_FRUN, redis.sha1hex(keys[i]), 1)
+      end
+    end
+  end
+
+  -- The leases of jobs (ids) ended: each keyed job's key runs one fewer, and a key that was at its max
+  -- running (in neither `fready` nor `fwait`, with jobs queued) is ready again. Call before their keys
+  -- are forgotten.
+  fair_release = function(ids, now)
+    if #ids == 0 or redis.call('EXISTS', K_FRUN) == 0 then
+      return
+    end
+    local keys = fetch_many('HMGET', K_FKEY, ids)
+    local vt = nil
+    for i = 1, #ids do
+      if keys[i] and keys[i] ~= '' then
+        local name = redis.sha1hex(keys[i])
+        if redis.call('HINCRBY', K_FRUN, name, -1) <= 0 then
+          redis.call('HDEL', K_FRUN, name)
+        end
+        if not redis.call('ZSCORE', K_FREADY, name) and not redis.call('ZSCORE', K_FWAIT, name)
+          and #queue(name, 1) > 0 then
+          vt = vt or redis.call('HGET', K_FSTATS, 'vt') or '0'
+          redis.call('ZADD', K_FREADY, vt, name)
+        end
+      end
+    end
+  end
+
+  -- Holds key `key` until `until_ms` (a handler's `JobError::rate_limited` on one of its jobs): none of
+  -- its jobs is claimed before, the other keys' are.
+  fair_hold = function(key, until_ms)
+    local name = redis.sha1hex(key)
+    redis.call('ZADD', K_FHOLD, 'GT', string.format('%d', until_ms), name)
+    if redis.call('ZREM', K_FREADY, name) == 1 or redis.call('ZSCORE', K_FWAIT, name) then
+      redis.call('ZADD', K_FWAIT, 'GT', string.format('%d', until_ms), name)
+    end
+  end
+
+  -- When a claim may next find a job of a topic with keys: now when a key is ready, else the earlier
+  -- of the first waiting key's time and the earliest due job when it has no key; nil when neither
+  -- (every key with a due job is parked at its max running: the end of a lease hints).
+  fair_next_due = function()
+    if redis.call('ZCARD', K_FREADY) > 0 then
+      return earliest(K_DUE)
+    end
+    local at = nil
+    local w = redis.call('ZRANGE', K_FWAIT, 0, 0, 'WITHSCORES')
+    if #w > 0 then
+      at = tonumber(w[2])
+    end
+    local e = redis.call('ZRANGE', K_DUE, 0, 0, 'WITHSCORES')
+    if #e > 0 and e[1] ~= HASHED and redis.call('HEXISTS', K_FKEY, e[1]) == 0 then
+      local d = tonumber(e[2])
+      if d <= MAX_MS and (at == nil or d < at) then
+        at = d
+      end
+    end
+    return at
+  end
+
   -- Claims up to `want` keyed jobs round-robin between the keys with a job due now, removing them from
   -- `due`; appends id, due time pairs to `got`. Each turn takes the ready key with the lowest tag and
   -- claims its earliest due job (all it may, when no other key is ready); the key goes back at its
-  -- tag + 1 while it has a job due now, waits in `fwait` for its next one, or is gone with its last.
-  fair_claim = function(want, now, got)
-    local vt = redis.call('HGET', K_STATS, 'vt')
+  -- tag + 1 while it has a job due now, waits in `fwait` for its next one (or its rate, or its hold), is
+  -- parked at its max running (`kmax`, 0: none), or is gone with its last job. The rate per key is a
+  -- GCRA as the topic's (flow.rs): emission interval `interval` ms (0: none), burst `burst`.
+  fair_claim = function(want, now, got, kmax, interval, burst)
+    local vt = redis.call('HGET', K_FSTATS, 'vt')
     local woke = redis.call('ZRANGE', K_FWAIT, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1000)
     if #woke > 0 then
       call_many('ZREM', K_FWAIT, woke, 1)
@@ -152,9 +278,12 @@ local function fair_helpers()
       end
       call_many('ZADD', K_FREADY, add, 2, 'NX')
     end
+    -- Rates' TATs and holds that have passed say nothing more.
+    redis.call('ZREMRANGEBYSCORE', K_FTAT, '-inf', now)
+    redis.call('ZREMRANGEBYSCORE', K_FHOLD, '-inf', now)
     local taken, served = 0, nil
     local claimed = {}
-    -- Each turn claims a job, or drops stale entries, or files a key elsewhere: bounded.
+    -- Each turn claims a job, drops stale entries, or files a key elsewhere: bounded.
     local turns = 4 * want + 16
     while taken < want and turns > 0 do
       turns = turns - 1
@@ -163,53 +292,97 @@ local function fair_helpers()
         break
       end
       local name, tag = top[1], tonumber(top[2])
-      local n = 1
+      local cap = 1
       if redis.call('ZCARD', K_FREADY) == 0 then
-        n = want - taken
+        cap = want - taken
       end
-      local limit = n + 8
-      local entries = redis.call('ZRANGE', K_FQ, '[' .. name .. ':', '[' .. name .. ';', 'BYLEX', 'LIMIT', 0, limit)
-      local ids = {}
-      for i, e in ipairs(entries) do
-        ids[i] = string.sub(e, 58)
+      local running, tat, go_at = 0, nil, nil
+      local limited = name ~= UNKEYED
+      if limited and kmax > 0 then
+        running = tonumber(redis.call('HGET', K_FRUN, name) or '0')
+        -- At its max: parked until one of its leases ends (fair_release).
+        cap = math.min(cap, kmax - running)
       end
-      local dues = {}
-      if #ids > 0 then
-        dues = fetch_many('ZMSCORE', K_DUE, ids)
+      local hold = limited and redis.call('ZSCORE', K_FHOLD, name)
+      if cap > 0 and hold then
+        go_at, cap = tonumber(hold), 0
       end
-      local drop = {}
-      local took, head = 0, nil
-      for i, e in ipairs(entries) do
-        local at = tonumber(string.sub(e, 42, 56))
-        if not dues[i] or tonumber(dues[i]) ~= at then
-          drop[#drop + 1] = e
-        elseif at <= now and took < n then
-          drop[#drop + 1] = e
-          got[#got + 1] = ids[i]
-          got[#got + 1] = string.format('%d', at)
-          claimed[#claimed + 1] = ids[i]
-          took = took + 1
-        else
-          head = at
-          break
+      if limited and cap > 0 and interval > 0 then
+        tat = math.max(tonumber(redis.call('ZSCORE', K_FTAT, name) or '0'), now)
+        local allowed = math.floor((now - tat) / interval + burst + 1e-9)
+        if allowed < 1 then
+          go_at, cap = math.ceil(tat - (burst - 1) * interval - 1e-6), 0
+        elseif allowed < cap then
+          cap = allowed
         end
       end
-      if #drop > 0 then
-        call_many('ZREM', K_FQ, drop, 1)
-      end
-      if head == nil and #entries == limit then
-        -- Every entry looked at was taken or stale, and there are more: the next one decides.
-        local nxt = redis.call('ZRANGE', K_FQ, '[' .. name .. ':', '[' .. name .. ';', 'BYLEX', 'LIMIT', 0, 1)
+      local took, head = 0, nil
+      if cap > 0 then
+        local limit = cap + 8
+        local entries = queue(name, limit)
+        local ids = {}
+        for i, e in ipairs(entries) do
+          ids[i] = string.sub(e, 58)
+        end
+        local dues = {}
+        if #ids > 0 then
+          dues = fetch_many('ZMSCORE', K_DUE, ids)
+        end
+        local drop = {}
+        for i, e in ipairs(entries) do
+          local at = tonumber(string.sub(e, 42, 56))
+          if not dues[i] or tonumber(dues[i]) ~= at then
+            drop[#drop + 1] = e
+          elseif at <= now and took < cap then
+            drop[#drop + 1] = e
+            got[#got + 1] = ids[i]
+            got[#got + 1] = string.format('%d', at)
+            claimed[#claimed + 1] = ids[i]
+            took = took + 1
+          else
+            head = at
+            break
+          end
+        end
+        if #drop > 0 then
+          call_many('ZREM', K_FQ, drop, 1)
+        end
+        if head == nil and #entries == limit then
+          -- Every entry looked at was taken or stale, and there are more: the next one decides.
+          local nxt = queue(name, 1)
+          if #nxt > 0 then
+            head = tonumber(string.sub(nxt[1], 42, 56))
+          end
+        end
+        if took > 0 then
+          taken = taken + took
+          served = tag
+          if limited and kmax > 0 then
+            redis.call('HINCRBY', K_FRUN, name, took)
+            running = running + took
+          end
+          if tat then
+            tat = tat + took * interval
+            redis.call('ZADD', K_FTAT, string.format('%.3f', tat), name)
+            if math.floor((now - tat) / interval + burst + 1e-9) < 1 then
+              go_at = math.ceil(tat - (burst - 1) * interval - 1e-6)
+            end
+          end
+        end
+      else
+        -- Held back before looking at its queue: its place depends on whether it has a job at all.
+        local nxt = queue(name, 1)
         if #nxt > 0 then
           head = tonumber(string.sub(nxt[1], 42, 56))
         end
       end
-      if took > 0 then
-        taken = taken + took
-        served = tag
-      end
       if head ~= nil then
-        if head <= now then
+        if limited and kmax > 0 and running >= kmax then
+          -- Parked at its max running: the end of one of its leases files it again.
+          redis.call('HSET', K_FSTATS, 'full', '1')
+        elseif go_at and go_at > now then
+          redis.call('ZADD', K_FWAIT, string.format('%d', math.max(go_at, head)), name)
+        elseif head <= now then
           redis.call('ZADD', K_FREADY, string.format('%d', took > 0 and tag + 1 or tag), name)
         else
           redis.call('ZADD', K_FWAIT, string.format('%d', head), name)
@@ -220,7 +393,7 @@ local function fair_helpers()
       call_many('ZREM', K_DUE, claimed, 1)
     end
     if served then
-      redis.call('HSET', K_STATS, 'vt', string.format('%d', served))
+      redis.call('HSET', K_FSTATS, 'vt', string.format('%d', served))
     end
   end
 end

@@ -43,6 +43,8 @@ local dead_ids, dead_recs, dead_reasons = {}, {}, {}
 local processed, retried, n_cancelled = 0, 0, 0
 local first_retry = nil
 local hold_until = nil
+-- Holds asked by handlers (ids, until when): the job's key's when it has one (fair.lua), else the topic's.
+local hold_ids, hold_untils = {}, {}
 -- `full`, `prio`, `keep`, `waits`, `progress`, `follow` and `fair` in stats (read once the batch's
 -- leases are gone).
 local flags = { false, false, false, false, false, false, false }
@@ -61,10 +63,8 @@ for i = 1, n do
       processed = processed + 1
     elseif kind == 'retry' or kind == 'hold' then
       if kind == 'hold' then
-        local until_ms = resolve_due(now, 'in', tonumber(ARGV[b + 5]))
-        if hold_until == nil or until_ms > hold_until then
-          hold_until = until_ms
-        end
+        hold_ids[#hold_ids + 1] = id
+        hold_untils[#hold_untils + 1] = resolve_due(now, 'in', tonumber(ARGV[b + 5]))
       end
       if cancelled[i] == 1 then
         ended[#ended + 1] = id
@@ -102,6 +102,20 @@ if #gone > 0 then
   if flags[1] then
     redis.call('HDEL', K_STATS, 'full')
     publish_hint(channel, topic, now)
+  end
+end
+if #hold_ids > 0 then
+  local keys = {}
+  if flags[7] then
+    fair_helpers()
+    keys = fetch_many('HMGET', K_FKEY, hold_ids)
+  end
+  for i = 1, #hold_ids do
+    if keys[i] and keys[i] ~= '' then
+      fair_hold(keys[i], hold_untils[i])
+    elseif hold_until == nil or hold_untils[i] > hold_until then
+      hold_until = hold_untils[i]
+    end
   end
 end
 if hold_until then
@@ -145,14 +159,17 @@ if (#retry_due > 0 or #ended > 0) and flags[2] then
   end
 end
 -- Keyed jobs keep their keys through a retry; jobs that end forget them (fair.lua).
-if (#retry_due > 0 or #ended > 0) and flags[7] then
+if #gone > 0 and flags[7] then
   fair_helpers()
+  fair_release(gone, now)
   local r_ids, r_dues = {}, {}
   for i = 1, #retry_due, 2 do
     r_dues[#r_dues + 1] = retry_due[i]
     r_ids[#r_ids + 1] = retry_due[i + 1]
   end
-  fair_refile(r_ids, r_dues, now)
+  if fair_refile(r_ids, r_dues, now) and not flags[1] then
+    publish_hint(channel, topic, now)
+  end
   fair_forget(ended)
 end
 if #dead_ids > 0 then

@@ -36,5 +36,10 @@ local function put_tick(now, id, rec, tick)
   end
   local at = resolve_due(now, 'at', tick)
   redis.call('ZADD', K_DUE, string.format('%d', at), id)
+  -- A topic with keyed jobs files it under the key '' (fair.lua).
+  if redis.call('EXISTS', K_FKEY) == 1 then
+    fair_helpers()
+    fair_file_unkeyed({ id }, { at }, now)
+  end
   return at
 end

@@ -32,7 +32,9 @@ for i = 1, n do
     -- A keyed job is filed under its key by its new due time (fair.lua).
     if redis.call('HEXISTS', K_STATS, 'fair') == 1 then
       fair_helpers()
-      fair_refile({ id }, { at }, now)
+      if fair_refile({ id }, { at }, now) then
+        hint, first = now, nil
+      end
     end
     if hint == nil or at < hint then
       hint = at
