@@ -244,10 +244,12 @@ mod tests {
         let f = Flow {
             rate: Some(RateLimit::per_second(100)),
             max_running: 5,
+            key: KeyLimits::new().max_running(2),
         };
         let p = f.per_partition(4);
         assert_eq!(p.rate.unwrap().per(), Duration::from_secs(4));
         assert_eq!(p.max_running, 1);
+        assert_eq!(p.key, f.key, "a key's limits are whole in its partition");
         assert_eq!(f.per_partition(1), f);
     }
 }
