@@ -334,6 +334,17 @@ pub(crate) async fn claim(s: &dyn Store, topic: &str, max: usize, lease_ms: u64)
         .unwrap()
 }
 
+/// The ids of the jobs a claim of up to `max` takes (with a lease that will not expire), in the order
+/// claimed.
+pub(crate) async fn claimed_ids(s: &dyn Store, topic: &str, max: usize) -> Vec<String> {
+    claim(s, topic, max, LONG)
+        .await
+        .jobs
+        .into_iter()
+        .map(|j| j.id)
+        .collect()
+}
+
 /// Claims exactly one job, which must be `id`.
 pub(crate) async fn claim_id(s: &dyn Store, topic: &str, id: &str, lease_ms: u64) -> ClaimedJob {
     let mut batch = claim(s, topic, 1, lease_ms).await;
