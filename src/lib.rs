@@ -131,8 +131,8 @@ pub use record::AttemptError;
 pub use schedule::{RetrySchedule, MAX_DELAY, MAX_SLOTS};
 pub use store::{CallbackKind, MemberState, OnParentFailure, Progress, TopicCounts, UniqueStates};
 pub use validate::{
-    validate_batch_id, validate_id, validate_key, validate_namespace, validate_topic, MAX_BATCH_ID_LEN,
-    MAX_ID_LEN,
+    validate_batch_id, validate_id, validate_key, validate_namespace, validate_topic,
+    MAX_BATCH_ID_LEN, MAX_ID_LEN,
 };
 pub use worker::{ShutdownHandle, SlotSharing, Worker, WorkerBuilder};
 
