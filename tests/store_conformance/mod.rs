@@ -30,6 +30,7 @@ mod dead;
 mod deaths;
 mod delivered;
 mod enqueue;
+mod fair;
 mod flow;
 mod hints;
 mod inspect;
@@ -61,6 +62,7 @@ pub(crate) use self::dead::*;
 pub(crate) use self::deaths::*;
 pub(crate) use self::delivered::*;
 pub(crate) use self::enqueue::*;
+pub(crate) use self::fair::*;
 pub(crate) use self::flow::*;
 pub(crate) use self::hints::*;
 pub(crate) use self::inspect::*;
@@ -180,6 +182,19 @@ macro_rules! store_conformance {
             a_priority_survives_a_retry_and_a_reschedule,
             a_swept_job_keeps_its_priority,
             cancel_and_replace_take_a_priority_away,
+            // fairness by key
+            fair_claim_takes_one_job_per_key_before_any_key_gets_a_second,
+            fair_flood_does_not_delay_a_job_of_another_key,
+            fair_key_takes_its_own_jobs_in_due_order,
+            fair_unkeyed_jobs_are_claimed_in_due_order_beside_keyed_ones,
+            fair_only_key_left_fills_the_whole_claim,
+            fair_retry_and_expired_lease_keep_the_key,
+            fair_reschedule_and_cancel_of_keyed_jobs,
+            fair_future_jobs_of_a_key_join_when_due,
+            fair_jobs_with_a_priority_go_first_whatever_their_key,
+            fair_replace_applies_the_new_jobs_key,
+            fair_a_ready_key_keeps_its_turn_when_it_gets_another_job,
+            fair_a_key_that_joins_late_does_not_make_up_for_missed_turns,
             // periodic schedules
             periodic_upsert_is_idempotent_and_a_changed_definition_replaces,
             periodic_tick_enqueues_due_ticks_once_and_advances,
@@ -332,6 +347,17 @@ pub(crate) async fn claim(s: &dyn Store, topic: &str, max: usize, lease_ms: u64)
     s.claim(topic, ClaimRequest::new(max, lease_ms, 100, 10))
         .await
         .unwrap()
+}
+
+/// The ids of the jobs a claim of up to `max` takes (with a lease that will not expire), in the order
+/// claimed.
+pub(crate) async fn claimed_ids(s: &dyn Store, topic: &str, max: usize) -> Vec<String> {
+    claim(s, topic, max, LONG)
+        .await
+        .jobs
+        .into_iter()
+        .map(|j| j.id)
+        .collect()
 }
 
 /// Claims exactly one job, which must be `id`.

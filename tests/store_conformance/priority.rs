@@ -12,15 +12,6 @@ fn with_priority(id: &str, due: Due, priority: u8) -> NewJob {
     new_job(id, REC, due).priority(priority)
 }
 
-async fn claimed_ids(s: &dyn Store, t: &str, max: usize) -> Vec<String> {
-    claim(s, t, max, LONG)
-        .await
-        .jobs
-        .into_iter()
-        .map(|j| j.id)
-        .collect()
-}
-
 pub(crate) async fn higher_priority_due_jobs_are_claimed_first_then_by_due_time(
     store: Arc<dyn Store>,
 ) {

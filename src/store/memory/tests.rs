@@ -286,6 +286,78 @@ async fn unique_and_debounce_keys_leave_no_state_once_they_no_longer_hold() {
 }
 
 #[tokio::test]
+async fn keys_for_fairness_leave_no_state_once_their_jobs_ended() {
+    let (clock, store) = store();
+    let keyed = |id: &str, key: &str, due| new_job(id, due).with_key(Some(key.to_owned()));
+    let jobs = vec![
+        keyed("done", "a", Due::In(0)),
+        keyed("retried", "a", Due::In(0)),
+        keyed("dead", "b", Due::In(0)),
+        keyed("swept-dead", "c", Due::In(0)),
+        keyed("cancelled-running", "d", Due::In(0)),
+        keyed("replaced", "e", Due::In(0)),
+        keyed("cancelled-due", "f", Due::In(0)),
+        keyed("cancelled-waiting", "g", Due::In(60_000)),
+    ];
+    store.enqueue("t", jobs).await.unwrap();
+    // Replaced without a key; cancelled while due, and while its key waits for it.
+    let unkeyed = NewJob::new("replaced".into(), vec![], Due::In(0), true);
+    store.enqueue("t", vec![unkeyed]).await.unwrap();
+    for id in ["cancelled-due", "cancelled-waiting"] {
+        assert_eq!(store.cancel("t", id).await.unwrap(), CancelOutcome::Removed);
+    }
+    let batch = store.claim("t", claim_req(10, 100, 1)).await.unwrap();
+    assert_eq!(batch.jobs.len(), 6, "{batch:?}");
+    let token = batch.jobs[0].token;
+    assert_eq!(
+        store.cancel("t", "cancelled-running").await.unwrap(),
+        CancelOutcome::Marked
+    );
+    let retry = || Finish::Retry {
+        record: vec![1],
+        delay_ms: 0,
+        counted: true,
+    };
+    let dead = Finish::Dead {
+        record: vec![9],
+        reason: "boom".into(),
+    };
+    let finishes = [
+        ("done", Finish::Done),
+        ("retried", retry()),
+        ("dead", dead),
+        ("cancelled-running", retry()),
+        ("replaced", Finish::Done),
+    ];
+    let items = finishes
+        .into_iter()
+        .map(|(id, finish)| FinishItem::new(id.into(), token, finish))
+        .collect();
+    store.finish("t", items).await.unwrap();
+    assert!(!store.holds_nothing("t"), "a retried job keeps its key");
+
+    let again = store.claim("t", claim_req(10, 100, 1)).await.unwrap();
+    assert_eq!(again.jobs.len(), 1);
+    let job = &again.jobs[0];
+    assert_eq!(job.id, "retried");
+    let done = FinishItem::new(job.id.clone(), job.token, Finish::Done);
+    store.finish("t", vec![done]).await.unwrap();
+    // Swept back into due under its key, then swept dead.
+    clock.advance(Duration::from_millis(100));
+    let batch = store.claim("t", claim_req(10, 100, 1)).await.unwrap();
+    assert_eq!((batch.swept, batch.jobs.len()), (1, 1));
+    clock.advance(Duration::from_millis(100));
+    let batch = store.claim("t", claim_req(10, 100, 1)).await.unwrap();
+    assert_eq!(batch.swept_dead, 1);
+
+    // The deaths' own state goes once purged and their hooks delivered.
+    store.dead_purge("t", DeadSelection::All).await.unwrap();
+    let deaths = [Death::new("dead", 1), Death::new("swept-dead", 2)];
+    store.dead_ack("t", &deaths).await.unwrap();
+    assert!(store.holds_nothing("t"), "no key is left");
+}
+
+#[tokio::test]
 async fn a_completed_batch_is_kept_for_its_time_and_its_members_leave_nothing_behind() {
     use crate::store::workflow::BATCH_KEEP_MS;
     use crate::store::{BatchCreated, BatchJob, NewBatch, WorkflowStore};

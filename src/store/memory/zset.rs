@@ -39,6 +39,13 @@ impl ZSet {
         Some(score)
     }
 
+    /// Removes and returns the first member (lowest score, then id).
+    pub(super) fn pop_first(&mut self) -> Option<(i64, String)> {
+        let (score, id) = self.order.pop_first()?;
+        self.scores.remove(&id);
+        Some((score, id))
+    }
+
     /// The lowest score.
     pub(super) fn first_score(&self) -> Option<i64> {
         self.order.first().map(|(score, _)| *score)
@@ -109,5 +116,8 @@ mod tests {
         assert_eq!(z.remove("a"), None);
         assert!(!z.contains("a"));
         assert_eq!(z.score("c"), Some(9));
+        assert_eq!(z.pop_first(), Some((5, "b".to_owned())));
+        assert!(!z.contains("b"));
+        assert_eq!(z.len(), 1);
     }
 }

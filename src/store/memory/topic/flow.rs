@@ -85,7 +85,8 @@ impl Topic {
     }
 
     /// Up to `max` due jobs, those with a priority first (highest first, then the earliest due), then
-    /// the others by due time.
+    /// the others by due time; when the topic has keyed jobs, the keyed ones among the others go
+    /// round-robin between their keys (see `fair.rs`).
     pub(super) fn due_first(&mut self, now: i64, max: usize) -> Vec<(i64, String)> {
         for (due_at, id) in self.prio_wait.take_up_to(now, usize::MAX) {
             self.file_prio(&id, due_at, now);
@@ -96,13 +97,25 @@ impl Topic {
             .into_iter()
             .filter_map(|(_, id)| Some((self.due.score(&id)?, id)))
             .collect();
+        let fair = !self.fair.is_empty();
+        if fair {
+            for (_, id) in &out {
+                self.fair.claimed(id, now);
+            }
+        }
         if out.len() < max {
+            let slots = max - out.len();
             let more = self.due.take_up_to(now, max);
-            let rest = more
+            let window: Vec<_> = more
                 .into_iter()
                 .filter(|(_, id)| !self.prio_ready.contains(id))
-                .take(max - out.len());
-            out.extend(rest.collect::<Vec<_>>());
+                .take(slots)
+                .collect();
+            if fair {
+                out.extend(self.fair.claim(window, slots, now));
+            } else {
+                out.extend(window);
+            }
         }
         out
     }

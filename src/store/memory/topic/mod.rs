@@ -10,6 +10,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 mod dead;
 mod delivered;
 mod deps;
+mod fair;
 mod flow;
 mod follow;
 mod keyed;
@@ -108,6 +109,8 @@ pub(super) struct Topic {
     delivered: ZSet,
     /// Unique and debounce keys (see `keyed.rs`).
     keys: keyed::Keys,
+    /// Keys for fairness of keyed jobs, and their turns (see `fair.rs`).
+    fair: fair::Fair,
     /// Jobs that wait for jobs (see `deps.rs`).
     waits: deps::Waits,
     /// Finished jobs kept, waiters and progress (see `outcomes.rs`).
@@ -136,7 +139,8 @@ impl Topic {
     }
 
     /// Removes every trace of a live job.
-    fn forget(&mut self, id: &str) -> Option<Vec<u8>> {
+    fn forget(&mut self, id: &str, now: i64) -> Option<Vec<u8>> {
+        self.fair.forget(id, now);
         self.priority.remove(id);
         self.prio_ready.remove(id);
         self.prio_wait.remove(id);
@@ -152,7 +156,7 @@ impl Topic {
     /// Moves a live job to the dead letters as a new death (numbered by the `dead_total` counter),
     /// listed and pending its hook.
     fn bury(&mut self, id: &str, record: Vec<u8>, reason: String, now: i64) {
-        self.forget(id);
+        self.forget(id, now);
         self.announce_death(id, &reason, now);
         self.counters.dead_total += 1;
         self.history.tally(now, |m| m.dead += 1);
@@ -181,6 +185,7 @@ impl Topic {
             return (EnqueueOutcome::Exists { due_at_ms }, None);
         }
         let due_at_ms = resolve(job.due, now);
+        self.fair.set_key(&job.id, job.key, now);
         let hint = self.schedule(&job.id, due_at_ms, job.priority, now);
         self.jobs.insert(job.id, job.record);
         let outcome = match existing {
@@ -197,13 +202,19 @@ impl Topic {
     /// if any.
     fn schedule(&mut self, id: &str, due_at_ms: i64, priority: u8, now: i64) -> Option<i64> {
         let hint = self.is_earliest(due_at_ms).then_some(due_at_ms);
-        self.due.insert(id, due_at_ms);
         match priority {
             0 => self.priority.remove(id),
             p => self.priority.insert(id.to_owned(), p),
         };
-        self.file_prio(id, due_at_ms, now);
+        self.put_due(id, due_at_ms, now);
         hint
+    }
+
+    /// Puts live job `id` in `due` at `due_at_ms`, filed by its priority and its key.
+    fn put_due(&mut self, id: &str, due_at_ms: i64, now: i64) {
+        self.due.insert(id, due_at_ms);
+        self.file_prio(id, due_at_ms, now);
+        self.fair.file(id, due_at_ms, now);
     }
 
     /// Sweeps expired leases, then claims due jobs (see [`WorkerStore::claim`](crate::store::WorkerStore::claim)).
@@ -238,8 +249,7 @@ impl Topic {
             } else {
                 // Due again at the due time it was claimed at: it keeps its place in line.
                 let due_at = lease.map_or(now, |l| l.due_at_ms);
-                self.due.insert(&id, due_at);
-                self.file_prio(&id, due_at, now);
+                self.put_due(&id, due_at, now);
                 self.counters.stalled += 1;
                 batch.swept += 1;
             }
@@ -359,8 +369,7 @@ impl Topic {
                 let hint = self.is_earliest(due_at_ms).then_some(due_at_ms);
                 self.active.remove(id);
                 self.leases.remove(id);
-                self.due.insert(id, due_at_ms);
-                self.file_prio(id, due_at_ms, now);
+                self.put_due(id, due_at_ms, now);
                 self.jobs.insert(item.id, record);
                 if counted {
                     self.counters.retried += 1;
@@ -417,8 +426,7 @@ impl Topic {
         } else if current.is_some() {
             let due_at_ms = resolve(due, now);
             let hint = self.is_earliest(due_at_ms).then_some(due_at_ms);
-            self.due.insert(id, due_at_ms);
-            self.file_prio(id, due_at_ms, now);
+            self.put_due(id, due_at_ms, now);
             (RescheduleOutcome::Rescheduled { due_at_ms }, hint)
         } else if self.active.contains(id) {
             (RescheduleOutcome::Running, None)
@@ -514,6 +522,7 @@ impl Topic {
             && self.dead_pending.len() == 0
             && self.delivered.len() == 0
             && self.keys.is_empty()
+            && self.fair.holds_nothing()
             && self.outcomes.is_empty()
             && self.waits.is_empty()
     }

@@ -134,7 +134,7 @@ impl Outcomes {
 impl Topic {
     /// A live job ends (done or cancelled): forgotten, then kept and announced.
     pub(super) fn end(&mut self, id: &str, ended: Ended, now: i64) {
-        let record = self.forget(id).unwrap_or_default();
+        let record = self.forget(id, now).unwrap_or_default();
         self.outcomes.end(id, record, ended, now);
     }
 

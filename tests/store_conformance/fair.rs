@@ -1,0 +1,419 @@
+//! Fairness by key: due jobs of different keys are claimed round-robin between keys (one job per key
+//! and turn, all the slots left to the only key with a job due), a key's own in due order; unkeyed jobs
+//! are claimed in due order beside them, and jobs with a priority before all. A key that gets a due job
+//! keeps its turn if it has one, and else joins at the others' turn (never making up for the turns it
+//! missed). A job keeps its key through a retry, an expired lease and a reschedule, and a replace gives
+//! it the new job's key.
+//!
+//! Where keys tie for a turn, any order is right: these tests never depend on it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use postpone::store::{
+    CancelOutcome, ClaimRequest, Due, EnqueueOutcome, FinishOutcome, NewJob, RescheduleOutcome,
+    Store,
+};
+
+use super::*;
+
+/// A job of key `key`.
+fn keyed(id: &str, key: &str, due: Due) -> NewJob {
+    new_job(id, REC, due).with_key(Some(key.into()))
+}
+
+/// `n` jobs of key `key`, due now, with ids `<key>-0000`, `<key>-0001`...
+fn flood(key: &str, n: usize) -> Vec<NewJob> {
+    (0..n)
+        .map(|i| keyed(&format!("{key}-{i:04}"), key, Due::In(0)))
+        .collect()
+}
+
+/// The key of a job named `<key>-<n>` (or the id itself).
+fn key_of(id: &str) -> &str {
+    id.split('-').next().unwrap_or(id)
+}
+
+/// Waits until the backend's clock has moved on, so that a job enqueued due now is due after every
+/// job enqueued before.
+async fn later(s: &dyn Store) {
+    wait_past(s, now(s).await).await;
+}
+
+/// The due time an enqueue of one new job gave it.
+async fn enqueue_one(s: &dyn Store, t: &str, job: NewJob) -> i64 {
+    let id = job.id.clone();
+    match s.enqueue(t, vec![job]).await.unwrap()[..] {
+        [EnqueueOutcome::Created { due_at_ms }] => due_at_ms,
+        ref other => panic!("enqueue of {id:?} gave {other:?}, not Created"),
+    }
+}
+
+async fn reschedule(s: &dyn Store, t: &str, id: &str, due: Due) -> i64 {
+    match s.reschedule(t, id, due).await.unwrap() {
+        RescheduleOutcome::Rescheduled { due_at_ms } => due_at_ms,
+        other => panic!("reschedule of {id:?} gave {other:?}"),
+    }
+}
+
+pub(crate) async fn fair_claim_takes_one_job_per_key_before_any_key_gets_a_second(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_one_each"));
+    let enqueued = [("a", 10), ("b", 3), ("c", 1)];
+    let jobs = enqueued
+        .iter()
+        .flat_map(|(key, n)| flood(key, *n))
+        .collect();
+    s.enqueue(t, jobs).await.unwrap();
+
+    let first = claimed_ids(s, t, 3).await;
+    let mut keys: Vec<_> = first.iter().map(|id| key_of(id)).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["a", "b", "c"], "one of each key: {first:?}");
+
+    // Jobs claimed and jobs left, by key.
+    let mut claimed: BTreeMap<String, usize> = BTreeMap::new();
+    let mut left: BTreeMap<String, usize> =
+        enqueued.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+    let mut batch = first;
+    while !batch.is_empty() {
+        for id in &batch {
+            *claimed.entry(key_of(id).to_owned()).or_default() += 1;
+            let n = left.get_mut(key_of(id)).unwrap();
+            *n -= 1;
+        }
+        // A key with due jobs left is never more than one job behind any other.
+        for (key, n) in left.iter().filter(|(_, n)| **n > 0) {
+            let mine = claimed.get(key).copied().unwrap_or(0);
+            for (other, theirs) in &claimed {
+                assert!(
+                    *theirs <= mine + 1,
+                    "{key} (with {n} due) had {mine} claimed, {other} had {theirs}: {claimed:?}"
+                );
+            }
+        }
+        batch = claimed_ids(s, t, 2).await;
+    }
+    let all: BTreeMap<String, usize> = enqueued.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+    assert_eq!(claimed, all, "every job, once");
+}
+
+pub(crate) async fn fair_flood_does_not_delay_a_job_of_another_key(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_flood"));
+    s.enqueue(t, flood("flood", 1000)).await.unwrap();
+    later(s).await;
+    enqueue_one(s, t, keyed("quiet", "quiet", Due::In(0))).await;
+
+    let ids = claimed_ids(s, t, 10).await;
+    assert_eq!(ids.len(), 10, "{ids:?}");
+    assert!(ids.iter().any(|id| id == "quiet"), "quiet waits: {ids:?}");
+    let mut flooded: Vec<_> = ids.into_iter().filter(|id| id != "quiet").collect();
+    flooded.sort_unstable();
+    let earliest: Vec<_> = (0..9).map(|i| format!("flood-{i:04}")).collect();
+    assert_eq!(flooded, earliest, "the flood's earliest");
+}
+
+pub(crate) async fn fair_key_takes_its_own_jobs_in_due_order(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_own_order"));
+    let base = now(s).await + 200;
+    // Ids against due order; two jobs due at one time go by id.
+    let asked = [
+        ("a-late", "a", 40),
+        ("a-mid", "a", 30),
+        ("a-tie2", "a", 20),
+        ("a-tie1", "a", 20),
+        ("a-first", "a", 0),
+        ("b-late", "b", 35),
+        ("b-first", "b", 5),
+    ];
+    let jobs = asked
+        .iter()
+        .map(|(id, key, at)| keyed(id, key, Due::At(base + at)))
+        .collect();
+    let out = s.enqueue(t, jobs).await.unwrap();
+    let mut due = BTreeMap::new();
+    for ((id, _, _), outcome) in asked.iter().zip(out) {
+        match outcome {
+            EnqueueOutcome::Created { due_at_ms } => due.insert(*id, due_at_ms),
+            other => panic!("enqueue of {id:?} gave {other:?}"),
+        };
+    }
+    let last = due.values().copied().max().unwrap();
+    wait_past(s, last).await;
+
+    let mut order = Vec::new();
+    loop {
+        let batch = claim(s, t, 1, LONG).await;
+        let Some(job) = batch.jobs.first() else {
+            break;
+        };
+        assert_eq!(job.due_at_ms, due[job.id.as_str()], "its own due time");
+        order.push(job.id.clone());
+    }
+    assert_eq!(order.len(), asked.len(), "{order:?}");
+    for key in ["a", "b"] {
+        let got: Vec<&str> = order
+            .iter()
+            .map(String::as_str)
+            .filter(|id| key_of(id) == key)
+            .collect();
+        let mut expected: Vec<&str> = due.keys().copied().filter(|id| key_of(id) == key).collect();
+        expected.sort_by_key(|id| (due[id], *id));
+        assert_eq!(got, expected, "key {key}'s jobs by due time, then id");
+    }
+}
+
+pub(crate) async fn fair_unkeyed_jobs_are_claimed_in_due_order_beside_keyed_ones(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_unkeyed"));
+    // Due in this order: 5 of the flood, `early`, 995 of the flood, `late`.
+    let mut jobs = flood("flood", 1000);
+    let rest = jobs.split_off(5);
+    s.enqueue(t, jobs).await.unwrap();
+    later(s).await;
+    create(s, t, "early", REC, Due::In(0)).await;
+    later(s).await;
+    s.enqueue(t, rest).await.unwrap();
+    later(s).await;
+    create(s, t, "late", REC, Due::In(0)).await;
+
+    let first = claimed_ids(s, t, 10).await;
+    assert_eq!(first.len(), 10, "{first:?}");
+    assert!(
+        first.iter().any(|id| id == "early"),
+        "early is among the first 10 due: {first:?}"
+    );
+    assert!(!first.iter().any(|id| id == "late"), "{first:?}");
+    // A plain queue claims `late`, the 1,002nd due job, in the 101st claim of 10.
+    let mut claims = 1;
+    loop {
+        let ids = claimed_ids(s, t, 10).await;
+        claims += 1;
+        assert!(!ids.is_empty(), "late was never claimed");
+        if ids.iter().any(|id| id == "late") {
+            break;
+        }
+    }
+    assert!(
+        claims <= 101,
+        "late was claimed in claim {claims}, a plain queue claims it in claim 101"
+    );
+}
+
+pub(crate) async fn fair_only_key_left_fills_the_whole_claim(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_only_key"));
+    s.enqueue(t, flood("only", 100)).await.unwrap();
+    // Another key, not due yet, leaves the claim to the one that is.
+    enqueue_one(s, t, keyed("other", "other", Due::In(60_000))).await;
+
+    let first = claimed_ids(s, t, 50).await;
+    let expected: Vec<_> = (0..50).map(|i| format!("only-{i:04}")).collect();
+    let mut sorted = first.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, expected, "50 jobs, the key's earliest");
+    assert_eq!(claimed_ids(s, t, 50).await.len(), 50);
+    assert_eq!(claimed_ids(s, t, 50).await, Vec::<String>::new());
+}
+
+pub(crate) async fn fair_retry_and_expired_lease_keep_the_key(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_keeps_key"));
+    s.enqueue(t, flood("flood", 1000)).await.unwrap();
+    later(s).await;
+    // Without its key, a job of `k` is due after the whole flood; with it, it has its key's turn.
+    enqueue_one(s, t, keyed("k-1", "k", Due::In(0))).await;
+
+    // A retry.
+    let batch = claim(s, t, 2, LONG).await;
+    let job = batch.jobs.iter().find(|j| j.id == "k-1").cloned();
+    let job = job.unwrap_or_else(|| panic!("one job of each key: {batch:?}"));
+    assert_eq!(
+        finish(s, t, &job, retry(REC, 0, true)).await,
+        FinishOutcome::Applied
+    );
+    let ids = claimed_ids(s, t, 2).await;
+    assert!(ids.iter().any(|id| id == "k-1"), "after a retry: {ids:?}");
+
+    // An expired lease.
+    enqueue_one(s, t, keyed("k-2", "k", Due::In(0))).await;
+    let short = s
+        .claim(t, ClaimRequest::new(2, SHORT, 100, 10))
+        .await
+        .unwrap();
+    assert!(
+        short.jobs.iter().any(|j| j.id == "k-2"),
+        "one job of each key: {short:?}"
+    );
+    wait_past(s, short.now_ms() + SHORT as i64).await;
+    let batch = claim(s, t, 2, LONG).await;
+    assert_eq!(batch.swept, 2, "{batch:?}");
+    assert!(
+        batch.jobs.iter().any(|j| j.id == "k-2"),
+        "after an expired lease: {batch:?}"
+    );
+}
+
+pub(crate) async fn fair_reschedule_and_cancel_of_keyed_jobs(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_reschedule"));
+    s.enqueue(t, flood("flood", 20)).await.unwrap();
+    let jobs = vec![
+        keyed("soon-1", "soon", Due::In(60_000)),
+        keyed("later-1", "later", Due::In(0)),
+        keyed("cancelled-1", "cancelled", Due::In(0)),
+        keyed("cancelled-2", "cancelled", Due::In(0)),
+    ];
+    s.enqueue(t, jobs).await.unwrap();
+    // Earlier: due now, its key's turn comes at once; later: not claimed before its new time.
+    reschedule(s, t, "soon-1", Due::In(0)).await;
+    let later_due = reschedule(s, t, "later-1", Due::In(300)).await;
+    assert_eq!(
+        s.cancel(t, "cancelled-1").await.unwrap(),
+        CancelOutcome::Removed
+    );
+
+    let first = claim(s, t, 10, LONG).await;
+    let ids: Vec<_> = first.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids.len(), 10, "{ids:?}");
+    assert!(ids.contains(&"soon-1"), "rescheduled to now: {ids:?}");
+    assert!(ids.contains(&"cancelled-2"), "its key's other job: {ids:?}");
+    let mut seen: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+    let mut batch = first;
+    let mut waited = false;
+    loop {
+        for job in &batch.jobs {
+            assert_ne!(job.id, "cancelled-1", "a cancelled job is never claimed");
+            if job.id == "later-1" {
+                assert!(
+                    batch.now_ms() >= later_due,
+                    "later-1 claimed at {}, before its new time {later_due}",
+                    batch.now_ms()
+                );
+            }
+        }
+        if seen.len() == 23 {
+            break;
+        }
+        if batch.jobs.is_empty() {
+            assert!(!waited, "jobs were left unclaimed: {seen:?}");
+            // Only later-1 is left, due at its new time.
+            wait_past(s, later_due - 1).await;
+            waited = true;
+        }
+        batch = claim(s, t, 10, LONG).await;
+        seen.extend(batch.jobs.iter().map(|j| j.id.clone()));
+    }
+    seen.sort_unstable();
+    let mut expected: Vec<String> = (0..20).map(|i| format!("flood-{i:04}")).collect();
+    expected.extend(["cancelled-2", "later-1", "soon-1"].map(String::from));
+    expected.sort_unstable();
+    assert_eq!(seen, expected);
+    assert_eq!(state(s, t, "cancelled-1").await, None);
+}
+
+pub(crate) async fn fair_future_jobs_of_a_key_join_when_due(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_future"));
+    s.enqueue(t, flood("flood", 20)).await.unwrap();
+    let due = enqueue_one(s, t, keyed("future-1", "future", Due::In(200))).await;
+
+    let mut claimed_at = None;
+    for _ in 0..3 {
+        let batch = claim(s, t, 2, LONG).await;
+        if batch.jobs.iter().any(|j| j.id == "future-1") {
+            claimed_at = Some(batch.now_ms());
+            break;
+        }
+    }
+    if claimed_at.is_none() {
+        wait_past(s, due - 1).await;
+        let batch = claim(s, t, 2, LONG).await;
+        assert!(
+            batch.jobs.iter().any(|j| j.id == "future-1"),
+            "once due, its key has its turn at once: {batch:?}"
+        );
+        claimed_at = Some(batch.now_ms());
+    }
+    let at = claimed_at.unwrap();
+    assert!(at >= due, "claimed at {at}, before it was due at {due}");
+}
+
+pub(crate) async fn fair_jobs_with_a_priority_go_first_whatever_their_key(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_priority"));
+    s.enqueue(t, flood("flood", 20)).await.unwrap();
+    later(s).await;
+    let jobs = vec![
+        keyed("urgent", "flood", Due::In(0)).priority(5),
+        keyed("soon", "other", Due::In(0)).priority(3),
+        new_job("plain", REC, Due::In(0)).priority(1),
+        keyed("quiet", "quiet", Due::In(0)),
+    ];
+    s.enqueue(t, jobs).await.unwrap();
+    assert_eq!(claimed_ids(s, t, 3).await, ["urgent", "soon", "plain"]);
+    // Then the keys' turns, as before.
+    let ids = claimed_ids(s, t, 2).await;
+    assert!(ids.iter().any(|id| id == "quiet"), "{ids:?}");
+    assert!(ids.iter().any(|id| id == "flood-0000"), "{ids:?}");
+}
+
+pub(crate) async fn fair_replace_applies_the_new_jobs_key(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_replace"));
+    s.enqueue(t, flood("flood", 20)).await.unwrap();
+    later(s).await;
+    enqueue_one(s, t, keyed("x", "x1", Due::In(0))).await;
+    // Replaced without a key: an unkeyed job due after the whole flood, outside the first 10.
+    s.enqueue(t, vec![replacing("x", REC, Due::In(0))])
+        .await
+        .unwrap();
+    let ids = claimed_ids(s, t, 10).await;
+    assert!(!ids.iter().any(|id| id == "x"), "x has no key: {ids:?}");
+    // Replaced with a key: its key's turn.
+    let again = replacing("x", REC, Due::In(0)).with_key(Some("x2".into()));
+    s.enqueue(t, vec![again]).await.unwrap();
+    let ids = claimed_ids(s, t, 10).await;
+    assert!(ids.iter().any(|id| id == "x"), "x has key x2: {ids:?}");
+}
+
+pub(crate) async fn fair_a_ready_key_keeps_its_turn_when_it_gets_another_job(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_keeps_turn"));
+    let jobs = ["a", "b", "c"].iter().flat_map(|k| flood(k, 3)).collect();
+    s.enqueue(t, jobs).await.unwrap();
+    assert_eq!(claimed_ids(s, t, 3).await.len(), 3, "one of each key");
+    // A second turn for one key, which then gets one more job: the others' turns still come first.
+    let served = claimed_ids(s, t, 1).await;
+    let [served] = &served[..] else {
+        panic!("one job: {served:?}");
+    };
+    let key = key_of(served);
+    enqueue_one(s, t, keyed(&format!("{key}-new"), key, Due::In(0))).await;
+    let ids = claimed_ids(s, t, 2).await;
+    let mut keys: Vec<_> = ids.iter().map(|id| key_of(id)).collect();
+    keys.sort_unstable();
+    let others: Vec<_> = ["a", "b", "c"].into_iter().filter(|k| *k != key).collect();
+    assert_eq!(keys, others, "{key} had its turn: {ids:?}");
+}
+
+pub(crate) async fn fair_a_key_that_joins_late_does_not_make_up_for_missed_turns(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_joins_late"));
+    let jobs = ["a", "b"].iter().flat_map(|k| flood(k, 20)).collect();
+    s.enqueue(t, jobs).await.unwrap();
+    for _ in 0..5 {
+        let ids = claimed_ids(s, t, 2).await;
+        let mut keys: Vec<_> = ids.iter().map(|id| key_of(id)).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["a", "b"], "{ids:?}");
+    }
+    // `c` joins at the turn the others are at: one turn ahead at most, never the five it missed.
+    s.enqueue(t, flood("c", 20)).await.unwrap();
+    let mut ids = claimed_ids(s, t, 3).await;
+    ids.extend(claimed_ids(s, t, 3).await);
+    let count = |key: &str| ids.iter().filter(|id| key_of(id) == key).count();
+    assert_eq!(ids.len(), 6, "{ids:?}");
+    assert!(
+        count("c") <= 3 && count("a") >= 1 && count("b") >= 1,
+        "{ids:?}"
+    );
+}
