@@ -87,10 +87,10 @@ impl Waited {
     }
 }
 
-/// `fairness`: the payload of [`Order`], with its tenant's key and, for a quiet tenant's job, when it
-/// was enqueued (µs on the harness's monotonic clock).
+/// `fairness`: the payload of [`Order`], with its tenant's key (its key for fairness) and, for a quiet
+/// tenant's job, when it was enqueued (µs on the harness's monotonic clock).
 #[derive(Debug, Clone, Serialize, Deserialize, Job)]
-#[job(topic = "bench.fair")]
+#[job(topic = "bench.fair", key = "key")]
 pub(crate) struct Tenant {
     pub(crate) order_id: u64,
     pub(crate) note: String,

@@ -4,7 +4,7 @@
 //! flood is drained. The figures: each quiet job's start lag (its handler's start minus its enqueue, on
 //! the monotonic clock) p50 / p99 / max, and the flood's jobs/s.
 //!
-//! Every job is enqueued with its tenant's key for fairness ([`postpone::Enqueue::key`]): the topic's
+//! Every job has its tenant's key for fairness (`#[job(key = "key")]` on [`Tenant`]): the topic's
 //! workers take due jobs round-robin between keys, so a quiet tenant's job waits for a free slot, not
 //! for the flood. BullMQ's side is a plain queue (groups are a BullMQ Pro feature).
 
@@ -96,8 +96,9 @@ pub(super) async fn run(args: &Args, _probe: &mut Probe) -> BoxResult<Report> {
             while producing.load(std::sync::atomic::Ordering::Relaxed) {
                 tick.tick().await;
                 let at = origin.elapsed().as_micros() as u64;
-                let key = format!("quiet{k}");
-                client.enqueue(Tenant::new(sent, &key, at)).key(key).await?;
+                client
+                    .enqueue(Tenant::new(sent, &format!("quiet{k}"), at))
+                    .await?;
                 sent += 1;
             }
             Ok::<u64, postpone::Error>(sent)
