@@ -42,6 +42,24 @@ pub fn partition_of(id: &str, partitions: u16) -> u16 {
     jump_hash(fmix64(fnv1a_64(id.as_bytes())), partitions, |_| {})
 }
 
+/// An id drawn by `draw` that lands in the partition of `key` (a key for fairness), so that a key's jobs
+/// with generated ids stay in one partition while every lookup by id still finds them in the id's
+/// partition. Draws `partitions` times on average; after 64 times as many it takes the last draw.
+pub(crate) fn id_with_key(key: &str, partitions: u16, mut draw: impl FnMut() -> String) -> String {
+    let mut id = draw();
+    if partitions <= 1 {
+        return id;
+    }
+    let wanted = partition_of(key, partitions);
+    for _ in 0..64 * u32::from(partitions) {
+        if partition_of(&id, partitions) == wanted {
+            break;
+        }
+        id = draw();
+    }
+    id
+}
+
 /// MurmurHash3's 64-bit finalizer.
 fn fmix64(mut k: u64) -> u64 {
     k ^= k >> 33;
@@ -175,6 +193,20 @@ pub(crate) fn validate_store_topic(name: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn generated_ids_of_a_key_land_in_its_partition() {
+        for key in ["tenant:1", "tenant:2", "", "zoé"] {
+            for partitions in [1, 2, 7, 64] {
+                let id = id_with_key(key, partitions, crate::id::generate);
+                assert_eq!(
+                    partition_of(&id, partitions),
+                    partition_of(key, partitions),
+                    "{key} {partitions}"
+                );
+            }
+        }
+    }
 
     /// Pinned values: stored jobs are found by this mapping, so it must never change.
     #[test]

@@ -441,6 +441,21 @@ impl Client {
             Some(k) => Some(self.keyed_option::<J>(k, item.id.is_some(), &item.when)?),
             None => None,
         };
+        let key = match item.key.or_else(|| item.job.key()) {
+            Some(key) => {
+                crate::validate::validate_key(&key)?;
+                if keyed.is_some() {
+                    return Err(Error::InvalidConfig {
+                        reason: format!(
+                            "a job of topic {:?} with a key for fairness cannot be unique or debounced (yet)",
+                            J::TOPIC
+                        ),
+                    });
+                }
+                Some(key)
+            }
+            None => None,
+        };
         let generated = item.id.is_none() && keyed.is_none();
         let id = match (item.id, &keyed) {
             (Some(id), _) => {
@@ -452,7 +467,13 @@ impl Client {
             (None, Some((k, _, _))) if J::partitions() > 1 => k.key().to_owned(),
             // Random: never taken, since a keyed enqueue must not fall back to a fresh id.
             (None, Some(_)) => crate::id::generate_random(),
-            (None, None) => crate::id::generate(),
+            // On a partitioned topic, a key's jobs with generated ids share its partition.
+            (None, None) => match &key {
+                Some(key) => {
+                    crate::partition::id_with_key(key, J::partitions(), crate::id::generate)
+                }
+                None => crate::id::generate(),
+            },
         };
         let payload = serde_json::to_vec(&item.job).map_err(|e| Error::Encode {
             topic: J::TOPIC.to_owned(),
@@ -499,21 +520,6 @@ impl Client {
                 max => (*quiet_ms).min(*max),
             }),
             _ => item.when.to_due(first_delay.unwrap_or_default()),
-        };
-        let key = match item.key.or_else(|| item.job.key()) {
-            Some(key) => {
-                crate::validate::validate_key(&key)?;
-                if keyed.is_some() {
-                    return Err(Error::InvalidConfig {
-                        reason: format!(
-                            "a job of topic {:?} with a key for fairness cannot be unique or debounced (yet)",
-                            J::TOPIC
-                        ),
-                    });
-                }
-                Some(key)
-            }
-            None => None,
         };
         let job = NewJob::new(id, bytes, due, item.replace)
             .priority(item.priority)
@@ -714,7 +720,12 @@ impl Client {
         mut job: NewJob,
     ) -> Result<Enqueued> {
         for _ in 0..8 {
-            job.id = crate::id::generate_random();
+            job.id = match &job.key {
+                Some(key) => {
+                    crate::partition::id_with_key(key, partitions, crate::id::generate_random)
+                }
+                None => crate::id::generate_random(),
+            };
             let outcome = self
                 .enqueue_routed(topic, partitions, std::slice::from_ref(&job))
                 .await?;
