@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::listing::{JobQuery, MAX_PAGE};
 use crate::client::{Topic, When};
 use crate::error::{Error, Result};
-use crate::store::{Death, MinuteCounts, PageState};
+use crate::store::{Death, KeyLoad, KeysPage, MinuteCounts, PageState};
 
 /// Dead letters handled at once by a bulk requeue or purge.
 const BULK_CHUNK: usize = 200;
@@ -118,6 +118,42 @@ impl Topic {
             sum.dead += m.dead;
         }
         Ok(by_minute.into_values().collect())
+    }
+
+    /// The busiest keys of the topic's keyed jobs ([fairness by key](crate::guide::fairness)): at most
+    /// `limit`, by jobs queued, over its partitions (a key's jobs with generated ids are in one
+    /// partition; a key found in several is summed). Each partition looks at a sample of at most 1,000
+    /// keys of each kind (ready, waiting, running), never at every key: [`KeysPage::sampled`] says
+    /// when it did. Empty for a topic without keyed jobs.
+    pub async fn busiest_keys(&self, limit: usize) -> Result<KeysPage> {
+        const SAMPLE: usize = 1000;
+        let store = self.store();
+        let pages = self
+            .each(|t| async move { store.busiest_keys(&t, limit, SAMPLE).await })
+            .await?;
+        let mut by_key = std::collections::BTreeMap::<String, KeyLoad>::new();
+        let mut all = KeysPage::default();
+        for page in pages {
+            all.total += page.total;
+            all.sampled |= page.sampled;
+            all.running_counted |= page.running_counted;
+            for k in page.keys {
+                let sum = by_key.entry(k.key.clone()).or_insert(KeyLoad {
+                    key: k.key,
+                    queued: 0,
+                    running: 0,
+                    held_until_ms: None,
+                });
+                sum.queued += k.queued;
+                sum.running += k.running;
+                sum.held_until_ms = sum.held_until_ms.max(k.held_until_ms);
+            }
+        }
+        all.keys = by_key.into_values().collect();
+        all.keys
+            .sort_by(|a, b| b.queued.cmp(&a.queued).then_with(|| a.key.cmp(&b.key)));
+        all.keys.truncate(limit);
+        Ok(all)
     }
 
     /// Requeues the dead letters `filter` selects, oldest first, each an atomic step (due now, attempts

@@ -66,7 +66,7 @@ pub use self::outbox::{OutboxInfo, OutboxReport};
 pub use self::waiting::JobParent;
 pub use self::workers::{WorkerInfo, WorkerTopic};
 pub use crate::client::{BatchMember, BatchStatus};
-pub use crate::store::{CallbackKind, MemberState, MinuteCounts, PageState};
+pub use crate::store::{CallbackKind, KeyLoad, KeysPage, MemberState, MinuteCounts, PageState};
 pub use crate::time::human_duration;
 
 pub(crate) use self::workers::{worker_id, Presence};
@@ -271,6 +271,11 @@ impl Ops {
         topic
             .purge_death(&crate::store::Death::new(id, death))
             .await
+    }
+
+    /// A topic's busiest keys (fairness by key): see [`Topic::busiest_keys`].
+    pub async fn busiest_keys(&self, topic: &str, limit: usize) -> Result<KeysPage> {
+        self.topic(topic).await?.busiest_keys(limit).await
     }
 
     /// A topic's per-minute history: see [`Topic::history`].

@@ -64,8 +64,8 @@ pub use counts::{FlowCounts, TopicCounts};
 pub use death::{DeadEntry, DeadSelection, Death, RequeueOutcome, TrimPolicy};
 pub use keyed::{Keyed, KeyedJob, KeyedOutcome, UniqueStates};
 pub use ops::{
-    MinuteCounts, OpsStore, PageEntry, PagePosition, PageQuery, PageState, PrefixPage, WorkerBeat,
-    HISTORY_MINUTES,
+    KeyLoad, KeysPage, MinuteCounts, OpsStore, PageEntry, PagePosition, PageQuery, PageState,
+    PrefixPage, WorkerBeat, HISTORY_MINUTES,
 };
 pub(crate) use outcome::{parse_announcement, parse_told, DoneState, Kept};
 pub use outcome::{Announcement, Ended, Lookup, Progress, Retention, Watch};

@@ -147,6 +147,34 @@ pub struct MinuteCounts {
     pub dead: u64,
 }
 
+/// One key of a topic's keyed jobs, as operators see it (see [`OpsStore::busiest_keys`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct KeyLoad {
+    /// The key (`""`: the jobs without a key, in a topic with keyed jobs).
+    pub key: String,
+    /// Its jobs queued, due now or later (a count that may include a few jobs that moved or ended
+    /// since, until a claim meets them).
+    pub queued: u64,
+    /// Its jobs running, when the topic counts them (a max running per key is set); else 0.
+    pub running: u64,
+    /// Until when it is held back (its rate per key, or a handler's `rate_limited`), if it is.
+    pub held_until_ms: Option<i64>,
+}
+
+/// The busiest keys of a topic (see [`OpsStore::busiest_keys`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct KeysPage {
+    /// The busiest keys of those looked at, by jobs queued (then by key).
+    pub keys: Vec<KeyLoad>,
+    /// Keys with a job queued (keys parked at their max running are not counted).
+    pub total: u64,
+    /// Whether a sample was looked at (the topic has more keys than the sample): the busiest keys of
+    /// the sample, not necessarily of the topic.
+    pub sampled: bool,
+    /// Whether running jobs are counted per key (a max running per key is set).
+    pub running_counted: bool,
+}
+
 /// How many minutes of history a store keeps (25 hours: at least the last 24 hours are complete).
 pub const HISTORY_MINUTES: i64 = 1500;
 
@@ -208,6 +236,11 @@ pub trait OpsStore: Send + Sync + std::fmt::Debug + 'static {
         let _ = topic;
         None
     }
+
+    /// The busiest keys of a store topic's keyed jobs (fairness by key): at most `limit`, from a sample
+    /// of at most `sample` keys of each kind (ready, waiting, running), never a scan of every key.
+    /// Empty for a topic without keyed jobs.
+    async fn busiest_keys(&self, topic: &str, limit: usize, sample: usize) -> Result<KeysPage>;
 
     /// The store topic's history for the last `minutes` minutes (the current one included, at most
     /// [`HISTORY_MINUTES`]), oldest first; minutes with nothing counted are left out.

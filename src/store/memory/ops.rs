@@ -129,6 +129,15 @@ impl OpsStore for MemoryStore {
         Ok(PrefixPage { entries, next })
     }
 
+    async fn busiest_keys(
+        &self,
+        topic: &str,
+        limit: usize,
+        _sample: usize,
+    ) -> Result<crate::store::KeysPage> {
+        Ok(self.read_topic(topic, |state, _| state.busiest_keys(limit)))
+    }
+
     async fn history(&self, topic: &str, minutes: u32) -> Result<Vec<MinuteCounts>> {
         Ok(self.read_topic(topic, |state, now| state.history(minutes, now)))
     }

@@ -11,8 +11,8 @@ use super::scripts::SCRIPTS;
 use super::RedisStore;
 use crate::error::{Error, Result};
 use crate::store::{
-    Death, Kept, MinuteCounts, OpsStore, PageEntry, PageQuery, PageState, PrefixPage, WorkerBeat,
-    HISTORY_MINUTES,
+    Death, Kept, KeyLoad, KeysPage, MinuteCounts, OpsStore, PageEntry, PageQuery, PageState,
+    PrefixPage, WorkerBeat, HISTORY_MINUTES,
 };
 
 /// Most entries one page or search step returns (bounds the script's run time).
@@ -235,6 +235,37 @@ impl OpsStore for RedisStore {
     fn node_of(&self, topic: &str) -> Option<String> {
         let keys = self.keys(topic).ok()?;
         self.inner.health.as_ref()?.node_of(&keys.0[0])
+    }
+
+    async fn busiest_keys(&self, topic: &str, limit: usize, sample: usize) -> Result<KeysPage> {
+        const CONTEXT: &str = "listing a topic's keys";
+        let keys = self.keys(topic)?;
+        let reply = self
+            .eval(CONTEXT, &SCRIPTS.fair_keys, &keys, |inv| {
+                inv.arg(limit.clamp(1, 10_000)).arg(sample.clamp(1, 10_000));
+            })
+            .await?;
+        let mut r = Reply::new(reply, CONTEXT)?;
+        let total = r.int()?.max(0) as u64;
+        let sampled = r.int()? == 1;
+        let running_counted = r.int()? == 1;
+        let mut out = Vec::with_capacity(r.remaining() / 4);
+        while r.remaining() > 0 {
+            let key = String::from_utf8_lossy(&r.bytes()?).into_owned();
+            let (queued, running, held) = (r.int()?, r.int()?, r.int()?);
+            out.push(KeyLoad {
+                key,
+                queued: queued.max(0) as u64,
+                running: running.max(0) as u64,
+                held_until_ms: (held > 0).then_some(held),
+            });
+        }
+        Ok(KeysPage {
+            keys: out,
+            total,
+            sampled,
+            running_counted,
+        })
     }
 
     async fn history(&self, topic: &str, minutes: u32) -> Result<Vec<MinuteCounts>> {

@@ -235,3 +235,29 @@ impl Fair {
         }
     }
 }
+
+/// What operators see of the keys (see [`OpsStore::busiest_keys`](crate::store::OpsStore::busiest_keys)).
+impl Fair {
+    /// The busiest keys by jobs queued (then by key), at most `limit`.
+    pub(super) fn busiest(&self, limit: usize) -> crate::store::KeysPage {
+        let mut keys: Vec<crate::store::KeyLoad> = self
+            .queues
+            .iter()
+            .map(|(key, queue)| crate::store::KeyLoad {
+                key: key.clone(),
+                queued: queue.len() as u64,
+                running: 0,
+                held_until_ms: None,
+            })
+            .collect();
+        keys.sort_by(|a, b| b.queued.cmp(&a.queued).then_with(|| a.key.cmp(&b.key)));
+        let total = keys.len() as u64;
+        keys.truncate(limit);
+        crate::store::KeysPage {
+            keys,
+            total,
+            sampled: false,
+            running_counted: false,
+        }
+    }
+}

@@ -503,6 +503,11 @@ impl Topic {
         }
     }
 
+    /// The busiest keys of its keyed jobs (see [`crate::store::OpsStore::busiest_keys`]).
+    pub(super) fn busiest_keys(&self, limit: usize) -> crate::store::KeysPage {
+        self.fair.busiest(limit)
+    }
+
     /// Whether the topic holds any per-job state (for tests that nothing is left behind). Claim records
     /// are not per job, and go by themselves when their lease would have ended.
     #[cfg(test)]

@@ -1,0 +1,62 @@
+-- The busiest keys of a topic's keyed jobs, for operators (see fair.lua and OpsStore::keys): a sample
+-- of at most `sample` keys from each of the ready keys, the waiting ones and those running jobs, each
+-- with its queue's length, its running jobs and until when it is held back; never a scan of every key.
+-- ARGV: limit (keys returned), sample.
+-- Returns: keys with a job queued (ready + waiting; parked keys not counted), 1 when the sample may
+-- have missed keys (0: every key was looked at), whether running jobs are counted (1: a limit per key
+-- counts them), then per key, busiest first: key, queued, running, held until (ms, 0: not held).
+local limit, sample = tonumber(ARGV[1]), tonumber(ARGV[2])
+fair_helpers()
+local now = now_ms()
+local seen, names = {}, {}
+local function add(name)
+  if not seen[name] then
+    seen[name] = true
+    names[#names + 1] = name
+  end
+end
+local n_ready, n_wait = redis.call('ZCARD', K_FREADY), redis.call('ZCARD', K_FWAIT)
+for _, name in ipairs(redis.call('ZRANGE', K_FREADY, 0, sample - 1)) do
+  add(name)
+end
+for _, name in ipairs(redis.call('ZRANGE', K_FWAIT, 0, sample - 1)) do
+  add(name)
+end
+local running = redis.call('HSCAN', K_FRUN, 0, 'COUNT', sample)
+for i = 1, #running[2], 2 do
+  add(running[2][i])
+end
+local partial = n_ready > sample or n_wait > sample or running[1] ~= '0'
+local rows = {}
+for _, name in ipairs(names) do
+  local queued = redis.call('ZLEXCOUNT', K_FQ, '[' .. name .. ':', '[' .. name .. ';')
+  -- The key's text, from the first of its queued jobs still keyed.
+  local key = nil
+  for _, e in ipairs(redis.call('ZRANGE', K_FQ, '[' .. name .. ':', '[' .. name .. ';', 'BYLEX', 'LIMIT', 0, 4)) do
+    key = redis.call('HGET', K_FKEY, string.sub(e, 58))
+    if key then
+      break
+    end
+  end
+  if key then
+    local held = tonumber(redis.call('ZSCORE', K_FHOLD, name) or '0')
+    local waits = tonumber(redis.call('ZSCORE', K_FWAIT, name) or '0')
+    if waits > held and redis.call('ZSCORE', K_FTAT, name) then
+      held = waits
+    end
+    rows[#rows + 1] = { key, queued, tonumber(redis.call('HGET', K_FRUN, name) or '0'), held > now and held or 0 }
+  end
+end
+table.sort(rows, function(a, b)
+  if a[2] ~= b[2] then
+    return a[2] > b[2]
+  end
+  return a[1] < b[1]
+end)
+local out = { n_ready + n_wait, partial and 1 or 0, redis.call('EXISTS', K_FRUN) }
+for i = 1, math.min(limit, #rows) do
+  for _, v in ipairs(rows[i]) do
+    out[#out + 1] = v
+  end
+end
+return out
