@@ -47,6 +47,16 @@
 //!                                             <parent ref>" -> "<s|c|d><reason>": an end that came
 //!                                             before its job was parked
 //! postpone:{<ns>:<topic>}:preheard      zset  those early ends -> when they came (ms), to drop late
+//! postpone:{<ns>:<topic>}:fkey          hash  id -> its key for fairness (live keyed jobs; '' for jobs
+//!                                             without one in a topic with keyed jobs; see fair.lua,
+//!                                             which names these seven from `due`'s name)
+//! postpone:{<ns>:<topic>}:fq            zset  "<key SHA-1>:<due ms, 15 digits>:<id>", scores 0: each
+//!                                             key's queue by lex (entries checked against `due`)
+//! postpone:{<ns>:<topic>}:fready        zset  key SHA-1 -> tag: keys with a job due now, round-robin
+//! postpone:{<ns>:<topic>}:fwait         zset  key SHA-1 -> when it may next go (its job, rate or hold)
+//! postpone:{<ns>:<topic>}:frun          hash  key SHA-1 -> running jobs (under a max running per key)
+//! postpone:{<ns>:<topic>}:ftat          zset  key SHA-1 -> its rate's TAT (while in the future)
+//! postpone:{<ns>:<topic>}:fhold         zset  key SHA-1 -> until when a handler's rate_limited holds it
 //! postpone:{<ns>:<topic>}:schedules     hash  periodic schedule name -> "<next ms> <last ms|-> <run now
 //!                                             ms|-> <definition>" (see periodic.rs; the scripts' last key)
 //! postpone:{<ns>}:wake                  pub/sub channel: "<due ms> <topic>"
