@@ -1,7 +1,8 @@
 //! The outbox on a real PostgreSQL and a real redis-server: a job is queued exactly when its
 //! transaction commits, bad input fails inside the transaction, cancel and reschedule commit with the
 //! application's write, rows of one id keep their order, and a row that cannot be delivered is
-//! reported and kept.
+//! reported and kept. Then what operators see: the relay's reports, kept and flagged stale once no
+//! relay reports.
 
 mod support;
 
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::AssertSqlSafe;
 use support::db::TestDb;
 use support::redis_server::RedisServer;
+use support::wait::eventually;
 
 #[derive(Debug, Serialize, Deserialize, Job)]
 #[job(topic = "orders.close")]
@@ -393,4 +395,116 @@ async fn outbox_relay_reports_its_rows_to_operators_and_doctor() {
     stop.shutdown();
     relaying.await.unwrap().unwrap();
     db.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_whose_relays_all_stopped_stays_listed_as_stale_and_doctor_warns() {
+    let (db, server) = (TestDb::new().await, RedisServer::start());
+    let client = redis_client(&server, None).await;
+    let outbox = Outbox::new(&client).table(&db.table).unwrap();
+    let mut tx = db.pool.begin().await.unwrap();
+    outbox
+        .enqueue(close(1))
+        .id("order:1")
+        .write(&mut tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    // Another transaction holds the row (as a relay's round would), so it waits while the relay runs.
+    let mut holder = db.pool.begin().await.unwrap();
+    sqlx::query(AssertSqlSafe(format!(
+        "SELECT seq FROM {} FOR UPDATE",
+        db.table
+    )))
+    .execute(&mut *holder)
+    .await
+    .unwrap();
+
+    let stale_after = Duration::from_secs(3);
+    let relay = Relay::new(&outbox, db.pool.clone())
+        .poll_interval(Duration::from_millis(50))
+        .stale_after(stale_after);
+    let stop = relay.shutdown_handle();
+    let relaying = tokio::spawn(relay.run());
+    let ops = client.ops();
+    let fresh = eventually("the relay to report the waiting row", || async {
+        let outboxes = ops.outboxes().await.unwrap();
+        outboxes
+            .into_iter()
+            .find(|o| o.name == db.table && o.report.rows == 1)
+    })
+    .await;
+    // Reported every 50 ms: fresh, and the doctor has nothing to say.
+    assert!(!fresh.stale, "{fresh:?}");
+    assert_eq!((fresh.stale_after, fresh.report.failing), (stale_after, 0));
+    let check = outbox_check(&ops, &db.table).await;
+    assert_eq!(check.level, postpone::ops::Level::Ok, "{check:?}");
+
+    // Every relay stops: the last report stays, kept a week by the store's clock...
+    stop.shutdown();
+    relaying.await.unwrap().unwrap();
+    let entry = match server.cli(&["HGET", "postpone:{shop}:outboxes", &db.table]) {
+        Ok(redis::Value::BulkString(b)) => String::from_utf8(b).unwrap(),
+        other => panic!("the outbox's report in Redis: {other:?}"),
+    };
+    let fields: Vec<i64> = entry
+        .split(' ')
+        .take(2)
+        .map(|f| f.parse().unwrap())
+        .collect();
+    assert_eq!(
+        fields[0] - fields[1],
+        7 * 24 * 3600 * 1000,
+        "kept a week after it was made: {entry}"
+    );
+    // ... and once it is older than the relay said, it is stale, and the doctor warns.
+    let stale = eventually("the report to go stale", || async {
+        let outboxes = ops.outboxes().await.unwrap();
+        outboxes.into_iter().find(|o| o.name == db.table && o.stale)
+    })
+    .await;
+    assert!(stale.age > stale_after, "{stale:?}");
+    assert_eq!((stale.report.rows, stale.report.failing), (1, 0));
+    let age = (chrono::Utc::now() - stale.reported_at).to_std().unwrap();
+    assert!(age >= stale_after, "reported_at is {age:?} ago");
+    let check = outbox_check(&ops, &db.table).await;
+    assert_eq!(check.level, postpone::ops::Level::Warn, "{check:?}");
+    assert!(
+        check.found.starts_with("no relay has reported for ")
+            && check
+                .found
+                .contains("(last report: 1 rows waiting, oldest "),
+        "{}",
+        check.found
+    );
+    assert!(
+        check.advice.as_deref().unwrap_or("").contains("Relay::run"),
+        "{check:?}"
+    );
+
+    // A relay runs again: fresh.
+    holder.rollback().await.unwrap();
+    let relay = Relay::new(&outbox, db.pool.clone()).poll_interval(Duration::from_millis(50));
+    let stop = relay.shutdown_handle();
+    let relaying = tokio::spawn(relay.run());
+    eventually("a fresh report of an empty outbox", || async {
+        let outboxes = ops.outboxes().await.unwrap();
+        outboxes
+            .into_iter()
+            .find(|o| o.name == db.table && !o.stale && o.report.rows == 0)
+    })
+    .await;
+    stop.shutdown();
+    relaying.await.unwrap().unwrap();
+    assert_eq!(queued(&client, "order:1").await, Some(1));
+    db.drop_schema().await;
+}
+
+/// The doctor's check of outbox `table`.
+async fn outbox_check(ops: &postpone::ops::Ops, table: &str) -> postpone::ops::Check {
+    let checks = ops.doctor().await.unwrap();
+    checks
+        .into_iter()
+        .find(|c| c.name == format!("outbox {table}"))
+        .expect("doctor checks the outbox")
 }
