@@ -185,7 +185,7 @@ fn check(outbox: OutboxInfo) -> Check {
         );
         let advice =
             "no relay runs, or none reaches Redis: rows committed since are not delivered. \
-                      Start one (`Relay::run`) beside the application, or see its logs; this \
+                      Start one (Relay::run) beside the application, or see its logs; this \
                       report is dropped a week after it was made";
         return if r.failing > 0 {
             Check::bad(name, found, advice)
