@@ -48,6 +48,8 @@ pub const MAX_BATCH: usize = 1000;
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// The first wait after a failed round.
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
+/// The longest the relay's last report, when it stops, may take.
+const FINAL_REPORT: Duration = Duration::from_secs(2);
 
 /// Moves committed outbox rows to the queue. Run one per application instance (or several: they share
 /// the work without delivering a row twice): `tokio::spawn(relay.run())`.
@@ -213,8 +215,8 @@ impl Relay {
     /// Delivers rows until [`RelayShutdown::shutdown`]: a round at each notification, at each poll
     /// interval, and at once again while rounds come back full. Failures (Redis or PostgreSQL away)
     /// are logged and retried with a backoff; it returns an error only for an invalid configuration.
-    /// Reports the outbox's depth to operators every poll interval, and once more when it stops (see
-    /// [`stale_after`](Self::stale_after)).
+    /// Reports the outbox's depth to operators every poll interval, and once more when it stops (for
+    /// at most 2 s; see [`stale_after`](Self::stale_after)).
     pub async fn run(self) -> Result<()> {
         self.check()?;
         let wake = Arc::new(Notify::new());
@@ -252,8 +254,9 @@ impl Relay {
             }
         }
         listener.abort();
-        // The last report operators see while no relay runs: what the outbox holds now.
-        self.report().await;
+        // The last report operators see while no relay runs: what the outbox holds now. Bounded, so
+        // that a PostgreSQL or Redis that is away does not hold up the application's shutdown.
+        let _ = tokio::time::timeout(FINAL_REPORT, self.report()).await;
         Ok(())
     }
 
