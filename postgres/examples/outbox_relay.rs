@@ -8,7 +8,8 @@
 //!
 //! Environment: `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`), `REDIS_URL` (or
 //! `REDIS_CLUSTER_NODES`; in memory without either, which only makes sense for a look),
-//! `POSTPONE_NAMESPACE`, `OUTBOX_TABLE` (default `postpone_outbox`; created when missing).
+//! `POSTPONE_NAMESPACE`, `OUTBOX_TABLE` (default `postpone_outbox`; created when missing),
+//! `OUTBOX_BATCH` (rows per round, default 500).
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -44,7 +45,15 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         .map_err(|e| format!("cannot connect to PostgreSQL at {url}: {e}"))?;
     migrate(&mut *pool.acquire().await?, &table).await?;
     let outbox = Outbox::new(&client).table(&table)?;
-    let relay = Relay::new(&outbox, pool).poll_interval(Duration::from_millis(200));
+    let batch = match std::env::var("OUTBOX_BATCH") {
+        Ok(n) => n
+            .parse()
+            .map_err(|_| format!("OUTBOX_BATCH={n:?} is not a number of rows"))?,
+        Err(_) => 500,
+    };
+    let relay = Relay::new(&outbox, pool)
+        .poll_interval(Duration::from_millis(200))
+        .batch(batch);
     let stop = relay.shutdown_handle();
     tokio::spawn(async move {
         let _ = tokio::signal::ctrl_c().await;

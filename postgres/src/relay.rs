@@ -48,6 +48,8 @@ pub const MAX_BATCH: usize = 1000;
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// The first wait after a failed round.
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
+/// The longest the relay's last report, when it stops, may take.
+const FINAL_REPORT: Duration = Duration::from_secs(2);
 
 /// Moves committed outbox rows to the queue. Run one per application instance (or several: they share
 /// the work without delivering a row twice): `tokio::spawn(relay.run())`.
@@ -72,6 +74,7 @@ pub struct Relay {
     batch: usize,
     poll: Duration,
     keep: Duration,
+    stale_after: Option<Duration>,
     select: Arc<str>,
     stop: Arc<Stop>,
 }
@@ -133,6 +136,7 @@ impl Relay {
             batch: 500,
             poll: Duration::from_secs(1),
             keep: Duration::from_secs(24 * 3600),
+            stale_after: None,
             select: select.into(),
             stop: Arc::default(),
         }
@@ -162,6 +166,17 @@ impl Relay {
         self
     }
 
+    /// How long after each of its reports operators should wait for the next one before they flag the
+    /// outbox as unattended (default: the larger of 60 s and three poll intervals; it must exceed the
+    /// poll interval). The relay reports the outbox's depth to the store every poll interval
+    /// ([`postpone::ops::Ops::outboxes`]); the last report is kept a week, and once it is older than
+    /// this, `postpone doctor` warns that no relay has reported for that long.
+    #[must_use]
+    pub fn stale_after(mut self, after: Duration) -> Self {
+        self.stale_after = Some(after);
+        self
+    }
+
     /// A handle that stops [`run`](Self::run).
     pub fn shutdown_handle(&self) -> RelayShutdown {
         RelayShutdown(self.stop.clone())
@@ -178,12 +193,30 @@ impl Relay {
                 reason: "the relay's poll interval must be above zero".to_owned(),
             });
         }
+        if self.stale_after.is_some_and(|after| after <= self.poll) {
+            return Err(Error::InvalidConfig {
+                reason: format!(
+                    "the relay's stale_after ({:?}) must exceed its poll interval ({:?}): it reports \
+                     once per poll interval",
+                    self.stale_after.unwrap_or_default(),
+                    self.poll
+                ),
+            });
+        }
         Ok(())
+    }
+
+    /// When this relay's report goes stale: see [`stale_after`](Self::stale_after).
+    fn report_stale_after(&self) -> Duration {
+        self.stale_after
+            .unwrap_or_else(|| (self.poll * 3).max(postpone::ops::OUTBOX_STALE_AFTER))
     }
 
     /// Delivers rows until [`RelayShutdown::shutdown`]: a round at each notification, at each poll
     /// interval, and at once again while rounds come back full. Failures (Redis or PostgreSQL away)
     /// are logged and retried with a backoff; it returns an error only for an invalid configuration.
+    /// Reports the outbox's depth to operators every poll interval, and once more when it stops (for
+    /// at most 2 s; see [`stale_after`](Self::stale_after)).
     pub async fn run(self) -> Result<()> {
         self.check()?;
         let wake = Arc::new(Notify::new());
@@ -221,6 +254,9 @@ impl Relay {
             }
         }
         listener.abort();
+        // The last report operators see while no relay runs: what the outbox holds now. Bounded, so
+        // that a PostgreSQL or Redis that is away does not hold up the application's shutdown.
+        let _ = tokio::time::timeout(FINAL_REPORT, self.report()).await;
         Ok(())
     }
 
@@ -368,7 +404,7 @@ impl Relay {
     }
 
     /// Reads the outbox's stats and reports them to operators ([`postpone::ops::Ops::outboxes`],
-    /// `postpone doctor`), kept for three poll intervals (at least 10 s). A failure is only logged.
+    /// `postpone doctor`), stale after [`stale_after`](Self::stale_after). A failure is only logged.
     async fn report(&self) {
         let stats = match self.stats().await {
             Ok(stats) => stats,
@@ -378,10 +414,10 @@ impl Relay {
             }
         };
         let report = postpone::ops::OutboxReport::new(stats.rows, stats.oldest, stats.failing);
-        let ttl = (self.poll * 3).max(Duration::from_secs(10));
         let name = &self.outbox.statements().table.name;
         let ops = self.outbox.client().ops();
-        if let Err(e) = ops.report_outbox(name, &report, ttl).await {
+        let stale_after = self.report_stale_after();
+        if let Err(e) = ops.report_outbox(name, &report, stale_after).await {
             tracing::debug!(error = %e.report(), "outbox relay: cannot report the outbox's stats");
         }
     }

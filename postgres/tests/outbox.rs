@@ -1,11 +1,14 @@
 //! The outbox on a real PostgreSQL and a real redis-server: a job is queued exactly when its
 //! transaction commits, bad input fails inside the transaction, cancel and reschedule commit with the
 //! application's write, rows of one id keep their order, and a row that cannot be delivered is
-//! reported and kept.
+//! reported and kept. Then what operators see: the relay's reports (kept, and flagged stale once no
+//! relay reports), the commit notification that wakes a relay, and the outbox's gauges.
 
 mod support;
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use postpone::{Client, Job};
 use postpone_postgres::{Error, Outbox, Relay};
@@ -13,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::AssertSqlSafe;
 use support::db::TestDb;
 use support::redis_server::RedisServer;
+use support::wait::{eventually, eventually_within};
 
 #[derive(Debug, Serialize, Deserialize, Job)]
 #[job(topic = "orders.close")]
@@ -393,4 +397,342 @@ async fn outbox_relay_reports_its_rows_to_operators_and_doctor() {
     stop.shutdown();
     relaying.await.unwrap().unwrap();
     db.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_whose_relays_all_stopped_stays_listed_as_stale_and_doctor_warns() {
+    let (db, server) = (TestDb::new().await, RedisServer::start());
+    let client = redis_client(&server, None).await;
+    let outbox = Outbox::new(&client).table(&db.table).unwrap();
+    let mut tx = db.pool.begin().await.unwrap();
+    outbox
+        .enqueue(close(1))
+        .id("order:1")
+        .write(&mut tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    // Another transaction holds the row (as a relay's round would), so it waits while the relay runs.
+    let mut holder = db.pool.begin().await.unwrap();
+    sqlx::query(AssertSqlSafe(format!(
+        "SELECT seq FROM {} FOR UPDATE",
+        db.table
+    )))
+    .execute(&mut *holder)
+    .await
+    .unwrap();
+
+    let stale_after = Duration::from_secs(3);
+    let relay = Relay::new(&outbox, db.pool.clone())
+        .poll_interval(Duration::from_millis(50))
+        .stale_after(stale_after);
+    let stop = relay.shutdown_handle();
+    let relaying = tokio::spawn(relay.run());
+    let ops = client.ops();
+    let fresh = eventually("the relay to report the waiting row", || async {
+        let outboxes = ops.outboxes().await.unwrap();
+        outboxes
+            .into_iter()
+            .find(|o| o.name == db.table && o.report.rows == 1)
+    })
+    .await;
+    // Reported every 50 ms: fresh, and the doctor has nothing to say.
+    assert!(!fresh.stale, "{fresh:?}");
+    assert_eq!((fresh.stale_after, fresh.report.failing), (stale_after, 0));
+    let check = outbox_check(&ops, &db.table).await;
+    assert_eq!(check.level, postpone::ops::Level::Ok, "{check:?}");
+
+    // Every relay stops: the last report stays, kept a week by the store's clock...
+    stop.shutdown();
+    relaying.await.unwrap().unwrap();
+    let entry = match server.cli(&["HGET", "postpone:{shop}:outboxes", &db.table]) {
+        Ok(redis::Value::BulkString(b)) => String::from_utf8(b).unwrap(),
+        other => panic!("the outbox's report in Redis: {other:?}"),
+    };
+    let fields: Vec<i64> = entry
+        .split(' ')
+        .take(2)
+        .map(|f| f.parse().unwrap())
+        .collect();
+    assert_eq!(
+        fields[0] - fields[1],
+        7 * 24 * 3600 * 1000,
+        "kept a week after it was made: {entry}"
+    );
+    // ... and once it is older than the relay said, it is stale, and the doctor warns.
+    let stale = eventually("the report to go stale", || async {
+        let outboxes = ops.outboxes().await.unwrap();
+        outboxes.into_iter().find(|o| o.name == db.table && o.stale)
+    })
+    .await;
+    assert!(stale.age > stale_after, "{stale:?}");
+    assert_eq!((stale.report.rows, stale.report.failing), (1, 0));
+    let age = (chrono::Utc::now() - stale.reported_at).to_std().unwrap();
+    assert!(age >= stale_after, "reported_at is {age:?} ago");
+    let check = outbox_check(&ops, &db.table).await;
+    assert_eq!(check.level, postpone::ops::Level::Warn, "{check:?}");
+    assert!(
+        check.found.starts_with("no relay has reported for ")
+            && check
+                .found
+                .contains("(last report: 1 rows waiting, oldest "),
+        "{}",
+        check.found
+    );
+    assert!(
+        check.advice.as_deref().unwrap_or("").contains("Relay::run"),
+        "{check:?}"
+    );
+
+    // A relay runs again: fresh.
+    holder.rollback().await.unwrap();
+    let relay = Relay::new(&outbox, db.pool.clone()).poll_interval(Duration::from_millis(50));
+    let stop = relay.shutdown_handle();
+    let relaying = tokio::spawn(relay.run());
+    eventually("a fresh report of an empty outbox", || async {
+        let outboxes = ops.outboxes().await.unwrap();
+        outboxes
+            .into_iter()
+            .find(|o| o.name == db.table && !o.stale && o.report.rows == 0)
+    })
+    .await;
+    stop.shutdown();
+    relaying.await.unwrap().unwrap();
+    assert_eq!(queued(&client, "order:1").await, Some(1));
+    db.drop_schema().await;
+}
+
+/// The doctor's check of outbox `table`.
+async fn outbox_check(ops: &postpone::ops::Ops, table: &str) -> postpone::ops::Check {
+    let checks = ops.doctor().await.unwrap();
+    checks
+        .into_iter()
+        .find(|c| c.name == format!("outbox {table}"))
+        .expect("doctor checks the outbox")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_commit_notification_wakes_the_relay_long_before_its_poll() {
+    let (db, server) = (TestDb::new().await, RedisServer::start());
+    let client = redis_client(&server, None).await;
+    let outbox = Outbox::new(&client).table(&db.table).unwrap();
+    let poll = Duration::from_secs(60);
+    let relay = Relay::new(&outbox, db.pool.clone()).poll_interval(poll);
+    let stop = relay.shutdown_handle();
+    let started = Instant::now();
+    let relaying = tokio::spawn(relay.run());
+    // The relay's listening connection has sent its LISTEN (the table's name, `.` as `_`).
+    let listen = format!("LISTEN \"{}\"", db.table.replace('.', "_"));
+    eventually("the relay to LISTEN", || async {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE query = $1")
+            .bind(&listen)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+        (n == 1).then_some(())
+    })
+    .await;
+    // From here on only the notifications wake it: its first rounds (at start, and once listening)
+    // are behind it by the second row, and its poll comes after 60 s. Each row, committed after the one
+    // before reached Redis, arrives within a few seconds.
+    for n in 0..3 {
+        let id = format!("order:{n}");
+        let mut tx = db.pool.begin().await.unwrap();
+        outbox
+            .enqueue(close(n))
+            .id(&id)
+            .write(&mut tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        let committed = Instant::now();
+        eventually_within(Duration::from_secs(5), "the committed row in Redis", || {
+            let client = client.clone();
+            let id = id.clone();
+            async move { queued(&client, &id).await }
+        })
+        .await;
+        eprintln!("{id}: in Redis {:?} after its commit", committed.elapsed());
+    }
+    assert!(
+        started.elapsed() < poll,
+        "the relay's poll never came due: the notifications did it"
+    );
+    // The row is deleted by the round's commit, just after Redis took the job.
+    eventually("the outbox to be empty", || async {
+        (db.rows().await == 0).then_some(())
+    })
+    .await;
+    stop.shutdown();
+    relaying.await.unwrap().unwrap();
+    db.drop_schema().await;
+}
+
+/// A metrics recorder that keeps the outbox's gauges by (name, table label).
+#[derive(Debug, Default, Clone)]
+struct Gauges(Arc<Mutex<HashMap<(String, String), f64>>>);
+
+#[derive(Debug)]
+struct Cell {
+    key: (String, String),
+    gauges: Gauges,
+}
+
+impl metrics::GaugeFn for Cell {
+    fn increment(&self, value: f64) {
+        *self
+            .gauges
+            .0
+            .lock()
+            .unwrap()
+            .entry(self.key.clone())
+            .or_default() += value;
+    }
+
+    fn decrement(&self, value: f64) {
+        self.increment(-value);
+    }
+
+    fn set(&self, value: f64) {
+        self.gauges
+            .0
+            .lock()
+            .unwrap()
+            .insert(self.key.clone(), value);
+    }
+}
+
+impl metrics::Recorder for Gauges {
+    fn describe_counter(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_gauge(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_histogram(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+
+    fn register_counter(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {
+        metrics::Counter::noop()
+    }
+
+    fn register_gauge(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
+        let table = key
+            .labels()
+            .find(|l| l.key() == "table")
+            .map(|l| l.value().to_owned())
+            .unwrap_or_default();
+        metrics::Gauge::from_arc(Arc::new(Cell {
+            key: (key.name().to_owned(), table),
+            gauges: self.clone(),
+        }))
+    }
+
+    fn register_histogram(
+        &self,
+        _: &metrics::Key,
+        _: &metrics::Metadata<'_>,
+    ) -> metrics::Histogram {
+        metrics::Histogram::noop()
+    }
+}
+
+impl Gauges {
+    /// The (rows, oldest seconds, failing rows) gauges of `table`.
+    fn of(&self, table: &str) -> (f64, f64, f64) {
+        let gauges = self.0.lock().unwrap();
+        let get = |name: &str| {
+            *gauges
+                .get(&(name.to_owned(), table.to_owned()))
+                .unwrap_or_else(|| panic!("gauge {name} of {table} not set"))
+        };
+        (
+            get("postpone_outbox_rows"),
+            get("postpone_outbox_oldest_seconds"),
+            get("postpone_outbox_failing_rows"),
+        )
+    }
+}
+
+/// `postpone_outbox_rows`, `postpone_outbox_oldest_seconds` and `postpone_outbox_failing_rows` (the
+/// `metrics` feature): set from the table each time the stats are read, which a running relay does
+/// every poll interval. A recorder of the test's own, on this thread only.
+#[test]
+fn outbox_gauges_report_a_waiting_row_and_a_failing_one() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let gauges = Gauges::default();
+    let read = |relay: &Relay| {
+        metrics::with_local_recorder(&gauges, || rt.block_on(relay.stats())).unwrap()
+    };
+    let server = RedisServer::start();
+    let db = rt.block_on(TestDb::new());
+    let (_writer, strict, outbox, tx) = rt.block_on(two_limits(&db, &server));
+    rt.block_on(async {
+        tx.commit().await.unwrap();
+        let mut tx = db.pool.begin().await.unwrap();
+        outbox
+            .enqueue(close(2))
+            .id("small")
+            .write(&mut tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        // The rows were committed 90 s ago, as far as their age goes.
+        sqlx::query(AssertSqlSafe(format!(
+            "UPDATE {} SET created_at = created_at - interval '90 seconds'",
+            db.table
+        )))
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    });
+    let relay = Relay::new(&outbox, db.pool.clone());
+    let stats = read(&relay);
+    assert_eq!((stats.rows, stats.failing), (2, 0));
+    let (rows, oldest, failing) = gauges.of(&db.table);
+    assert_eq!((rows, failing), (2.0, 0.0));
+    assert!((90.0..120.0).contains(&oldest), "oldest {oldest} s");
+
+    // A relay whose client refuses the big row: the small one goes, the big one waits, failing.
+    let strict_relay = Relay::new(
+        &Outbox::new(&strict).table(&db.table).unwrap(),
+        db.pool.clone(),
+    );
+    let round = rt.block_on(strict_relay.deliver()).unwrap();
+    assert_eq!((round.delivered, round.undeliverable), (1, 1));
+    read(&strict_relay);
+    let (rows, oldest, failing) = gauges.of(&db.table);
+    assert_eq!((rows, failing), (1.0, 1.0));
+    assert!((90.0..120.0).contains(&oldest), "oldest {oldest} s");
+
+    // Delivered at last: all back to zero.
+    rt.block_on(async {
+        sqlx::query(AssertSqlSafe(format!(
+            "UPDATE {} SET retry_at = NULL",
+            db.table
+        )))
+        .execute(&db.pool)
+        .await
+        .unwrap();
+        assert_eq!(relay.deliver().await.unwrap().delivered, 1);
+    });
+    read(&relay);
+    assert_eq!(gauges.of(&db.table), (0.0, 0.0, 0.0));
+    rt.block_on(db.drop_schema());
 }

@@ -1,7 +1,8 @@
 //! The outbox under faults, on a real PostgreSQL and a real redis-server: a relay process SIGKILLed
-//! between the Redis write and its commit, and at random points many times; Redis down for seconds
-//! while transactions commit; two relays at once. Each time, every committed job is queued once and
-//! runs once, and no row is left behind.
+//! between the Redis write and its commit, and at random points many times (while writers commit,
+//! roll back, and write several rows per id); Redis down for seconds while transactions commit; two
+//! relays at once. Each time, every committed job is queued once and runs once, no rolled-back row
+//! has any effect, each id ends as its last committed row says, and no row is left behind.
 
 mod support;
 
@@ -108,6 +109,16 @@ struct RelayProcess {
 
 impl RelayProcess {
     fn start(db: &TestDb, server: &RedisServer, failpoint: Option<&str>) -> Self {
+        Self::start_batched(db, server, failpoint, None)
+    }
+
+    /// [`start`](Self::start), taking at most `batch` rows a round (default 500).
+    fn start_batched(
+        db: &TestDb,
+        server: &RedisServer,
+        failpoint: Option<&str>,
+        batch: Option<usize>,
+    ) -> Self {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let exe = support::example::example_binary(
             "outbox_relay",
@@ -125,6 +136,10 @@ impl RelayProcess {
         match failpoint {
             Some(point) => cmd.env("POSTPONE_RELAY_FAILPOINT", point),
             None => cmd.env_remove("POSTPONE_RELAY_FAILPOINT"),
+        };
+        match batch {
+            Some(rows) => cmd.env("OUTBOX_BATCH", rows.to_string()),
+            None => cmd.env_remove("OUTBOX_BATCH"),
         };
         let mut child = cmd.spawn().expect("starting the relay process");
         let stderr = child.stderr.take().unwrap();
@@ -242,6 +257,285 @@ async fn outbox_relay_killed_at_random_points_loses_and_repeats_nothing() {
     assert!(kills >= 10);
     let counts = client.topic::<CloseOrder>().counts().await.unwrap();
     assert_eq!(counts.processed, JOBS as u64);
+    db.drop_schema().await;
+}
+
+/// What happens to job `s:<n>` in `outbox_relay_killed_at_random_points_keeps_rollbacks_out_...`:
+/// one committed transaction per step, in order.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// Enqueue order `n` (due in an hour).
+    Enqueue,
+    /// Enqueue order `n + AGAIN` at the later time (after a cancel: the id is free again).
+    EnqueueAgain,
+    /// Reschedule to the first time.
+    First,
+    /// Reschedule to the later time.
+    Later,
+    /// Cancel.
+    Cancel,
+}
+
+/// The writers' phases (see [`write_steps`]), and the relays killed before each next one starts.
+const PHASES: usize = 4;
+const KILLS_PER_PHASE: u32 = 7;
+
+/// The payload of a second enqueue of an id.
+const AGAIN: u64 = 1_000_000;
+
+/// The committed steps of `s:<n>`, by `n % 4`.
+fn steps(n: u64) -> &'static [Step] {
+    use Step::*;
+    match n % 4 {
+        0 => &[Enqueue, First],
+        1 => &[Enqueue, First, Cancel],
+        2 => &[Enqueue, Cancel, EnqueueAgain],
+        _ => &[Enqueue, First, Later],
+    }
+}
+
+/// What Redis must hold of `s:<n>` at the end: its order id and due time, or nothing (cancelled).
+fn expected(n: u64, times: &Times) -> Option<(u64, chrono::DateTime<chrono::Utc>)> {
+    match n % 4 {
+        0 => Some((n, times.first(n))),
+        1 => None,
+        2 => Some((n + AGAIN, times.later(n))),
+        _ => Some((n, times.later(n))),
+    }
+}
+
+/// Absolute due times, whole ms, one apart per id: what a reschedule or a second enqueue sets.
+#[derive(Debug, Clone, Copy)]
+struct Times {
+    base: chrono::DateTime<chrono::Utc>,
+}
+
+impl Times {
+    fn first(&self, n: u64) -> chrono::DateTime<chrono::Utc> {
+        self.base + chrono::Duration::seconds(n as i64)
+    }
+
+    fn later(&self, n: u64) -> chrono::DateTime<chrono::Utc> {
+        self.first(n) + chrono::Duration::hours(1)
+    }
+
+    /// Where rolled-back reschedules would move a job: never seen if they stay rolled back.
+    fn never(&self) -> chrono::DateTime<chrono::Utc> {
+        self.base + chrono::Duration::hours(5)
+    }
+}
+
+/// Writes ids `s:<n>` for `n` in `ids` (the task's share), each step of an id one committed
+/// transaction, each followed by one that writes rows (an enqueue of `rb:<n>:<step>`, a cancel and a
+/// reschedule of `s:<n>`) and rolls back. Phase `p` starts once `kills` has counted
+/// `p * KILLS_PER_PHASE` relays killed; in it, half the ids (`n % 8 < 4`, a quarter of them per
+/// phase) get all their steps back to back, so that several rows of one id wait at once, and the
+/// other half get their step `p`, so that relays die between the rows of each id. Counts the
+/// rolled-back transactions.
+async fn write_steps(
+    (pool, outbox): (sqlx::PgPool, Outbox),
+    ids: Vec<u64>,
+    times: Times,
+    mut kills: tokio::sync::watch::Receiver<u32>,
+) -> usize {
+    let (together, apart): (Vec<u64>, Vec<u64>) = ids.into_iter().partition(|n| n % 8 < 4);
+    let chunk = together.len().div_ceil(PHASES);
+    let mut rolled_back = 0;
+    for phase in 0..PHASES {
+        let after = phase as u32 * KILLS_PER_PHASE;
+        kills.wait_for(|k| *k >= after).await.unwrap();
+        let all_steps = together.iter().skip(phase * chunk).take(chunk);
+        let mut work: Vec<(u64, usize)> = all_steps
+            .flat_map(|&n| (0..steps(n).len()).map(move |step| (n, step)))
+            .collect();
+        work.extend(apart.iter().map(|&n| (n, phase)));
+        for (n, step) in work {
+            let Some(&what) = steps(n).get(step) else {
+                continue;
+            };
+            write_step(&pool, &outbox, (n, step, what), times).await;
+            rolled_back += 1;
+            tokio::time::sleep(Duration::from_millis(4)).await;
+        }
+    }
+    rolled_back
+}
+
+/// Commits step `step` of `s:<n>`, then writes rows in a transaction that rolls back.
+async fn write_step(
+    pool: &sqlx::PgPool,
+    outbox: &Outbox,
+    (n, step, what): (u64, usize, Step),
+    times: Times,
+) {
+    let hour = Duration::from_secs(3600);
+    let id = format!("s:{n}");
+    let mut tx = pool.begin().await.unwrap();
+    match what {
+        Step::Enqueue => drop(
+            outbox
+                .enqueue(CloseOrder { order_id: n })
+                .id(&id)
+                .after(hour)
+                .write(&mut tx)
+                .await
+                .unwrap(),
+        ),
+        Step::EnqueueAgain => drop(
+            outbox
+                .enqueue(CloseOrder {
+                    order_id: n + AGAIN,
+                })
+                .id(&id)
+                .at(times.later(n))
+                .write(&mut tx)
+                .await
+                .unwrap(),
+        ),
+        Step::First => outbox
+            .reschedule::<CloseOrder>(&mut tx, &id, times.first(n))
+            .await
+            .unwrap(),
+        Step::Later => outbox
+            .reschedule::<CloseOrder>(&mut tx, &id, times.later(n))
+            .await
+            .unwrap(),
+        Step::Cancel => outbox.cancel::<CloseOrder>(&mut tx, &id).await.unwrap(),
+    }
+    tx.commit().await.unwrap();
+
+    let mut tx = pool.begin().await.unwrap();
+    outbox
+        .enqueue(CloseOrder { order_id: n })
+        .id(format!("rb:{n}:{step}"))
+        .after(hour)
+        .write(&mut tx)
+        .await
+        .unwrap();
+    outbox.cancel::<CloseOrder>(&mut tx, &id).await.unwrap();
+    outbox
+        .reschedule::<CloseOrder>(&mut tx, &id, times.never())
+        .await
+        .unwrap();
+    tx.rollback().await.unwrap();
+}
+
+/// The order id and due time of job `id`, when it is scheduled; `None` when it is not in the queue.
+async fn scheduled(client: &Client, id: &str) -> Option<(u64, chrono::DateTime<chrono::Utc>)> {
+    let job = client.topic::<CloseOrder>().job(id).await.unwrap()?;
+    let order = job.job::<CloseOrder>().unwrap().order_id;
+    match job.state {
+        postpone::JobState::Scheduled { due_at } => Some((order, due_at)),
+        other => panic!("{id} is in the queue but not scheduled: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_relay_killed_at_random_points_keeps_rollbacks_out_and_the_last_row_of_each_id() {
+    const IDS: u64 = 400;
+    const TASKS: u64 = 8;
+    // Small rounds: a relay commits several before it is killed, and is killed between them too.
+    const BATCH: Option<usize> = Some(20);
+    let (db, server) = (TestDb::new().await, RedisServer::start());
+    let client = client(&server).await;
+    let outbox = Outbox::new(&client).table(&db.table).unwrap();
+    // Due times in whole ms (as Redis keeps them), two hours on: no worker runs here, and none is due.
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let times = Times {
+        base: chrono::DateTime::from_timestamp_millis(now_ms).unwrap() + chrono::Duration::hours(2),
+    };
+
+    let (killed, kills) = tokio::sync::watch::channel(0u32);
+    let writers: Vec<_> = (0..TASKS)
+        .map(|t| {
+            let ids = (t..IDS).step_by(TASKS as usize).collect();
+            let db = (db.pool.clone(), outbox.clone());
+            tokio::spawn(write_steps(db, ids, times, kills.clone()))
+        })
+        .collect();
+    let committing = tokio::spawn(async move {
+        let mut rolled_back = 0;
+        for w in writers {
+            rolled_back += w.await.unwrap();
+        }
+        rolled_back
+    });
+    // Relay processes one after the other while the writers write, each SIGKILLed: every other one
+    // at a random point up to 155 ms after it is ready, the others in the middle of a round (at the
+    // failpoint after Redis took the round's rows and before their deletion commits), when rows wait.
+    let (mut random, mut mid_round) = (0, 0);
+    let mut while_writing = None;
+    while !committing.is_finished() || random + mid_round < 30 {
+        if committing.is_finished() && while_writing.is_none() {
+            while_writing = Some(random + mid_round);
+        }
+        if (random + mid_round) % 2 == 1 && db.rows().await > 0 {
+            let failpoint = Some("relay-before-commit");
+            let mut relay = RelayProcess::start_batched(&db, &server, failpoint, BATCH);
+            relay.wait_for("failpoint relay-before-commit").await;
+            relay.kill9();
+            mid_round += 1;
+        } else {
+            let mut relay = RelayProcess::start_batched(&db, &server, None, BATCH);
+            relay.wait_for("relay ready").await;
+            let ms = 5 + (rand_u64() % 150);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            relay.kill9();
+            random += 1;
+        }
+        killed.send_replace(random + mid_round);
+    }
+    let rolled_back = committing.await.unwrap();
+    let left = db.rows().await;
+    // The last relay runs to the end.
+    let last = Relay::new(&outbox, db.pool.clone());
+    let stop_relay = last.shutdown_handle();
+    let relaying = tokio::spawn(last.run());
+    eventually("the outbox to be empty", || async {
+        (db.rows().await == 0).then_some(())
+    })
+    .await;
+    stop_relay.shutdown();
+    relaying.await.unwrap().unwrap();
+    eprintln!(
+        "{random} relays killed at random, {mid_round} mid-round ({while_writing:?} while the writers \
+         wrote); {rolled_back} transactions rolled back; {left} rows left to the last relay"
+    );
+    assert!(mid_round >= 3, "only {mid_round} relays killed mid-round");
+
+    // Each id is where its last committed row put it, exactly; no rolled-back row did anything.
+    for n in 0..IDS {
+        let id = format!("s:{n}");
+        assert_eq!(
+            scheduled(&client, &id).await,
+            expected(n, &times),
+            "{id} after {:?}",
+            steps(n)
+        );
+        for step in 0..3 {
+            let rb = format!("rb:{n}:{step}");
+            assert_eq!(scheduled(&client, &rb).await, None, "{rb} was rolled back");
+        }
+    }
+    let topic = client.topic::<CloseOrder>();
+    let counts = topic.counts().await.unwrap();
+    let again = (0..IDS).filter(|n| n % 4 == 2).count() as u64;
+    let cancelled = (0..IDS).filter(|n| matches!(n % 4, 1 | 2)).count() as u64;
+    assert_eq!(
+        (counts.scheduled, counts.ready, counts.active, counts.dead),
+        (IDS - IDS / 4, 0, 0, 0),
+        "one job per id that was not cancelled last, no other"
+    );
+    assert_eq!(counts.cancelled, cancelled, "each committed cancel once");
+    // Each committed enqueue created its job once: a row delivered again changed nothing.
+    let enqueued: u64 = topic
+        .history(10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.enqueued)
+        .sum();
+    assert_eq!(enqueued, IDS + again, "jobs created");
     db.drop_schema().await;
 }
 

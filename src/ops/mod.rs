@@ -37,7 +37,8 @@
 //!   [`Ops::reschedule`], dead letters by id or in bulk by reason ([`Ops::requeue_dead`],
 //!   [`Ops::purge_dead`]), each step one atomic script.
 //! - History: [`Ops::history`], per-minute counts kept 25 hours in the store.
-//! - Transactional outboxes (`postpone-postgres`): [`Ops::outboxes`], what their relays report.
+//! - Transactional outboxes (`postpone-postgres`): [`Ops::outboxes`], what their relays last reported,
+//!   and whether that report is stale (no relay reports any more).
 //! - Periodic schedules: [`Ops::schedules`], [`Ops::all_schedules`], [`Ops::trigger_schedule`],
 //!   [`Ops::remove_schedule`].
 //! - Batches: [`Ops::batches`] (newest first), [`Ops::batch`] (counts, closed, completed, callbacks
@@ -62,7 +63,7 @@ pub use self::control::{BulkOutcome, DeadFilter};
 pub use self::doctor::{Check, Level};
 pub use self::inspect::JobDetail;
 pub use self::listing::{Cursor, Finished, JobPage, JobQuery, JobSummary, MAX_PAGE};
-pub use self::outbox::{OutboxInfo, OutboxReport};
+pub use self::outbox::{OutboxInfo, OutboxReport, OUTBOX_REPORT_KEPT, OUTBOX_STALE_AFTER};
 pub use self::waiting::JobParent;
 pub use self::workers::{WorkerInfo, WorkerTopic};
 pub use crate::client::{BatchMember, BatchStatus};
