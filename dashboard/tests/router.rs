@@ -191,6 +191,56 @@ async fn the_workers_page_shows_the_doctor_checks() {
 }
 
 #[tokio::test]
+async fn dashboard_job_page_shows_a_unique_key_and_window_and_a_debounce_key() {
+    use postpone::{Debounce, Unique, UniqueStates};
+
+    let client = client().await;
+    let unique = client
+        .enqueue(CloseOrder { order_id: 42 })
+        .unique(
+            Unique::new("order:<42>", Duration::from_secs(600))
+                .states(UniqueStates::SCHEDULED.and(UniqueStates::RUNNING)),
+        )
+        // The caller's own entry of that name: kept beside the key postpone shows.
+        .meta("unique", "the caller's own")
+        .await
+        .unwrap();
+    let debounced = client
+        .enqueue(CloseOrder { order_id: 43 })
+        .debounce(
+            Debounce::new("order:43", Duration::from_secs(5)).max_wait(Duration::from_secs(60)),
+        )
+        .await
+        .unwrap();
+    let app = Dashboard::new(client).router();
+
+    let page = |id: &str| format!("/job?topic=orders.close&id={id}");
+    let (status, body) = send(&app, get(&page(&unique.id))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        body.contains(
+            "<dt>Unique</dt><dd class=\"mono\" id=\"unique\">order:&#60;42&#62; for 10m (scheduled, running)</dd>"
+        ),
+        "the key (escaped) and its window: {body}"
+    );
+    assert!(!body.contains("id=\"debounce\""), "{body}");
+    assert!(
+        body.contains("<tr><th>unique</th><td>the caller&#39;s own</td></tr>"),
+        "the caller's own entry: {body}"
+    );
+
+    let (status, body) = send(&app, get(&page(&debounced.id))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        body.contains(
+            "<dt>Debounce</dt><dd class=\"mono\" id=\"debounce\">order:43 quiet 5s max 1m</dd>"
+        ),
+        "the key, quiet period and max wait: {body}"
+    );
+    assert!(!body.contains("id=\"unique\""), "{body}");
+}
+
+#[tokio::test]
 async fn dashboard_batch_pages_without_batches_say_so() {
     let app = Dashboard::new(client().await).router();
     let (status, body) = send(&app, get("/batches")).await;
