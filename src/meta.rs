@@ -18,6 +18,12 @@ pub const MAX_META_VALUE_LEN: usize = 1024;
 /// The metadata key under which every member and callback of a batch carries the batch's id (see
 /// [`JobContext::batch_id`](crate::JobContext::batch_id)).
 pub(crate) const BATCH_KEY: &str = "postpone.batch";
+/// The metadata key under which a unique job shows its key, window and the states that hold it (see
+/// [`JobDetail::unique`](crate::ops::JobDetail::unique)).
+pub(crate) const UNIQUE_KEY: &str = "postpone.unique";
+/// The metadata key under which a debounced job shows its key, quiet period and max wait (see
+/// [`JobDetail::debounce`](crate::ops::JobDetail::debounce)).
+pub(crate) const DEBOUNCE_KEY: &str = "postpone.debounce";
 
 /// A job's metadata, by key.
 pub(crate) type Meta = BTreeMap<String, String>;

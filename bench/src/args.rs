@@ -149,15 +149,18 @@ workloads (see BENCHMARKS.md):
   steady              64 producers enqueue at --rate jobs/s for --secs s (10 % delayed 0-5 s, 1 % fail
                       once, retried at once) to a worker process whose handler sleeps 2 ms; start lag
                       p50/p99/max by the Redis clock, enqueue p99, worker and Redis CPU per job
-  wait                fairness            --jobs N (default 100,000) due jobs of one key, and 50 quiet keys each enqueueing a
-                      job every 10 ms, drained by a worker in the same process; the quiet jobs' start
-                      lag p50/p99/max (quiet_p99_ms) and the flood's jobs/s (a plain queue for now)
-  --jobs N (default 1,000) jobs, a Client::wait on each through one client, then a
+  wait                --jobs N (default 1,000) jobs, a Client::wait on each through one client, then a
                       worker in the same process drains them; ms from each handler's finish to its
                       waiter's return, p50/p99/max (wake_p99_ms)
   batch               one batch of --jobs N members (default 10,000) with a success callback, drained
                       by a worker in the same process; members/s from creation to the callback's
                       start, ms from the last member's end to it (callback_after_last_ms)
+  fairness            --jobs N (default 100,000) due jobs of one key, and 50 quiet keys each
+                      enqueueing a job every 10 ms, drained by a worker in the same process; the quiet
+                      jobs' start lag p50/p99/max (quiet_p99_ms) and the flood's jobs/s (a plain queue
+                      for now)
+
+options:
   --jobs N         jobs (defaults: 50,000; enqueue-concurrent and drain-io 64,000; delayed 2,000;
                    memory 100,000; page 1,000,000; outbox 32,000, 500 per task; steady: rate x secs;
                    wait 1,000; batch 10,000; fairness 100,000)
@@ -269,6 +272,34 @@ mod tests {
 
     fn parse(s: &str) -> Result<Args, String> {
         Args::parse(&s.split_whitespace().map(String::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn usage_lists_each_workload_once_at_the_start_of_a_line() {
+        let (workloads, options) = USAGE
+            .split_once("\noptions:\n")
+            .expect("a workloads part and an options part");
+        for (name, _) in Workload::ALL {
+            let entry = format!("\n  {name:<20}");
+            assert_eq!(
+                workloads.matches(&entry).count(),
+                1,
+                "{name} in {workloads}"
+            );
+            assert!(!options.contains(&entry), "{name}");
+        }
+        // Each line is an entry (two spaces, a name, the text from column 23) or its continuation.
+        for line in workloads
+            .lines()
+            .skip_while(|l| !l.starts_with("workloads"))
+            .skip(1)
+        {
+            let (name, text) = line.split_at(22.min(line.len()));
+            assert!(
+                line.starts_with("  ") && !text.starts_with(' ') && !name.trim().contains(' '),
+                "{line:?}"
+            );
+        }
     }
 
     #[test]

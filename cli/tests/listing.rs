@@ -324,6 +324,70 @@ async fn topics_skip_an_invalid_name_in_the_registry() {
     postpone(&url, ns, &["periodic", "ls"]).expect(0);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_shows_a_unique_jobs_key_and_window_and_a_debounce_key() {
+    use std::time::Duration;
+
+    use postpone::{Debounce, Unique, UniqueStates};
+
+    let server = RedisServer::start();
+    let url = server.url();
+    let ns = "keyed";
+    let client = client(&server, ns).await;
+    let unique = client
+        .enqueue(support::CloseOrder { order_id: 42 })
+        .unique(Unique::new("order:42", Duration::from_secs(600)).states(UniqueStates::SCHEDULED))
+        // The caller's own entry of that name: kept beside the key postpone shows.
+        .meta("unique", "the caller's own")
+        .await
+        .unwrap();
+    let debounced = client
+        .enqueue(support::Report {
+            month: "2026-11".into(),
+        })
+        .debounce(
+            Debounce::new("report:2026-11", Duration::from_secs(3600))
+                .max_wait(Duration::from_secs(7200)),
+        )
+        .await
+        .unwrap();
+
+    let run = postpone(&url, ns, &["job", "cli.orders", &unique.id]);
+    run.expect(0);
+    for text in [
+        "\n  unique    order:42 for 10m (scheduled)\n",
+        "\n  meta unique the caller's own\n",
+        "\n  meta postpone.unique order:42 for 10m (scheduled)\n",
+    ] {
+        assert!(run.stdout.contains(text), "{text:?} in {run:#?}");
+    }
+    assert!(!run.stdout.contains("\n  debounce "), "{run:#?}");
+    let json = postpone(&url, ns, &["job", "cli.orders", &unique.id, "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(
+        json["meta"]["postpone.unique"],
+        "order:42 for 10m (scheduled)"
+    );
+    assert_eq!(json["meta"]["unique"], "the caller's own");
+
+    let run = postpone(&url, ns, &["job", "cli.report", &debounced.id]);
+    run.expect(0);
+    assert!(
+        run.stdout
+            .contains("\n  debounce  report:2026-11 quiet 1h max 2h\n"),
+        "{run:#?}"
+    );
+    assert!(!run.stdout.contains("\n  unique "), "{run:#?}");
+    let json = postpone(&url, ns, &["job", "cli.report", &debounced.id, "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(
+        json["meta"]["postpone.debounce"],
+        "report:2026-11 quiet 1h max 2h"
+    );
+}
+
 /// A rendered invoice: the result of [`Render`].
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Pdf {

@@ -141,13 +141,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
 
     let read_only = std::env::var("READ_ONLY").is_ok_and(|v| v == "1");
-    // No auth here, on loopback: answer only to loopback names (a DNS-rebinding page names its own).
-    let dashboard = Dashboard::new(client).read_only(read_only).allowed_hosts([
-        "127.0.0.1",
-        "localhost",
-        "[::1]",
-    ]);
-    // An application would add its own auth layer here (and list its own host names).
+    // No auth and no token here: by default it answers only to loopback names (127.0.0.1, localhost,
+    // [::1]), which a DNS-rebinding page cannot send. Served under another name (ADDR=0.0.0.0:3000
+    // behind your own auth), list the names: `.allowed_hosts(["jobs.example.com"])`.
+    let dashboard = Dashboard::new(client).read_only(read_only);
+    // An application would add its own auth layer here.
     let app = Router::new()
         .route("/", get(|| async { Redirect::to("/jobs") }))
         // axum serves a router nested at /jobs at /jobs, not /jobs/: send the latter to the former.

@@ -59,7 +59,7 @@ pub(crate) async fn act(
     headers: HeaderMap,
     Form(form): Form<ActionForm>,
 ) -> Response {
-    let host = shared.hosts.of(&headers);
+    let host = shared.hosts.of(&headers, &original.0);
     if let Some(why) = shared.csrf.refuse(&headers, host, form.csrf.as_deref()) {
         return (StatusCode::FORBIDDEN, format!("{why}\n")).into_response();
     }

@@ -2,16 +2,24 @@
 //! resolves to the dashboard's address) sends its own name as `Host`: refused before any page, event
 //! stream, script or action, it reads nothing and gets no CSRF token.
 //!
-//! The host a request was sent to is its `Host` header, or, when the application opts in behind its
-//! own proxy ([`Dashboard::trust_forwarded_headers`](crate::Dashboard::trust_forwarded_headers)), its
+//! The host a request was sent to is its `Host` header (HTTP/2: its URI's authority), or, when the
+//! application opts in behind its own proxy
+//! ([`Dashboard::trust_forwarded_headers`](crate::Dashboard::trust_forwarded_headers)), its
 //! `X-Forwarded-Host`. The same-origin check of actions compares `Origin` with that host.
+//!
+//! Without a token and without a list of the application's, a dashboard answers to loopback names
+//! only ([`LOOPBACK`]), mounted or served alone.
 
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderName, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+
+/// The names a dashboard without a token answers to unless the application lists its own: loopback,
+/// with any port.
+pub(crate) const LOOPBACK: [&str; 3] = ["127.0.0.1", "localhost", "[::1]"];
 
 /// The host names a dashboard answers to, and where it reads a request's host.
 #[derive(Debug, Clone)]
@@ -36,8 +44,10 @@ impl Hosts {
         }
     }
 
-    /// The host (`name[:port]`) the request was sent to, as the dashboard reads it.
-    pub(crate) fn of<'a>(&self, headers: &'a HeaderMap) -> Option<&'a str> {
+    /// The host (`name[:port]`) the request was sent to, as the dashboard reads it: a trusted
+    /// `X-Forwarded-Host`, else `Host`, else the authority of the request's URI (HTTP/2 sends it
+    /// there, as `:authority`, instead of a `Host` header).
+    pub(crate) fn of<'a>(&self, headers: &'a HeaderMap, uri: &'a Uri) -> Option<&'a str> {
         let get = |name: HeaderName| {
             headers
                 .get_all(name)
@@ -51,7 +61,7 @@ impl Hosts {
                 return forwarded.rsplit(',').next().map(str::trim);
             }
         }
-        get(header::HOST)
+        get(header::HOST).or_else(|| uri.authority().map(|a| a.as_str()))
     }
 
     /// Whether the dashboard answers to this host.
@@ -101,7 +111,7 @@ fn split_port(authority: &str) -> (&str, Option<u16>) {
 
 /// Refuses (403) a request sent to a host the dashboard does not answer to.
 pub(crate) async fn guard(State(hosts): State<Arc<Hosts>>, req: Request, next: Next) -> Response {
-    let host = hosts.of(req.headers());
+    let host = hosts.of(req.headers(), req.uri());
     if hosts.allows(host) {
         return next.run(req).await;
     }
@@ -111,9 +121,9 @@ pub(crate) async fn guard(State(hosts): State<Arc<Hosts>>, req: Request, next: N
     );
     (
         StatusCode::FORBIDDEN,
-        "this dashboard does not answer to the host this request was sent to: open it by the name it \
-         serves (127.0.0.1, localhost or [::1] when served alone without a token), or add the name \
-         to its allowed hosts\n",
+        "this dashboard does not answer to the host this request was sent to: open it by a name it \
+         serves (without a token and without allowed hosts: 127.0.0.1, localhost or [::1]), or add \
+         the name to its allowed hosts\n",
     )
         .into_response()
 }
@@ -171,9 +181,61 @@ mod tests {
             ("host", "127.0.0.1:8080"),
             ("x-forwarded-host", "forged.example, jobs.example.com"),
         ]);
-        assert_eq!(Hosts::new(None, false).of(&h), Some("127.0.0.1:8080"));
-        assert_eq!(Hosts::new(None, true).of(&h), Some("jobs.example.com"));
+        let path = Uri::from_static("/jobs");
+        assert_eq!(
+            Hosts::new(None, false).of(&h, &path),
+            Some("127.0.0.1:8080")
+        );
+        assert_eq!(
+            Hosts::new(None, true).of(&h, &path),
+            Some("jobs.example.com")
+        );
         let plain = headers(&[("host", "127.0.0.1:8080")]);
-        assert_eq!(Hosts::new(None, true).of(&plain), Some("127.0.0.1:8080"));
+        assert_eq!(
+            Hosts::new(None, true).of(&plain, &path),
+            Some("127.0.0.1:8080")
+        );
+    }
+
+    #[test]
+    fn without_a_host_header_the_uri_names_the_host() {
+        // HTTP/2: the authority travels in the URI.
+        let none = HeaderMap::new();
+        let h2 = Uri::from_static("https://localhost:8443/jobs");
+        assert_eq!(
+            Hosts::new(None, false).of(&none, &h2),
+            Some("localhost:8443")
+        );
+        let loopback = LOOPBACK.map(String::from);
+        let hosts = Hosts::new(Some(&loopback), false);
+        assert!(hosts.allows(hosts.of(&none, &h2)));
+        let rebound = Uri::from_static("https://rebind.attacker.example:8443/jobs");
+        assert!(!hosts.allows(hosts.of(&none, &rebound)));
+        // A Host header wins over the URI.
+        let host = headers(&[("host", "rebind.attacker.example:8443")]);
+        assert!(!hosts.allows(hosts.of(&host, &h2)));
+        assert_eq!(hosts.of(&none, &Uri::from_static("/jobs")), None);
+    }
+
+    #[test]
+    fn loopback_names_with_any_port() {
+        let loopback = LOOPBACK.map(String::from);
+        let hosts = Hosts::new(Some(&loopback), false);
+        for ok in [
+            "127.0.0.1:3000",
+            "127.0.0.1",
+            "localhost:8080",
+            "[::1]:3000",
+            "[::1]",
+        ] {
+            assert!(hosts.allows(Some(ok)), "{ok}");
+        }
+        for refused in [
+            "rebind.attacker.example:3000",
+            "10.0.0.7:3000",
+            "localhost.evil.example",
+        ] {
+            assert!(!hosts.allows(Some(refused)), "{refused}");
+        }
     }
 }

@@ -9,6 +9,8 @@
 //! let dashboard = Dashboard::new(client).read_only(false);
 //! let app: Router = Router::new().nest("/jobs", dashboard.router());
 //! // .layer(your_auth_layer)
+//! // Without a token it answers to 127.0.0.1, localhost and [::1] only: to serve it under other
+//! // names, list them with `.allowed_hosts([...])`.
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
 //! axum::serve(listener, app).await
 //! # }
@@ -35,12 +37,13 @@
 //!
 //! Host names: a DNS-rebinding page (a name of the attacker's that resolves to the dashboard's
 //! address) sends its own name as `Host`. [`Dashboard::allowed_hosts`] lists the names the dashboard
-//! answers to (any other gets 403, before any page or action). Its default: mounted with
-//! [`Dashboard::router`], any name (the application chooses its names, and its auth is not sent to
-//! another name; list yours, e.g. `["127.0.0.1", "localhost", "[::1]"]` for an app on loopback without
-//! auth); served alone with [`Dashboard::serve`] without a token, only loopback names with the bound
-//! port (`127.0.0.1:PORT`, `localhost:PORT`, `[::1]:PORT`); with a token, any name. The same-origin
-//! check compares `Origin` with `Host`, and trusts `X-Forwarded-Host` only after
+//! answers to (any other gets 403, before any page or action). Its default, mounted with
+//! [`Dashboard::router`] or served alone: without a token, only loopback names (`127.0.0.1`,
+//! `localhost`, `[::1]`; with any port when mounted, with the bound port when served alone with
+//! [`Dashboard::serve`]); with a token ([`Dashboard::with_token`]), any name. An application that
+//! serves the dashboard under another name lists its names, e.g.
+//! `.allowed_hosts(["jobs.example.com"])` (the list replaces the default). The same-origin check
+//! compares `Origin` with `Host`, and trusts `X-Forwarded-Host` only after
 //! [`Dashboard::trust_forwarded_headers`].
 //!
 //! Standalone (what `postpone serve` runs): [`Dashboard::serve`], loopback unless a token is set with
@@ -113,6 +116,8 @@ impl Dashboard {
     /// Requires a token on every request: HTTP basic auth whose password is `token` (any user name;
     /// browsers ask for it), or `Authorization: Bearer <token>`. For [`serve`](Self::serve) on an
     /// address other than loopback; an application mounting the router usually has its own auth.
+    /// With a token, the dashboard answers to any host name unless
+    /// [`allowed_hosts`](Self::allowed_hosts) lists them.
     pub fn with_token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
         self
@@ -120,9 +125,23 @@ impl Dashboard {
 
     /// The host names the dashboard answers to: each `name` (any port) or `name:port`, IPv6 literals
     /// in brackets (`[::1]:8080`); a request whose `Host` is another name gets 403 (a DNS-rebinding
-    /// page reads nothing and can act on nothing). Without this: any name when mounted with
-    /// [`router`](Self::router); loopback names with the bound port when served alone without a
-    /// token; any name with a token.
+    /// page reads nothing and can act on nothing). The list replaces the default, which is:
+    /// - without a token, loopback names only: `127.0.0.1`, `localhost` and `[::1]`, with any port
+    ///   when mounted with [`router`](Self::router), with the bound port when served alone with
+    ///   [`serve`](Self::serve);
+    /// - with a token ([`with_token`](Self::with_token)), any name.
+    ///
+    /// So an application that mounts the dashboard and serves it under another name than loopback
+    /// (behind its own auth, or a proxy) lists the names it serves:
+    ///
+    /// ```no_run
+    /// # fn app(client: postpone::Client) -> axum::Router {
+    /// use postpone_dashboard::Dashboard;
+    ///
+    /// let dashboard = Dashboard::new(client).allowed_hosts(["jobs.example.com"]);
+    /// axum::Router::new().nest("/jobs", dashboard.router())
+    /// # }
+    /// ```
     pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -142,10 +161,17 @@ impl Dashboard {
     }
 
     /// The router, with its own state: mount it with `Router::nest("/any/path", ...)` (or serve it
-    /// as it is). Each call makes a new CSRF secret.
+    /// as it is). Each call makes a new CSRF secret. Without a token it answers only to loopback host
+    /// names unless [`allowed_hosts`](Self::allowed_hosts) lists others (see there).
     pub fn router(self) -> Router {
+        let allowed = match (self.allowed_hosts, &self.token) {
+            (Some(names), _) => Some(names),
+            // A DNS-rebinding page names its own host: without a token, loopback names only.
+            (None, None) => Some(hosts::LOOPBACK.iter().map(|&n| n.to_owned()).collect()),
+            (None, Some(_)) => None,
+        };
         let hosts = Arc::new(hosts::Hosts::new(
-            self.allowed_hosts.as_deref(),
+            allowed.as_deref(),
             self.trust_forwarded_headers,
         ));
         let shared = Arc::new(Shared {

@@ -39,8 +39,17 @@ async fn send(app: &Router, req: Request<Body>) -> (StatusCode, String) {
     (status, String::from_utf8_lossy(&body).into_owned())
 }
 
+/// A request to the router as a browser on loopback sends it: with its `Host` (without a token, the
+/// dashboard answers to loopback names only).
+fn request(method: &str, uri: &str) -> axum::http::request::Builder {
+    Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(header::HOST, "127.0.0.1:3000")
+}
+
 fn get(uri: &str) -> Request<Body> {
-    Request::get(uri).body(Body::empty()).unwrap()
+    request("GET", uri).body(Body::empty()).unwrap()
 }
 
 #[tokio::test]
@@ -49,17 +58,17 @@ async fn a_token_is_asked_for_and_accepted_as_basic_or_bearer() {
     let (status, _) = send(&app, get("/")).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     // "ops:s3cret"
-    let basic = Request::get("/")
+    let basic = request("GET", "/")
         .header(header::AUTHORIZATION, "Basic b3BzOnMzY3JldA==")
         .body(Body::empty())
         .unwrap();
     assert_eq!(send(&app, basic).await.0, StatusCode::OK);
-    let bearer = Request::get("/")
+    let bearer = request("GET", "/")
         .header(header::AUTHORIZATION, "Bearer s3cret")
         .body(Body::empty())
         .unwrap();
     assert_eq!(send(&app, bearer).await.0, StatusCode::OK);
-    let wrong = Request::get("/")
+    let wrong = request("GET", "/")
         .header(header::AUTHORIZATION, "Bearer s3cre")
         .body(Body::empty())
         .unwrap();
@@ -77,7 +86,7 @@ async fn read_only_refuses_any_post_whatever_its_body() {
         ("/topic?name=orders.close", "topic=orders.close"),
         ("/no/such/page", ""),
     ] {
-        let req = Request::post(path)
+        let req = request("POST", path)
             .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
             .body(Body::from(body))
             .unwrap();
@@ -179,6 +188,56 @@ async fn the_workers_page_shows_the_doctor_checks() {
         "{body}"
     );
     assert!(body.contains("<td>backend</td>"), "{body}");
+}
+
+#[tokio::test]
+async fn dashboard_job_page_shows_a_unique_key_and_window_and_a_debounce_key() {
+    use postpone::{Debounce, Unique, UniqueStates};
+
+    let client = client().await;
+    let unique = client
+        .enqueue(CloseOrder { order_id: 42 })
+        .unique(
+            Unique::new("order:<42>", Duration::from_secs(600))
+                .states(UniqueStates::SCHEDULED.and(UniqueStates::RUNNING)),
+        )
+        // The caller's own entry of that name: kept beside the key postpone shows.
+        .meta("unique", "the caller's own")
+        .await
+        .unwrap();
+    let debounced = client
+        .enqueue(CloseOrder { order_id: 43 })
+        .debounce(
+            Debounce::new("order:43", Duration::from_secs(5)).max_wait(Duration::from_secs(60)),
+        )
+        .await
+        .unwrap();
+    let app = Dashboard::new(client).router();
+
+    let page = |id: &str| format!("/job?topic=orders.close&id={id}");
+    let (status, body) = send(&app, get(&page(&unique.id))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        body.contains(
+            "<dt>Unique</dt><dd class=\"mono\" id=\"unique\">order:&#60;42&#62; for 10m (scheduled, running)</dd>"
+        ),
+        "the key (escaped) and its window: {body}"
+    );
+    assert!(!body.contains("id=\"debounce\""), "{body}");
+    assert!(
+        body.contains("<tr><th>unique</th><td>the caller&#39;s own</td></tr>"),
+        "the caller's own entry: {body}"
+    );
+
+    let (status, body) = send(&app, get(&page(&debounced.id))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        body.contains(
+            "<dt>Debounce</dt><dd class=\"mono\" id=\"debounce\">order:43 quiet 5s max 1m</dd>"
+        ),
+        "the key, quiet period and max wait: {body}"
+    );
+    assert!(!body.contains("id=\"unique\""), "{body}");
 }
 
 #[tokio::test]

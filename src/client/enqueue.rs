@@ -167,6 +167,9 @@ impl<J: Job> EnqueueItem<J> {
     /// 64 of `A-Z a-z 0-9 _ . - :`, values at most 1024 bytes, at most 16 entries: the enqueue fails
     /// with [`Error::InvalidMeta`] otherwise. With the `opentelemetry` feature the trace context is
     /// stored beside (`traceparent`, `tracestate`); an entry set here under one of those keys wins.
+    /// Keys that start with `postpone.` are postpone's own: a batch's jobs carry `postpone.batch`, a
+    /// unique or debounced job `postpone.unique` or `postpone.debounce`, and those replace an entry
+    /// set here under the same key.
     ///
     /// ```
     /// # use postpone::{EnqueueItem, Job};

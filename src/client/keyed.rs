@@ -130,7 +130,9 @@ impl Debounce {
     }
 }
 
-/// A key checked and turned into the store's form, with the metadata entry that shows it to operators.
+/// A key checked and turned into the store's form, with the metadata entry that shows it to operators
+/// (under a key of postpone's own, `postpone.unique` or `postpone.debounce`, so that it never replaces
+/// an entry of the caller's).
 pub(crate) fn to_keyed(topic: &str, keyed: KeyedOption) -> Result<(Keyed, String, String)> {
     let bad = |why: &str| Error::InvalidConfig {
         reason: format!("a job of topic {topic:?}: {why}"),
@@ -156,7 +158,7 @@ pub(crate) fn to_keyed(topic: &str, keyed: KeyedOption) -> Result<(Keyed, String
                 window_ms: millis(u.window),
                 states: u.states,
             };
-            Ok((keyed, "unique".to_owned(), shown))
+            Ok((keyed, crate::meta::UNIQUE_KEY.to_owned(), shown))
         }
         KeyedOption::Debounce(d) => {
             check_key(&d.key)?;
@@ -170,7 +172,7 @@ pub(crate) fn to_keyed(topic: &str, keyed: KeyedOption) -> Result<(Keyed, String
                 max_wait_ms: d.max_wait.map_or(0, |m| millis(m).max(1)),
                 replace: d.replace,
             };
-            Ok((keyed, "debounce".to_owned(), shown))
+            Ok((keyed, crate::meta::DEBOUNCE_KEY.to_owned(), shown))
         }
     }
 }

@@ -58,13 +58,29 @@ pub struct JobDetail {
     pub node: Option<String>,
     /// Why it is not running (or what it is doing), in a sentence.
     pub why: String,
-    /// Its metadata (see [`Enqueue::meta`](crate::Enqueue::meta)): a unique or debounced job's key and
-    /// window are here too (`unique`, `debounce`).
+    /// Its metadata (see [`Enqueue::meta`](crate::Enqueue::meta)), the entries postpone sets included:
+    /// `postpone.batch` ([`batch_id`](Self::batch_id)), `postpone.unique` ([`unique`](Self::unique)),
+    /// `postpone.debounce` ([`debounce`](Self::debounce)).
     pub meta: std::collections::BTreeMap<String, String>,
     /// A kept succeeded job's result as JSON (when its type returns one).
     pub result: Option<serde_json::Value>,
     /// A running job's progress, as its handler last reported it.
     pub progress: Option<crate::store::Progress>,
+}
+
+impl JobDetail {
+    /// A unique job's key, window and the states that hold the key, as operators read them
+    /// (`product:42 for 10m (scheduled, running, finished)`): its metadata `postpone.unique`; `None`
+    /// for a job enqueued without a unique key.
+    pub fn unique(&self) -> Option<&str> {
+        self.meta.get(crate::meta::UNIQUE_KEY).map(String::as_str)
+    }
+
+    /// A debounced job's key, quiet period and max wait (`product:42 quiet 5s max 1m`): its metadata
+    /// `postpone.debounce`; `None` for a job enqueued without a debounce key.
+    pub fn debounce(&self) -> Option<&str> {
+        self.meta.get(crate::meta::DEBOUNCE_KEY).map(String::as_str)
+    }
 }
 
 fn span(from_ms: i64, to_ms: i64) -> String {

@@ -175,6 +175,7 @@ pub(crate) async fn throttle_window_ends_and_then_a_new_job_is_created(b: Backen
         .client
         .enqueue(reindex(1))
         .unique(window.clone())
+        .meta("unique", "the caller's own")
         .await
         .unwrap();
     assert_eq!(first.status, EnqueueStatus::Created);
@@ -186,9 +187,14 @@ pub(crate) async fn throttle_window_ends_and_then_a_new_job_is_created(b: Backen
         .unwrap()
         .unwrap();
     assert_eq!(
-        job.meta.get("unique").map(String::as_str),
+        job.meta.get("postpone.unique").map(String::as_str),
         Some("product:42 for 300ms (scheduled, running, finished)"),
         "operators see the key and its window"
+    );
+    assert_eq!(
+        job.meta.get("unique").map(String::as_str),
+        Some("the caller's own"),
+        "a caller's entry of that name is kept"
     );
     let detail = b
         .client
@@ -198,10 +204,11 @@ pub(crate) async fn throttle_window_ends_and_then_a_new_job_is_created(b: Backen
         .unwrap()
         .unwrap();
     assert_eq!(
-        detail.meta.get("unique"),
-        job.meta.get("unique"),
+        detail.unique(),
+        job.meta.get("postpone.unique").map(String::as_str),
         "in the job view too"
     );
+    assert_eq!(detail.debounce(), None);
     let (tx, mut rx) = events();
     let worker = reindexer(&b, tx, None);
     next(&mut rx).await;

@@ -244,6 +244,12 @@ fn print_detail(out: &Out, job: &JobDetail) {
     if let Some(batch) = job.batch_id() {
         line("batch", batch.to_owned());
     }
+    if let Some(unique) = job.unique() {
+        line("unique", unique.to_owned());
+    }
+    if let Some(debounce) = job.debounce() {
+        line("debounce", debounce.to_owned());
+    }
     let attempts = match job.max_attempts {
         Some(n) => format!("{} of {n}", job.attempt),
         None => format!(

@@ -1,6 +1,7 @@
 //! The Host a request names, over plain HTTP (no browser) against a redis-server of the test's own: a
-//! loopback dashboard without a token answers only loopback names (a DNS-rebinding page names its
-//! own), and the same-origin check trusts no forwarded header unless the application says so.
+//! dashboard without a token, served alone or mounted in an application with `router()`, answers
+//! only loopback names (a DNS-rebinding page names its own) unless the application lists its names,
+//! and the same-origin check trusts no forwarded header unless the application says so.
 
 use std::time::Duration;
 
@@ -115,6 +116,117 @@ async fn dashboard_on_loopback_without_a_token_refuses_a_rebinding_host() {
     .await;
     assert_eq!(status, 303, "{answer}");
     assert!(paused(&client).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_mounted_with_router_without_a_token_refuses_a_rebinding_host() {
+    let (_redis, client) = world().await;
+    // As an application mounts it, listing no host names: the default.
+    let addr = mount(Dashboard::new(client.clone())).await;
+    let port = addr.rsplit(':').next().unwrap().to_owned();
+
+    // Loopback names, with the port or without (the router does not know the port it is served on).
+    for host in [
+        addr.clone(),
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+        "127.0.0.1".to_owned(),
+        "LOCALHOST".to_owned(),
+    ] {
+        let (status, page) = http(
+            &addr,
+            "GET",
+            &format!("/jobs/{JOB}"),
+            &[("Host", &host)],
+            "",
+        )
+        .await;
+        assert_eq!(status, 200, "{host}: {page}");
+        assert!(page.contains("&#34;n&#34;: 7"), "the payload: {page}");
+    }
+    // A rebinding page's name, with the port or without: no page, no event stream, no script, no
+    // CSRF token.
+    for rebound in [
+        format!("rebind.attacker.example:{port}"),
+        "rebind.attacker.example".into(),
+    ] {
+        for path in [
+            "/jobs".to_owned(),
+            format!("/jobs/{JOB}"),
+            "/jobs/events".to_owned(),
+            "/jobs/topic?name=live.timers".to_owned(),
+            "/jobs/assets/dashboard.js".to_owned(),
+        ] {
+            let (status, page) = http(&addr, "GET", &path, &[("Host", &rebound)], "").await;
+            assert_eq!(status, 403, "{rebound} {path}: {page}");
+            assert!(
+                !page.contains("timer:1") && !page.contains("csrf"),
+                "{page}"
+            );
+        }
+    }
+    // Its POST, with the CSRF token read the honest way and an Origin that matches its Host, is
+    // refused too.
+    let (_, page) = http(
+        &addr,
+        "GET",
+        "/jobs/topic?name=live.timers",
+        &[("Host", &addr)],
+        "",
+    )
+    .await;
+    let body = format!("topic=live.timers&csrf={}", csrf_of(&page));
+    let rebound = format!("rebind.attacker.example:{port}");
+    let origin = format!("http://{rebound}");
+    let (status, answer) = http(
+        &addr,
+        "POST",
+        "/jobs/action/pause",
+        &[("Host", &rebound), ("Origin", &origin)],
+        &body,
+    )
+    .await;
+    assert_eq!(status, 403, "{answer}");
+    assert!(!paused(&client).await, "a rebinding page paused the topic");
+    let origin = format!("http://{addr}");
+    let (status, answer) = http(
+        &addr,
+        "POST",
+        "/jobs/action/pause",
+        &[("Host", &addr), ("Origin", &origin)],
+        &body,
+    )
+    .await;
+    assert_eq!(status, 303, "{answer}");
+    assert!(paused(&client).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_mounted_with_router_answers_the_names_the_application_lists() {
+    let (_redis, client) = world().await;
+    // An application served as jobs.example.com (behind its own auth): the list replaces loopback.
+    let addr = mount(Dashboard::new(client.clone()).allowed_hosts(["jobs.example.com"])).await;
+    let (status, page) = http(&addr, "GET", "/jobs", &[("Host", "jobs.example.com")], "").await;
+    assert_eq!(status, 200, "{page}");
+    for host in [addr.as_str(), "localhost", "rebind.attacker.example"] {
+        let (status, page) = http(&addr, "GET", "/jobs", &[("Host", host)], "").await;
+        assert_eq!(status, 403, "{host}: {page}");
+    }
+    // With a token and no list: any name, each asked for the token (a rebinding page has none).
+    let addr = mount(Dashboard::new(client.clone()).with_token("s3cret")).await;
+    for host in ["jobs.example.com", "rebind.attacker.example"] {
+        let (status, page) = http(&addr, "GET", "/jobs", &[("Host", host)], "").await;
+        assert_eq!(status, 401, "{host}: {page}");
+        let (status, page) = http(
+            &addr,
+            "GET",
+            "/jobs",
+            &[("Host", host), ("Authorization", "Bearer s3cret")],
+            "",
+        )
+        .await;
+        assert_eq!(status, 200, "{host}: {page}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
