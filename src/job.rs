@@ -171,6 +171,24 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// "10/s")]`): at most that many jobs of one key running at once, and started per period, across
     /// every worker. Default: none. A worker may override them with
     /// [`WorkerBuilder::key_limits`](crate::WorkerBuilder::key_limits).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use postpone::{Job, KeyLimits, RateLimit};
+    /// # use serde::{Deserialize, Serialize};
+    /// #[derive(Serialize, Deserialize, Job)]
+    /// #[job(topic = "shop.sync", key = "shop_id", key_max_running = 2, key_rate = "10/s")]
+    /// struct SyncShop { shop_id: u64 }
+    ///
+    /// assert_eq!(
+    ///     SyncShop::key_limits(),
+    ///     KeyLimits::new().max_running(2).rate(RateLimit::new(10, Duration::from_secs(1)))
+    /// );
+    /// ```
+    ///
+    /// `key_rate` is written as `rate` is (`"10/s"`, `"600/m"`, `"10/500ms"`); `key_max_running` is an
+    /// integer, at least 1. Neither needs `key`: they hold as well for the keys that enqueues give
+    /// ([`Enqueue::key`](crate::Enqueue::key)).
     fn key_limits() -> crate::KeyLimits {
         crate::KeyLimits::new()
     }

@@ -147,7 +147,7 @@ pub use async_trait::async_trait;
 
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::flow::RateLimit;
+    pub use crate::flow::{KeyLimits, RateLimit};
     pub use crate::handler::{ViaTrait, WithState, WithoutState};
     pub use crate::schedule::RetrySchedule;
     #[cfg(feature = "test-hooks")]

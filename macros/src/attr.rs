@@ -38,6 +38,12 @@ pub(crate) struct JobAttr {
     /// The field whose value is the job's key for fairness (`key = "customer_id"`): a name, not empty;
     /// whether the struct has it is checked with the fields (`crate::job`).
     pub(crate) key: Option<LitStr>,
+    /// Most jobs of one key running at once across every worker (`key_max_running = 2`): at least 1.
+    /// Allowed without `key`: an enqueue may give the key (`.key(..)`).
+    pub(crate) key_max_running: Option<u32>,
+    /// The rate limit of each key (`key_rate = "10/s"`): (jobs, per ms), both at least 1. Allowed
+    /// without `key`, as `key_max_running`.
+    pub(crate) key_rate: Option<(u32, u64)>,
     /// What the handler returns (`output = Type`).
     pub(crate) output: Option<syn::Type>,
     /// Keep finished jobs: (max age ms, max count), from `keep` and `keep_last` (either one; the other
@@ -65,6 +71,10 @@ pub(crate) enum Key {
     UniqueFor,
     /// `key = "customer_id"`: the job's key for fairness.
     Fairness,
+    /// `key_max_running = 2`: most jobs of one key running at once.
+    FairnessMaxRunning,
+    /// `key_rate = "10/s"`: the rate limit of each key.
+    FairnessRate,
     Output,
     Keep,
     KeepLast,
@@ -84,6 +94,8 @@ impl Key {
             "unique" => Key::Unique,
             "unique_for" => Key::UniqueFor,
             "key" => Key::Fairness,
+            "key_max_running" => Key::FairnessMaxRunning,
+            "key_rate" => Key::FairnessRate,
             "output" => Key::Output,
             "keep" => Key::Keep,
             "keep_last" => Key::KeepLast,
@@ -104,6 +116,8 @@ impl Key {
             Key::Unique => "unique",
             Key::UniqueFor => "unique_for",
             Key::Fairness => "key",
+            Key::FairnessMaxRunning => "key_max_running",
+            Key::FairnessRate => "key_rate",
             Key::Output => "output",
             Key::Keep => "keep",
             Key::KeepLast => "keep_last",
@@ -124,6 +138,8 @@ impl Key {
             Key::Unique => r#"`unique = ["product_id"], unique_for = "10m"`"#,
             Key::UniqueFor => r#"`unique_for = "10m"`"#,
             Key::Fairness => r#"`key = "customer_id"`"#,
+            Key::FairnessMaxRunning => "`key_max_running = 2`",
+            Key::FairnessRate => r#"`key_rate = "10/s"`"#,
             Key::Output => "`output = InvoicePdf`",
             Key::Keep => r#"`keep = "1d"`"#,
             Key::KeepLast => "`keep_last = 1000`",
@@ -133,7 +149,7 @@ impl Key {
 
 const KNOWN_KEYS: &str =
     "`topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate`, `max_running`, `unique`, \
-     `unique_for`, `key`, `output`, `keep` or `keep_last`";
+     `unique_for`, `key`, `key_max_running`, `key_rate`, `output`, `keep` or `keep_last`";
 
 /// One `key = value` inside `#[job(...)]`.
 struct Setting {
@@ -214,8 +230,10 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
     let (mut topic, mut retry, mut lease, mut timeout, mut partitions) =
         (None, None, None, None, None);
     let (mut rate, mut max_running, mut unique, mut unique_for) = (None, None, None, None);
-    let (mut key_field, mut output, mut keep, mut keep_last) = (None, None, None, None);
+    let (mut key_field, mut key_max_running, mut key_rate) = (None, None, None);
+    let (mut output, mut keep, mut keep_last) = (None, None, None);
     let mut schedule_key: Option<&Ident> = None;
+    let mut key_limit_keys: Vec<&Ident> = Vec::new();
     for Setting { ident, key, value } in &settings {
         if seen.contains(key) {
             errors.push(syn::Error::new(
@@ -239,6 +257,9 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
             }
             schedule_key = Some(ident);
         }
+        if matches!(key, Key::FairnessMaxRunning | Key::FairnessRate) {
+            key_limit_keys.push(ident);
+        }
         match key {
             Key::Topic => topic = errors.keep(topic_value(value)),
             Key::Retry => retry = errors.keep(retry::retry_value(value)),
@@ -246,11 +267,15 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
             Key::Lease => lease = errors.keep(lease_value(value)),
             Key::Timeout => timeout = errors.keep(timeout_value(value)),
             Key::Partitions => partitions = errors.keep(partitions_value(value)),
-            Key::Rate => rate = errors.keep(flow::rate_value(value)),
-            Key::MaxRunning => max_running = errors.keep(flow::max_running_value(value)),
+            Key::Rate => rate = errors.keep(flow::rate_value(value, *key)),
+            Key::MaxRunning => max_running = errors.keep(flow::max_running_value(value, *key)),
             Key::Unique => unique = errors.keep(unique::unique_value(value)),
             Key::UniqueFor => unique_for = errors.keep(unique::unique_for_value(value)),
             Key::Fairness => key_field = errors.keep(key::key_value(value)),
+            Key::FairnessMaxRunning => {
+                key_max_running = errors.keep(flow::max_running_value(value, *key))
+            }
+            Key::FairnessRate => key_rate = errors.keep(flow::rate_value(value, *key)),
             Key::Output => {
                 output = errors.keep(syn::parse2::<syn::Type>(quote::ToTokens::to_token_stream(
                     value,
@@ -281,6 +306,20 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
              debounced, so every enqueue of this type would fail; drop one of them",
         ));
     }
+    // Limits per key need no `key` (an enqueue may give one), but a unique type's jobs can have none:
+    // the limits would never apply. With `key` too, the error above says it.
+    if seen.contains(&Key::Unique) && !seen.contains(&Key::Fairness) {
+        for ident in key_limit_keys {
+            errors.push(syn::Error::new(
+                ident.span(),
+                format!(
+                    "{ident} and unique do not go together yet: a unique or debounced job cannot have a \
+                     key for fairness, so no job of this type would be under limits per key; drop one \
+                     of them"
+                ),
+            ));
+        }
+    }
     errors.check()?;
     let topic = topic.ok_or_else(|| missing_topic(attr))?;
     Ok(JobAttr {
@@ -293,6 +332,8 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
         max_running,
         unique: unique.zip(unique_for),
         key: key_field,
+        key_max_running,
+        key_rate,
         output,
         keep: match (keep, keep_last) {
             (None, None) => None,

@@ -196,6 +196,30 @@ fn impl_job(input: &DeriveInput, attr: &JobAttr, key: Option<&Ident>) -> TokenSt
             }
         }
     });
+    // Each limit set, on `KeyLimits::new()`; none without either.
+    let key_limits = (attr.key_max_running.is_some() || attr.key_rate.is_some()).then(|| {
+        let max_running = attr.key_max_running.map(|n| {
+            let n = Literal::u32_unsuffixed(n);
+            quote!(.max_running(#n))
+        });
+        let rate = attr.key_rate.map(|(jobs, per_ms)| {
+            let (jobs, per_ms) = (
+                Literal::u32_unsuffixed(jobs),
+                Literal::u64_unsuffixed(per_ms),
+            );
+            quote! {
+                .rate(::postpone::__private::RateLimit::new(
+                    #jobs,
+                    ::postpone::__private::Duration::from_millis(#per_ms),
+                ))
+            }
+        });
+        quote! {
+            fn key_limits() -> ::postpone::__private::KeyLimits {
+                ::postpone::__private::KeyLimits::new() #max_running #rate
+            }
+        }
+    });
     let max_running = attr.max_running.map(|n| {
         let n = Literal::u32_unsuffixed(n);
         quote! {
@@ -233,6 +257,7 @@ fn impl_job(input: &DeriveInput, attr: &JobAttr, key: Option<&Ident>) -> TokenSt
             #max_running
             #unique
             #key
+            #key_limits
         }
     }
 }
@@ -416,6 +441,63 @@ mod tests {
             struct SyncShop { r#type: String }
         });
         assert!(got.contains("to_string (& self . r#type)"), "{got}");
+    }
+
+    #[test]
+    fn key_limits() {
+        let got = expand_ok(parse_quote! {
+            #[job(topic = "shop.sync", key = "shop_id", key_max_running = 2, key_rate = "10/s")]
+            struct SyncShop { shop_id: u64 }
+        });
+        let want = quote! {
+            #[automatically_derived]
+            impl ::postpone::Job for SyncShop {
+                const TOPIC: &'static str = "shop.sync";
+                type Output = ();
+                fn key(&self) -> ::postpone::__private::Option<::postpone::__private::String> {
+                    ::postpone::__private::Option::Some(
+                        ::postpone::__private::ToString::to_string(&self.shop_id)
+                    )
+                }
+                fn key_limits() -> ::postpone::__private::KeyLimits {
+                    ::postpone::__private::KeyLimits::new()
+                        .max_running(2)
+                        .rate(::postpone::__private::RateLimit::new(
+                            10,
+                            ::postpone::__private::Duration::from_millis(1000),
+                        ))
+                }
+            }
+        };
+        assert_eq!(got, want.to_string());
+        // Without `key`, and each limit on its own.
+        let got = expand_ok(parse_quote! {
+            #[job(topic = "shop.sync", key_max_running = 3)]
+            struct SyncShop;
+        });
+        let want = quote! {
+            #[automatically_derived]
+            impl ::postpone::Job for SyncShop {
+                const TOPIC: &'static str = "shop.sync";
+                type Output = ();
+                fn key_limits() -> ::postpone::__private::KeyLimits {
+                    ::postpone::__private::KeyLimits::new().max_running(3)
+                }
+            }
+        };
+        assert_eq!(got, want.to_string());
+        let got = expand_ok(parse_quote! {
+            #[job(topic = "shop.sync", key_rate = "5/m")]
+            enum Sync { Shop(u64) }
+        });
+        assert!(
+            got.contains(
+                "KeyLimits :: new () . rate (:: postpone :: __private :: RateLimit :: new (5 , \
+                 :: postpone :: __private :: Duration :: from_millis (60000) ,))"
+            ),
+            "{got}"
+        );
+        assert!(!got.contains("max_running"), "{got}");
     }
 
     #[test]

@@ -110,7 +110,7 @@ fn structural_errors() {
                 #[job(topic = "a", retries = ["0", "0"])]
                 struct A;
             ),
-            "unknown key `retries` in #[job]: expected `topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate`, `max_running`, `unique`, `unique_for`, `key`, `output`, `keep` or `keep_last`",
+            "unknown key `retries` in #[job]: expected `topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate`, `max_running`, `unique`, `unique_for`, `key`, `key_max_running`, `key_rate`, `output`, `keep` or `keep_last`",
         ),
         (
             parse_quote!(
@@ -124,7 +124,7 @@ fn structural_errors() {
                 #[job("a")]
                 struct A;
             ),
-            "expected a key: `topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate`, `max_running`, `unique`, `unique_for`, `key`, `output`, `keep` or `keep_last`",
+            "expected a key: `topic`, `retry`, `retry_delays`, `lease`, `timeout`, `partitions`, `rate`, `max_running`, `unique`, `unique_for`, `key`, `key_max_running`, `key_rate`, `output`, `keep` or `keep_last`",
         ),
         (
             parse_quote!(
@@ -378,7 +378,7 @@ fn flow_limits() {
         ("7/ms", (7, 1)),
     ] {
         let value: syn::Expr = syn::parse_str(&format!("{text:?}")).unwrap();
-        assert_eq!(flow::rate_value(&value).unwrap(), want, "{text}");
+        assert_eq!(flow::rate_value(&value, Key::Rate).unwrap(), want, "{text}");
     }
     let cases: Vec<(DeriveInput, &str)> = vec![
         (
@@ -519,4 +519,133 @@ fn key_names_one_field() {
     for (input, want) in cases {
         assert_eq!(first_error(input), want);
     }
+}
+
+#[test]
+fn key_limits() {
+    let attr = parse(parse_quote! {
+        #[job(topic = "shop.sync", key = "shop_id", key_max_running = 2, key_rate = "10/s")]
+        struct SyncShop { shop_id: u64 }
+    })
+    .unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(attr.key_max_running, Some(2));
+    assert_eq!(attr.key_rate, Some((10, 1000)));
+    // Without `key` (an enqueue gives the key), each on its own.
+    let attr = parse(parse_quote! {
+        #[job(topic = "shop.sync", key_rate = "10/500ms")]
+        struct SyncShop;
+    })
+    .unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(
+        (attr.key_max_running, attr.key_rate),
+        (None, Some((10, 500)))
+    );
+    let attr = parse(parse_quote! {
+        #[job(topic = "shop.sync", key_max_running = 1)]
+        struct SyncShop;
+    })
+    .unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!((attr.key_max_running, attr.key_rate), (Some(1), None));
+    // The topic's limits are apart from them.
+    assert_eq!((attr.max_running, attr.rate), (None, None));
+
+    let cases: Vec<(DeriveInput, &str)> = vec![
+        (
+            parse_quote!(
+                #[job(topic = "a", key_max_running = 0)]
+                struct A;
+            ),
+            "key_max_running must be at least 1: leave it out for no limit",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", key_max_running = 4294967296)]
+                struct A;
+            ),
+            "key_max_running must be from 1 to 4294967295",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", key_max_running = "2")]
+                struct A;
+            ),
+            "key_max_running must be an integer literal: write `key_max_running = 2`",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", key_max_running)]
+                struct A;
+            ),
+            "expected `=` after `key_max_running`: write `key_max_running = 2`",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", key_rate = 10)]
+                struct A;
+            ),
+            "key_rate must be a string literal: write `key_rate = \"10/s\"`",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", key_rate = "10")]
+                struct A;
+            ),
+            "key_rate \"10\" has no `/`: write jobs per period, e.g. \"100/s\", \"600/m\" or \"10/500ms\"",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", key_rate = "0/s")]
+                struct A;
+            ),
+            "key_rate \"0/s\" lets no job go: write at least 1 job per period",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", key_rate = "x/s")]
+                struct A;
+            ),
+            "key_rate \"x/s\": \"x\" is not a number of jobs (1 to 4294967295)",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", key_rate = "5/0s")]
+                struct A;
+            ),
+            "key_rate \"5/0s\": the period \"0s\" is not `s`, `m`, `h`, `d` or a duration (",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", key_rate = "1/s", key_rate = "2/s")]
+                struct A;
+            ),
+            "duplicate key `key_rate` in #[job]: give it once",
+        ),
+        (
+            parse_quote!(
+                #[job(topic = "a", unique = ["id"], unique_for = "1m", key_max_running = 2)]
+                struct A { id: u64 }
+            ),
+            "key_max_running and unique do not go together yet: a unique or debounced job cannot have a \
+             key for fairness, so no job of this type would be under limits per key; drop one of them",
+        ),
+    ];
+    for (input, want) in cases {
+        let got = first_error(input);
+        assert!(got.starts_with(want), "{got:?} should start with {want:?}");
+    }
+    // With `key` too, only key's own error about unique.
+    let err = parse(parse_quote!(
+        #[job(topic = "a", key = "id", key_rate = "1/s", unique = ["id"], unique_for = "1m")]
+        struct A {
+            id: u64,
+        }
+    ))
+    .err()
+    .expect("key with unique");
+    let all: Vec<String> = err.into_iter().map(|e| e.to_string()).collect();
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert!(
+        all[0].starts_with("key and unique do not go together yet"),
+        "{all:?}"
+    );
 }
