@@ -7,7 +7,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use postpone::{Job, JobContext, JobError, KeyLimits, Worker};
+use postpone::{EnqueueItem, Job, JobContext, JobError, KeyLimits, Worker};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use support::{client, postpone, seed, RedisServer};
@@ -124,6 +124,47 @@ async fn keys_lists_the_busiest_keys_of_a_topic_as_a_table_and_as_json() {
         .json();
     assert_eq!(doc["keys"], json!([]));
     assert_eq!(doc["total"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_of_a_topic_of_many_keys_are_the_busiest_of_a_sample() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let ns = "keys-many";
+    let client = client(&server, ns).await;
+    // More keys than the store looks at (1,000 of each kind): which 1,000 it looks at is its choice,
+    // so the rows are some of the keys, and the footer says so.
+    let items =
+        (0..1001).map(|n| EnqueueItem::new(Notify { user: n }).key(format!("tenant:{n:04}")));
+    client.enqueue_many(items).await.unwrap();
+
+    let run = postpone(&url, ns, &["keys", "cli.notify", "--limit", "3"]);
+    let text = &run.expect(0).stdout;
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{run:#?}");
+    for line in &lines[1..4] {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert!(
+            words[0].starts_with("tenant:") && words[1..] == ["1", "-", "-"],
+            "{run:#?}"
+        );
+    }
+    assert_eq!(
+        lines[4],
+        "1001 keys with a job queued; busiest of a sample of the topic's keys; RUNNING is counted \
+         only under a max running per key",
+        "{run:#?}"
+    );
+    let doc = postpone(&url, ns, &["keys", "cli.notify", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["sampled"], true, "{doc:#}");
+    assert_eq!(doc["total"], 1001, "{doc:#}");
+    assert_eq!(
+        doc["keys"].as_array().unwrap().len(),
+        20,
+        "--limit 20 by default"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
