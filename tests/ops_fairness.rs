@@ -29,6 +29,10 @@ async fn busiest_keys_counts_each_key_over_partitions(client: Client) {
     assert_eq!(keys, [("acme", 5), ("globex", 2)], "{page:?}");
     assert_eq!(page.total, 3, "keys with a job queued: {page:?}");
     assert!(!page.sampled);
+    // No key asked for: only the counts (what a dashboard reads to know whether to show its keys).
+    let counted = ops.busiest_keys("ops.sync", 0).await.unwrap();
+    assert!(counted.keys.is_empty(), "{counted:?}");
+    assert_eq!((counted.total, counted.sampled), (3, false), "{counted:?}");
     let all = ops.busiest_keys("ops.sync", 10).await.unwrap();
     assert_eq!(
         all.keys.last().map(|k| k.key.as_str()),

@@ -104,6 +104,15 @@ pub(crate) enum Command {
         /// The job's id
         id: String,
     },
+    /// A topic's busiest keys (fairness by key): per key, its jobs queued, running (under a max
+    /// running per key) and until when it is held back
+    Keys {
+        /// The topic
+        topic: String,
+        /// Most keys shown, busiest first (1 to 1000)
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=1000))]
+        limit: u16,
+    },
     /// Cancel a job (a running one is not retried)
     Cancel {
         /// The topic

@@ -82,7 +82,7 @@ async fn run(cli: Cli, target: &Target, out: &mut Out) -> Result<(), Failure> {
         return commands::serve::serve(client, out, &where_, options).await;
     }
     out.now_ms = now_ms(&ops).await;
-    use commands::{batches, control, dead, doctor, jobs, overview, periodic};
+    use commands::{batches, control, dead, doctor, jobs, keys, overview, periodic};
     match cli.command {
         Command::Stats {
             watch,
@@ -93,6 +93,7 @@ async fn run(cli: Cli, target: &Target, out: &mut Out) -> Result<(), Failure> {
         Command::Workers => overview::workers(&ops, out).await,
         Command::Jobs(a) => jobs::list(&ops, out, &a.topic, a.state, &a.page).await,
         Command::Job { topic, id } => jobs::show(&ops, out, &topic, &id).await,
+        Command::Keys { topic, limit } => keys::keys(&ops, out, &topic, limit).await,
         Command::Cancel { topic, id } => control::cancel(&ops, out, &topic, &id).await,
         Command::Reschedule(a) => control::reschedule(&ops, out, a).await,
         Command::RunNow { topic, id } => control::run_now(&ops, out, &topic, &id).await,

@@ -48,6 +48,11 @@ pub(crate) fn topic(name: &str, state: PageState) -> String {
     format!("topic?name={}&state={}", encode(name), state_name(state))
 }
 
+/// A topic's busiest keys (its keys tab).
+pub(crate) fn topic_keys(name: &str) -> String {
+    format!("topic?name={}&state=keys", encode(name))
+}
+
 /// A topic's page with a search and a cursor.
 pub(crate) fn topic_page(
     name: &str,
@@ -120,6 +125,10 @@ mod tests {
         assert_eq!(batch("run:7", 50), "batch?id=run%3A7&offset=50");
         assert_eq!(batches(0), "batches");
         assert_eq!(batches(50), "batches?offset=50");
+        assert_eq!(
+            topic_keys("a b/<c>"),
+            "topic?name=a%20b%2F%3Cc%3E&state=keys"
+        );
         assert!(is_own_page("job?topic=a&id=b"));
         assert!(!is_own_page("https://evil.example/"));
         assert!(!is_own_page("//evil.example/job"));

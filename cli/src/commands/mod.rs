@@ -5,6 +5,7 @@ pub(crate) mod control;
 pub(crate) mod dead;
 pub(crate) mod doctor;
 pub(crate) mod jobs;
+pub(crate) mod keys;
 pub(crate) mod overview;
 pub(crate) mod periodic;
 pub(crate) mod serve;

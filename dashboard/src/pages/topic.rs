@@ -1,11 +1,12 @@
 //! A topic: its scheduled, running, dead and kept finished jobs, one page at a time by cursor (never
-//! all of them), a search by id prefix (not of kept finished jobs), and pause / resume.
+//! all of them), a search by id prefix (not of kept finished jobs), pause / resume, and, when it has
+//! keyed jobs (fairness by key), a tab of its busiest keys.
 
 use askama::Template;
 use axum::extract::{OriginalUri, Query, State};
 use axum::http::Uri;
 use axum::response::Response;
-use postpone::ops::{Cursor, JobQuery, JobSummary, PageState};
+use postpone::ops::{Cursor, JobQuery, JobSummary, KeysPage, PageState};
 use postpone::TopicCounts;
 use serde::Deserialize;
 
@@ -14,6 +15,9 @@ use crate::view::{render, Chrome, ErrorPage, Flash, Time};
 
 /// Jobs one page shows.
 pub(crate) const PAGE: usize = 50;
+
+/// Keys the keys tab shows, busiest first.
+pub(crate) const KEYS: usize = 50;
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct Params {
@@ -52,6 +56,50 @@ pub(crate) struct Row {
     pub(crate) result: Option<String>,
 }
 
+/// A key's row on the keys tab.
+#[derive(Debug)]
+pub(crate) struct KeyRow {
+    /// The key; `None`: the jobs without a key (in a topic with keyed jobs).
+    pub(crate) key: Option<String>,
+    pub(crate) queued: u64,
+    /// `None` when the topic does not count running jobs per key (no max running per key).
+    pub(crate) running: Option<u64>,
+    /// Until when the key is held back (its rate per key, or a handler's `rate_limited`).
+    pub(crate) held_until: Option<Time>,
+}
+
+/// The keys tab: the busiest keys, and what the store says of them all.
+#[derive(Debug)]
+pub(crate) struct Keys {
+    pub(crate) rows: Vec<KeyRow>,
+    /// Keys with a job queued (not those at their max running).
+    pub(crate) total: u64,
+    /// The rows are the busiest of a sample of the topic's keys.
+    pub(crate) sampled: bool,
+    pub(crate) running_counted: bool,
+}
+
+impl Keys {
+    fn of(page: KeysPage) -> Self {
+        let counted = page.running_counted;
+        Keys {
+            rows: page
+                .keys
+                .into_iter()
+                .map(|k| KeyRow {
+                    key: Some(k.key).filter(|k| !k.is_empty()),
+                    queued: k.queued,
+                    running: counted.then_some(k.running),
+                    held_until: k.held_until_ms.map(Time::of_ms),
+                })
+                .collect(),
+            total: page.total,
+            sampled: page.sampled,
+            running_counted: counted,
+        }
+    }
+}
+
 /// `text` cut to `max` characters, with an ellipsis when cut.
 fn snippet(mut text: String, max: usize) -> String {
     if text.chars().count() > max {
@@ -75,6 +123,8 @@ pub(crate) struct TopicPage {
     pub(crate) first: Option<String>,
     pub(crate) here: String,
     pub(crate) groups_link: String,
+    /// On the keys tab: the busiest keys.
+    pub(crate) keys: Option<Keys>,
 }
 
 fn row(topic: &str, j: JobSummary) -> Row {
@@ -101,6 +151,7 @@ pub(crate) async fn page(
     Query(p): Query<Params>,
 ) -> Response {
     let chrome = Chrome::new(&shared, &original, &uri, flash, "", p.name.clone());
+    let keys_tab = p.state.as_deref() == Some("keys");
     let state = links::parse_state(p.state.as_deref());
     let prefix = p.q.clone().unwrap_or_default();
     let mut query = JobQuery::new(state).limit(PAGE);
@@ -123,13 +174,25 @@ pub(crate) async fn page(
         }
     }
     let ops = &shared.ops;
-    let counts = async { ops.topic(&p.name).await?.counts().await };
-    let (counts, page) = tokio::join!(counts, ops.jobs(&p.name, &query));
-    let (counts, page) = match (counts, page) {
-        (Ok(c), Ok(p)) => (c, p),
+    // The keys' counts on every tab (cheap at any number of keys: no key's jobs are looked at), to
+    // show the keys tab only for a topic with keyed jobs; the busiest keys on that tab alone.
+    let topic = async {
+        let topic = ops.topic(&p.name).await?;
+        let limit = if keys_tab { KEYS } else { 0 };
+        tokio::try_join!(topic.counts(), topic.busiest_keys(limit))
+    };
+    let jobs = async {
+        match keys_tab {
+            true => Ok(None),
+            false => ops.jobs(&p.name, &query).await.map(Some),
+        }
+    };
+    let (topic, page) = tokio::join!(topic, jobs);
+    let ((counts, keys), page) = match (topic, page) {
+        (Ok(t), Ok(p)) => (t, p),
         (Err(e), _) | (_, Err(e)) => return ErrorPage::ops(chrome, e),
     };
-    let tabs = [
+    let mut tabs: Vec<Tab> = [
         (
             "Scheduled",
             PageState::Scheduled,
@@ -145,20 +208,38 @@ pub(crate) async fn page(
         label,
         count,
         link: links::topic_page(&p.name, s, Some(&prefix), None),
-        current: s == state,
+        current: s == state && !keys_tab,
     })
     .collect();
-    let next = page
-        .next
-        .map(|c| links::topic_page(&p.name, state, Some(&prefix), Some(&c.to_string())));
-    let first = p
-        .cursor
-        .is_some()
+    if keys_tab || keys.total > 0 || keys.running_counted {
+        tabs.push(Tab {
+            label: "Busiest keys",
+            count: keys.total,
+            link: links::topic_keys(&p.name),
+            current: keys_tab,
+        });
+    }
+    let (rows, next) = match page {
+        Some(page) => (
+            page.jobs.into_iter().map(|j| row(&p.name, j)).collect(),
+            page.next,
+        ),
+        None => (Vec::new(), None),
+    };
+    let next = next.map(|c| links::topic_page(&p.name, state, Some(&prefix), Some(&c.to_string())));
+    let first = (p.cursor.is_some() && !keys_tab)
         .then(|| links::topic_page(&p.name, state, Some(&prefix), None));
     render(&TopicPage {
-        here: links::topic_page(&p.name, state, Some(&prefix), p.cursor.as_deref()),
+        here: match keys_tab {
+            true => links::topic_keys(&p.name),
+            false => links::topic_page(&p.name, state, Some(&prefix), p.cursor.as_deref()),
+        },
         groups_link: links::dead(&p.name),
-        state: links::state_name(state),
+        keys: keys_tab.then(|| Keys::of(keys)),
+        state: match keys_tab {
+            true => "keys",
+            false => links::state_name(state),
+        },
         at_label: match state {
             PageState::Running => "Lease until",
             PageState::Dead => "Died",
@@ -169,7 +250,7 @@ pub(crate) async fn page(
         },
         counts,
         tabs,
-        rows: page.jobs.into_iter().map(|j| row(&p.name, j)).collect(),
+        rows,
         prefix,
         next,
         first,

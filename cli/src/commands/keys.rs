@@ -1,0 +1,110 @@
+//! `keys TOPIC`: a topic's busiest keys (fairness by key), by jobs queued: per key its jobs queued,
+//! running (when a max running per key counts them) and until when it is held back.
+
+use chrono::{DateTime, Utc};
+use postpone::ops::{KeyLoad, KeysPage, Ops};
+use serde::Serialize;
+
+use crate::failure::Failure;
+use crate::output::say;
+use crate::output::{cut, Out};
+
+/// Characters of a key a table shows (a key is at most 128 bytes): a longer one is cut with `…`.
+const KEY_SHOWN: usize = 48;
+
+/// `keys TOPIC --json`.
+#[derive(Serialize)]
+struct KeysDoc<'a> {
+    topic: &'a str,
+    keys: Vec<KeyDoc>,
+    total: u64,
+    sampled: bool,
+    running_counted: bool,
+}
+
+/// One key in `keys --json`.
+#[derive(Serialize)]
+struct KeyDoc {
+    /// `""`: the jobs without a key, in a topic with keyed jobs.
+    key: String,
+    queued: u64,
+    /// `null` when the topic does not count running jobs per key.
+    running: Option<u64>,
+    held_until: Option<DateTime<Utc>>,
+}
+
+impl KeyDoc {
+    fn of(k: KeyLoad, running_counted: bool) -> Self {
+        KeyDoc {
+            held_until: k.held_until_ms.and_then(DateTime::from_timestamp_millis),
+            running: running_counted.then_some(k.running),
+            queued: k.queued,
+            key: k.key,
+        }
+    }
+}
+
+/// `keys TOPIC`.
+pub(crate) async fn keys(ops: &Ops, out: &Out, topic: &str, limit: u16) -> Result<(), Failure> {
+    let page = ops.busiest_keys(topic, usize::from(limit)).await?;
+    if out.json {
+        let KeysPage {
+            keys,
+            total,
+            sampled,
+            running_counted,
+        } = page;
+        out.json(&KeysDoc {
+            topic,
+            keys: keys
+                .into_iter()
+                .map(|k| KeyDoc::of(k, running_counted))
+                .collect(),
+            total,
+            sampled,
+            running_counted,
+        });
+        return Ok(());
+    }
+    if page.keys.is_empty() {
+        say!(
+            "no keyed jobs queued in topic {topic} (a job gets a key from its type's \
+             #[job(key = \"field\")] or from .key(..) when enqueued)"
+        );
+        return Ok(());
+    }
+    let mut table = out.table(&["KEY", "QUEUED", "RUNNING", "HELD UNTIL"]);
+    for k in &page.keys {
+        table.add_row(vec![
+            match k.key.as_str() {
+                "" => out.dim("(no key)"),
+                key => cut(key, KEY_SHOWN),
+            },
+            k.queued.to_string(),
+            match page.running_counted {
+                true => k.running.to_string(),
+                false => "-".to_owned(),
+            },
+            k.held_until_ms
+                .and_then(DateTime::from_timestamp_millis)
+                .map_or_else(|| "-".to_owned(), |t| out.warn(&out.time(t))),
+        ]);
+    }
+    Out::numeric(&mut table, &[1, 2]);
+    out.print_table(&table);
+    let plural = if page.total == 1 { "" } else { "s" };
+    let mut footer = format!("{} key{plural} with a job queued", page.total);
+    if page.running_counted {
+        // The store counts the keys that wait for their turn (or their hold): not those parked at
+        // their max running.
+        footer.push_str(" (not counting keys at their max running)");
+    }
+    if page.sampled {
+        footer.push_str("; busiest of a sample of the topic's keys");
+    }
+    if !page.running_counted {
+        footer.push_str("; RUNNING is counted only under a max running per key");
+    }
+    say!("{}", out.dim(&footer));
+    Ok(())
+}

@@ -1,0 +1,287 @@
+//! `keys TOPIC`: a topic's busiest keys (fairness by key) as a table and as JSON, against a
+//! redis-server of the test's own, with keyed jobs enqueued through the library (a key given per
+//! enqueue, and one from the type's `#[job(key = "shop")]` under a max running per key and a hold).
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use postpone::{EnqueueItem, Job, JobContext, JobError, KeyLimits, Worker};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use support::{client, postpone, seed, RedisServer};
+
+/// A notification, keyed per enqueue (`.key(..)`) by its tenant.
+#[derive(Serialize, Deserialize, Job)]
+#[job(topic = "cli.notify")]
+struct Notify {
+    user: u64,
+}
+
+/// A shop's sync, keyed by its shop.
+#[derive(Serialize, Deserialize, Job)]
+#[job(topic = "cli.sync", key = "shop")]
+struct Sync {
+    shop: String,
+}
+
+const XSS: &str = "<script>alert(1)</script>";
+
+/// The words of the table's line that starts with `first` (a key shown whole).
+fn row<'a>(text: &'a str, first: &str) -> Vec<&'a str> {
+    text.lines()
+        .find(|l| l.starts_with(first))
+        .unwrap_or_else(|| panic!("no row {first:?} in:\n{text}"))
+        .split_whitespace()
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_lists_the_busiest_keys_of_a_topic_as_a_table_and_as_json() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let ns = "keys";
+    let client = client(&server, ns).await;
+    // A key as long as a key may be (128 bytes, 64 characters).
+    let long = "ü".repeat(64);
+    for (key, n) in [("acme", 5), (long.as_str(), 3), ("globex", 2), (XSS, 1)] {
+        for user in 0..n {
+            client.enqueue(Notify { user }).key(key).await.unwrap();
+        }
+    }
+    // A job without a key, in a topic with keyed jobs: the jobs without one take their turn as one.
+    client.enqueue(Notify { user: 99 }).await.unwrap();
+    seed(&client, 1, &[]).await;
+
+    let run = postpone(&url, ns, &["keys", "cli.notify"]);
+    let text = &run.expect(0).stdout;
+    println!("{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        ["KEY", "QUEUED", "RUNNING", "HELD", "UNTIL"],
+        "{run:#?}"
+    );
+    // Busiest first, then by key; no max running per key: running not counted ("-"); nothing held.
+    assert!(lines[1].starts_with("acme "), "{run:#?}");
+    assert_eq!(row(text, "acme"), ["acme", "5", "-", "-"]);
+    assert!(lines[2].starts_with('ü'), "{run:#?}");
+    assert_eq!(row(text, "globex"), ["globex", "2", "-", "-"]);
+    assert!(lines[3].starts_with("globex "), "{run:#?}");
+    // "" sorts before "<script>": the jobs without a key, shown as such.
+    assert!(lines[4].starts_with("(no key) "), "{run:#?}");
+    assert_eq!(row(text, "(no key)"), ["(no", "key)", "1", "-", "-"]);
+    // Hostile text printed as it is, as text.
+    assert_eq!(row(text, "<script>"), [XSS, "1", "-", "-"]);
+    // A long key cut to 48 characters, with an ellipsis.
+    let cut = format!("{}…", "ü".repeat(48));
+    assert_eq!(row(text, "ü"), [cut.as_str(), "3", "-", "-"]);
+    assert!(!text.contains(&long), "{run:#?}");
+    assert_eq!(
+        lines[6], "5 keys with a job queued; RUNNING is counted only under a max running per key",
+        "{run:#?}"
+    );
+    assert_eq!(lines.len(), 7, "{run:#?}");
+
+    // --limit: the busiest only; the total still counts every key.
+    let run = postpone(&url, ns, &["keys", "cli.notify", "--limit", "2"]);
+    let text = &run.expect(0).stdout;
+    assert_eq!(text.lines().count(), 4, "{run:#?}");
+    assert!(text.lines().nth(2).unwrap().starts_with('ü'), "{run:#?}");
+    assert!(text.contains("5 keys with a job queued"), "{run:#?}");
+
+    let doc = postpone(&url, ns, &["keys", "cli.notify", "--json"])
+        .expect(0)
+        .json();
+    let key = |key: &str, queued: u64| json!({"key": key, "queued": queued, "running": null, "held_until": null});
+    assert_eq!(
+        doc,
+        json!({
+            "topic": "cli.notify",
+            "keys": [key("acme", 5), key(&long, 3), key("globex", 2), key("", 1), key(XSS, 1)],
+            "total": 5,
+            "sampled": false,
+            "running_counted": false,
+        })
+    );
+    let doc = postpone(&url, ns, &["keys", "cli.notify", "--limit", "1", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["keys"], json!([key("acme", 5)]));
+    assert_eq!(doc["total"], 5);
+
+    // A topic without keyed jobs: nothing to show, not a failure.
+    let run = postpone(&url, ns, &["keys", "cli.orders"]);
+    assert!(
+        run.expect(0)
+            .stdout
+            .starts_with("no keyed jobs queued in topic cli.orders"),
+        "{run:#?}"
+    );
+    let doc = postpone(&url, ns, &["keys", "cli.orders", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["keys"], json!([]));
+    assert_eq!(doc["total"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_of_a_topic_of_many_keys_are_the_busiest_of_a_sample() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let ns = "keys-many";
+    let client = client(&server, ns).await;
+    // More keys than the store looks at (1,000 of each kind): which 1,000 it looks at is its choice,
+    // so the rows are some of the keys, and the footer says so.
+    let items =
+        (0..1001).map(|n| EnqueueItem::new(Notify { user: n }).key(format!("tenant:{n:04}")));
+    client.enqueue_many(items).await.unwrap();
+
+    let run = postpone(&url, ns, &["keys", "cli.notify", "--limit", "3"]);
+    let text = &run.expect(0).stdout;
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{run:#?}");
+    for line in &lines[1..4] {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert!(
+            words[0].starts_with("tenant:") && words[1..] == ["1", "-", "-"],
+            "{run:#?}"
+        );
+    }
+    assert_eq!(
+        lines[4],
+        "1001 keys with a job queued; busiest of a sample of the topic's keys; RUNNING is counted \
+         only under a max running per key",
+        "{run:#?}"
+    );
+    let doc = postpone(&url, ns, &["keys", "cli.notify", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["sampled"], true, "{doc:#}");
+    assert_eq!(doc["total"], 1001, "{doc:#}");
+    assert_eq!(
+        doc["keys"].as_array().unwrap().len(),
+        20,
+        "--limit 20 by default"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_of_an_unknown_topic_is_not_found() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let ns = "keys";
+    let run = postpone(&url, ns, &["keys", "no.such.topic"]);
+    assert!(
+        run.expect(3).stderr.contains("no topic \"no.such.topic\""),
+        "{run:#?}"
+    );
+    assert!(run.stdout.is_empty(), "{run:#?}");
+    let err = postpone(&url, ns, &["keys", "no.such.topic", "--json"])
+        .expect(3)
+        .json();
+    assert_eq!(err["error"]["kind"], "not_found");
+    assert_eq!(err["error"]["exit_code"], 3);
+    // Usage: a limit out of range, no topic.
+    postpone(&url, ns, &["keys", "cli.notify", "--limit", "0"]).expect(2);
+    postpone(&url, ns, &["keys"]).expect(2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_show_running_jobs_under_a_key_limit_and_a_held_key() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let ns = "keys-limits";
+    let client = client(&server, ns).await;
+    for shop in ["acme", "acme", "acme", "globex", "globex"] {
+        client.enqueue(Sync { shop: shop.into() }).await.unwrap();
+    }
+    // acme's jobs wait until the test lets them go; globex's provider says "not for an hour", which
+    // holds globex alone.
+    let release = Arc::new(tokio::sync::Semaphore::new(0));
+    let gate = release.clone();
+    let worker = Worker::builder(&client)
+        .concurrency(4)
+        .handle(move |job: Sync, _ctx: JobContext| {
+            let gate = gate.clone();
+            async move {
+                if job.shop == "globex" {
+                    return Err(JobError::rate_limited(Duration::from_secs(3600)));
+                }
+                let _ = gate.acquire().await;
+                Ok::<(), JobError>(())
+            }
+        })
+        .key_limits::<Sync>(KeyLimits::new().max_running(1))
+        .build()
+        .unwrap();
+    let stop = worker.shutdown_handle();
+    let running = tokio::spawn(worker.run());
+    let ops = client.ops();
+    support::wait::eventually("acme running and globex held", || async {
+        let page = ops.busiest_keys("cli.sync", 10).await.unwrap();
+        let held = page.keys.iter().any(|k| k.held_until_ms.is_some());
+        let running = page.keys.iter().any(|k| k.running == 1);
+        (held && running).then_some(())
+    })
+    .await;
+
+    let run = postpone(&url, ns, &["keys", "cli.sync"]);
+    let text = &run.expect(0).stdout;
+    println!("{text}");
+    // acme: one running (its max), two queued, not held; globex: two queued, held for an hour.
+    assert_eq!(row(text, "acme"), ["acme", "2", "1", "-"], "{run:#?}");
+    let globex = row(text, "globex");
+    assert_eq!(globex[..4], ["globex", "2", "0", "in"], "{run:#?}");
+    assert!(
+        globex[4..].join(" ").starts_with("59m") || globex[4..].join(" ") == "1h",
+        "{run:#?}"
+    );
+    assert!(
+        text.ends_with("1 key with a job queued (not counting keys at their max running)\n"),
+        "running jobs are counted; acme, at its max, is not counted: {run:#?}"
+    );
+    let absolute = postpone(&url, ns, &["keys", "cli.sync", "--absolute"]);
+    let globex = row(&absolute.expect(0).stdout, "globex");
+    assert!(
+        globex.len() == 6 && globex[3].starts_with("20") && globex[5] == "UTC",
+        "2026-11-25 21:43:36 UTC: {absolute:#?}"
+    );
+
+    let doc = postpone(&url, ns, &["keys", "cli.sync", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["running_counted"], true, "{doc:#}");
+    let by_key = |k: &str| -> &Value {
+        doc["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["key"] == k)
+            .unwrap_or_else(|| panic!("no key {k}: {doc:#}"))
+    };
+    let acme = by_key("acme");
+    assert_eq!((&acme["queued"], &acme["running"]), (&json!(2), &json!(1)));
+    assert!(acme["held_until"].is_null(), "{doc:#}");
+    let globex = by_key("globex");
+    assert_eq!(
+        (&globex["queued"], &globex["running"]),
+        (&json!(2), &json!(0))
+    );
+    let held: chrono::DateTime<chrono::Utc> = globex["held_until"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a time: {doc:#}"))
+        .parse()
+        .unwrap();
+    let now = chrono::DateTime::from_timestamp_millis(ops.now_ms().await.unwrap()).unwrap();
+    let left = held - now;
+    assert!(
+        left > chrono::TimeDelta::minutes(58) && left <= chrono::TimeDelta::hours(1),
+        "held for about an hour: {left} {doc:#}"
+    );
+
+    release.add_permits(10);
+    stop.shutdown();
+    running.await.unwrap().unwrap();
+}

@@ -1,0 +1,150 @@
+//! The busiest keys tab (fairness by key): shown only for a topic with keyed jobs, its keys by jobs
+//! queued with their running jobs (under a max running per key) and holds, a hostile key as text.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use postpone::{Job, JobContext, JobError, KeyLimits, Worker};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tokio::sync::Semaphore;
+
+use crate::jobs::Timer;
+use crate::support::Harness;
+
+/// A shop's sync, keyed per enqueue by its shop.
+#[derive(Serialize, Deserialize, Job)]
+#[job(topic = "fair.sync")]
+pub(crate) struct Sync {
+    pub(crate) shop: String,
+}
+
+const IMG: &str = "<img src=x onerror=alert(1)>";
+
+/// globex's provider says "not for an hour" (which holds globex alone); the others' jobs run until the
+/// test lets them go.
+async fn sync(job: Sync, _ctx: JobContext, gate: Arc<Semaphore>) -> Result<(), JobError> {
+    if job.shop == "globex" {
+        return Err(JobError::rate_limited(Duration::from_secs(3600)));
+    }
+    let _ = gate.acquire().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_busiest_keys_tab_shows_keys_running_and_held_fair() {
+    let h = Harness::start(false).await;
+    // A topic without keyed jobs: no keys tab.
+    h.client
+        .enqueue(Timer { n: 1 })
+        .after(Duration::from_secs(3600))
+        .await
+        .unwrap();
+    h.goto("topic?name=live.timers").await;
+    let labels =
+        "return [...document.querySelectorAll('nav.tabs a')].map(a => a.textContent.trim())";
+    assert_eq!(
+        h.js(labels).await,
+        json!([
+            "Scheduled 1",
+            "Waiting 0",
+            "Running 0",
+            "Dead 0",
+            "Done 0",
+            "Dead letters by error"
+        ])
+    );
+
+    for (shop, n) in [("acme", 5), (IMG, 3), ("globex", 2)] {
+        for _ in 0..n {
+            let job = Sync { shop: shop.into() };
+            h.client.enqueue(job).key(shop).await.unwrap();
+        }
+    }
+    // A job without a key, due in an hour: the jobs without one take their turn as one more key.
+    let later = Duration::from_secs(3600);
+    let plain = Sync {
+        shop: String::new(),
+    };
+    h.client.enqueue(plain).after(later).await.unwrap();
+    let gate = Arc::new(Semaphore::new(0));
+    let worker = Worker::with_state(&h.client, gate.clone())
+        .concurrency(10)
+        .handle(sync)
+        .key_limits::<Sync>(KeyLimits::new().max_running(1))
+        .build()
+        .expect("a worker");
+    let stop = worker.shutdown_handle();
+    let running = tokio::spawn(worker.run());
+    // acme and the hostile key run one job each (their max), globex is held.
+    let ops = h.client.ops();
+    h.until("two keys running and globex held", || async {
+        let page = ops.busiest_keys("fair.sync", 10).await.unwrap();
+        let held = page.keys.iter().any(|k| k.held_until_ms.is_some());
+        let running: u64 = page.keys.iter().map(|k| k.running).sum();
+        held && running == 2
+    })
+    .await;
+    let total = ops.busiest_keys("fair.sync", 0).await.unwrap().total;
+
+    // The tab, after the others, with the keys queued; it opens the keys.
+    h.goto("topic?name=fair.sync").await;
+    let tab = "nav.tabs a:nth-last-child(2)";
+    assert_eq!(h.text(tab).await, format!("Busiest keys {total}"));
+    h.click(tab).await;
+    h.wait_for("the keys tab", "location.search.includes('state=keys')")
+        .await;
+    assert_eq!(
+        h.text("nav.tabs a[aria-current=page]").await,
+        format!("Busiest keys {total}")
+    );
+    assert_eq!(h.text("#keys h2").await, "Busiest keys");
+    // No job table, no search on this tab.
+    assert_eq!(h.count("table.jobs").await, 0);
+    assert_eq!(h.count("form.search").await, 0);
+    h.wait_for(
+        "the hold's time formatted",
+        "document.querySelector('table.keys td time').textContent.startsWith('in ')",
+    )
+    .await;
+    let rows = h
+        .js("return [...document.querySelectorAll('table.keys tbody tr')].map(r => [...r.cells].map(c => c.textContent.trim()))")
+        .await;
+    let rows: Vec<Vec<String>> = serde_json::from_value(rows).unwrap();
+    println!("{rows:?}");
+    // Most queued first, then by key ("<" before "g"); the hostile key as its text.
+    let keys: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(keys, ["acme", IMG, "globex", "(no key)"]);
+    assert_eq!(rows[0][1..], ["4", "1", "-"]);
+    assert_eq!(rows[1][1..3], ["2", "1"]);
+    assert_eq!(rows[2][1..3], ["2", "0"]);
+    assert!(
+        rows[2][3].starts_with("in 59m") || rows[2][3].starts_with("in 1h"),
+        "globex held for an hour: {rows:?}"
+    );
+    assert!(
+        rows[2][3].contains("GMT+9"),
+        "in the browser's zone: {rows:?}"
+    );
+    assert_eq!(rows[3][1..], ["1", "0", "-"]);
+    // Text, not markup: no image made, no alert.
+    assert_eq!(h.count("table.keys img").await, 0);
+    assert_eq!(
+        h.js("return document.querySelector('table.keys tbody tr:nth-child(2) td').innerHTML")
+            .await,
+        "&lt;img src=x onerror=alert(1)&gt;"
+    );
+    assert!(!h.alert_open().await);
+    let footer = h.text("#keys-total").await;
+    assert!(
+        footer.starts_with(&format!("{total} key"))
+            && footer.contains("not counting keys at their max running"),
+        "{footer}"
+    );
+    h.screenshot("topic-keys").await;
+
+    gate.add_permits(10);
+    stop.shutdown();
+    running.await.unwrap().unwrap();
+    h.finish().await;
+}
