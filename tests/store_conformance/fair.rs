@@ -1,5 +1,6 @@
 //! Fairness by key: due jobs of different keys are claimed round-robin between keys (one job per key
-//! and turn, all the slots left to the only key with a job due), a key's own in due order; unkeyed jobs
+//! and turn, all the slots left to the only key with a job due), a key's own in due order; jobs created
+//! without a key once the topic has keyed jobs take their turn as one key (""), those created before
 //! are claimed in due order beside them, and jobs with a priority before all. A key that gets a due job
 //! keeps its turn if it has one, and else joins at the others' turn (never making up for the turns it
 //! missed). A job keeps its key through a retry, an expired lease and a reschedule, and a replace gives
@@ -11,8 +12,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use postpone::store::{
-    CancelOutcome, ClaimRequest, Due, EnqueueOutcome, FinishOutcome, NewJob, RescheduleOutcome,
-    Store,
+    CancelOutcome, ClaimRequest, Due, EnqueueOutcome, Finish, FinishOutcome, NewJob,
+    RescheduleOutcome, Store,
 };
 
 use super::*;
@@ -164,42 +165,77 @@ pub(crate) async fn fair_key_takes_its_own_jobs_in_due_order(store: Arc<dyn Stor
     }
 }
 
-pub(crate) async fn fair_unkeyed_jobs_are_claimed_in_due_order_beside_keyed_ones(
+pub(crate) async fn fair_unkeyed_jobs_take_one_turn_as_the_key_of_no_key_and_older_ones_go_in_due_order(
     store: Arc<dyn Store>,
 ) {
     let (s, t) = (&*store, &topic("fair_unkeyed"));
-    // Due in this order: 5 of the flood, `early`, 995 of the flood, `late`.
-    let mut jobs = flood("flood", 1000);
-    let rest = jobs.split_off(5);
+    let base = now(s).await + 200;
+    // Created without a key before the topic has keyed jobs: `old` (due among the flood's first 10)
+    // and `older` (due after the whole flood). Such jobs are claimed in due order, among the first due.
+    create(s, t, "old", REC, Due::At(base + 50)).await;
+    create(s, t, "older", REC, Due::At(base + 200)).await;
+    // Due in this order: 5 of the flood, `old`, 995 of the flood, `older`.
+    let jobs = (0..1000)
+        .map(|i| {
+            let at = if i < 5 { base } else { base + 100 };
+            keyed(&format!("flood-{i:04}"), "flood", Due::At(at))
+        })
+        .collect();
     s.enqueue(t, jobs).await.unwrap();
+    wait_past(s, base + 200).await;
+    // Created without a key once the topic has keyed jobs: both take their turns as one key, "",
+    // under no limit per key.
+    let late = enqueue_one(s, t, new_job("late", REC, Due::In(0))).await;
     later(s).await;
-    create(s, t, "early", REC, Due::In(0)).await;
-    later(s).await;
-    s.enqueue(t, rest).await.unwrap();
-    later(s).await;
-    create(s, t, "late", REC, Due::In(0)).await;
+    enqueue_one(s, t, new_job("late2", REC, Due::In(0))).await;
+    assert!(late > base + 200, "late is due after the whole flood");
 
     let first = claimed_ids(s, t, 10).await;
     assert_eq!(first.len(), 10, "{first:?}");
     assert!(
-        first.iter().any(|id| id == "early"),
-        "early is among the first 10 due: {first:?}"
+        first.iter().any(|id| id == "old"),
+        "old is among the first 10 due: {first:?}"
     );
-    assert!(!first.iter().any(|id| id == "late"), "{first:?}");
-    // A plain queue claims `late`, the 1,002nd due job, in the 101st claim of 10.
+    assert!(
+        !first.iter().any(|id| id == "older"),
+        "older is due after the whole flood: {first:?}"
+    );
+    assert!(
+        first.iter().any(|id| id == "late"),
+        "late has the turn of the key \"\" beside the flood's: {first:?}"
+    );
+    // One job of the key "" per turn: the flood had its turn between `late` and `late2` (a claim lists
+    // its jobs in the order it took them).
+    let at = |id: &str| first.iter().position(|x| x == id).unwrap();
+    assert!(at("late") < at("late2"), "{first:?}");
+    assert!(
+        first[at("late")..at("late2")]
+            .iter()
+            .any(|id| id.starts_with("flood-")),
+        "{first:?}"
+    );
+    // Every job once; `older` no later than a plain queue would claim it (the 1,003rd due job of
+    // 1,004, in claim 101 of 10).
+    let mut seen: Vec<String> = first;
     let mut claims = 1;
+    let mut older_in = None;
     loop {
         let ids = claimed_ids(s, t, 10).await;
-        claims += 1;
-        assert!(!ids.is_empty(), "late was never claimed");
-        if ids.iter().any(|id| id == "late") {
+        if ids.is_empty() {
             break;
         }
+        claims += 1;
+        if ids.iter().any(|id| id == "older") {
+            older_in = Some(claims);
+        }
+        seen.extend(ids);
     }
-    assert!(
-        claims <= 101,
-        "late was claimed in claim {claims}, a plain queue claims it in claim 101"
-    );
+    let older_in = older_in.expect("older was never claimed");
+    assert!(older_in <= 101, "older was claimed in claim {older_in}");
+    assert_eq!(seen.len(), 1004, "every job once");
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), 1004, "every job once");
 }
 
 pub(crate) async fn fair_only_key_left_fills_the_whole_claim(store: Arc<dyn Store>) {
@@ -360,17 +396,25 @@ pub(crate) async fn fair_replace_applies_the_new_jobs_key(store: Arc<dyn Store>)
     s.enqueue(t, flood("flood", 20)).await.unwrap();
     later(s).await;
     enqueue_one(s, t, keyed("x", "x1", Due::In(0))).await;
-    // Replaced without a key: an unkeyed job due after the whole flood, outside the first 10.
+    enqueue_one(s, t, keyed("x1-other", "x1", Due::In(0))).await;
+    // Replaced without a key: the key "" has its turn beside the flood and x1 (one job each).
     s.enqueue(t, vec![replacing("x", REC, Due::In(0))])
         .await
         .unwrap();
-    let ids = claimed_ids(s, t, 10).await;
-    assert!(!ids.iter().any(|id| id == "x"), "x has no key: {ids:?}");
-    // Replaced with a key: its key's turn.
+    let batch = claim(s, t, 3, LONG).await;
+    let mut ids: Vec<_> = batch.jobs.iter().map(|j| j.id.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["flood-0000", "x", "x1-other"], "x has the key \"\"");
+    let x = batch.jobs.iter().find(|j| j.id == "x").unwrap();
+    assert_eq!(finish(s, t, x, Finish::Done).await, FinishOutcome::Applied);
+    // Replaced with a key: its key's turn, beside the flood and the key "" (of `plain`).
+    enqueue_one(s, t, new_job("x", REC, Due::In(0))).await;
+    enqueue_one(s, t, new_job("plain", REC, Due::In(0))).await;
     let again = replacing("x", REC, Due::In(0)).with_key(Some("x2".into()));
     s.enqueue(t, vec![again]).await.unwrap();
-    let ids = claimed_ids(s, t, 10).await;
-    assert!(ids.iter().any(|id| id == "x"), "x has key x2: {ids:?}");
+    let mut ids = claimed_ids(s, t, 3).await;
+    ids.sort_unstable();
+    assert_eq!(ids, ["flood-0001", "plain", "x"], "x has key x2");
 }
 
 pub(crate) async fn fair_a_ready_key_keeps_its_turn_when_it_gets_another_job(

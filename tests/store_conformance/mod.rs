@@ -186,7 +186,7 @@ macro_rules! store_conformance {
             fair_claim_takes_one_job_per_key_before_any_key_gets_a_second,
             fair_flood_does_not_delay_a_job_of_another_key,
             fair_key_takes_its_own_jobs_in_due_order,
-            fair_unkeyed_jobs_are_claimed_in_due_order_beside_keyed_ones,
+            fair_unkeyed_jobs_take_one_turn_as_the_key_of_no_key_and_older_ones_go_in_due_order,
             fair_only_key_left_fills_the_whole_claim,
             fair_retry_and_expired_lease_keep_the_key,
             fair_reschedule_and_cancel_of_keyed_jobs,
