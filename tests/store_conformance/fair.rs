@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use postpone::store::{
-    CancelOutcome, ClaimRequest, Due, EnqueueOutcome, Finish, FinishOutcome, NewJob,
-    RescheduleOutcome, Store,
+    CancelOutcome, ClaimBatch, ClaimRequest, Due, EnqueueOutcome, Finish, FinishOutcome, Keyed,
+    KeyedJob, KeyedOutcome, NewJob, RescheduleOutcome, Store,
 };
+use postpone::KeyLimits;
 
 use super::*;
 
@@ -460,4 +461,134 @@ pub(crate) async fn fair_a_key_that_joins_late_does_not_make_up_for_missed_turns
         count("c") <= 3 && count("a") >= 1 && count("b") >= 1,
         "{ids:?}"
     );
+}
+
+pub(crate) async fn fair_a_debounced_job_pushed_back_keeps_its_turn(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_debounce"));
+    s.enqueue(t, flood("flood", 5)).await.unwrap();
+    // Created without a key in a topic with keyed jobs (the key ""), then pushed back.
+    let debounce = |id: &str| {
+        let keyed = Keyed::Debounce {
+            key: "d".into(),
+            quiet_ms: 50,
+            max_wait_ms: 0,
+            replace: false,
+        };
+        KeyedJob::new(new_job(id, REC, Due::In(0)), Some(keyed))
+    };
+    let created = s.enqueue_keyed(t, vec![debounce("d1")]).await.unwrap();
+    assert!(
+        matches!(
+            created[..],
+            [KeyedOutcome::Enqueued(EnqueueOutcome::Created { .. })]
+        ),
+        "{created:?}"
+    );
+    later(s).await;
+    let pushed = s.enqueue_keyed(t, vec![debounce("d2")]).await.unwrap();
+    let due = match &pushed[..] {
+        [KeyedOutcome::Debounced { id, due_at_ms }] if id == "d1" => *due_at_ms,
+        other => panic!("{other:?}"),
+    };
+    wait_past(s, due - 1).await;
+    let ids = claimed_ids(s, t, 3).await;
+    assert!(
+        ids.iter().any(|id| id == "d1"),
+        "its turn once due: {ids:?}"
+    );
+}
+
+/// Replaced under another key at the same due time, a job is claimed once.
+pub(crate) async fn fair_a_job_replaced_under_another_key_is_claimed_once(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_replace_once"));
+    // A job of another key keeps the topic's keys (it is due later).
+    enqueue_one(s, t, keyed("k-0", "k", Due::In(60_000))).await;
+    let at = now(s).await + 100;
+    for round in 0..20 {
+        let id = format!("x{round}");
+        enqueue_one(s, t, keyed(&id, "one", Due::At(at))).await;
+        let again =
+            NewJob::new(id.clone(), REC.to_vec(), Due::At(at), true).with_key(Some("two".into()));
+        s.enqueue(t, vec![again]).await.unwrap();
+        let plain = NewJob::new(id, REC.to_vec(), Due::At(at), true);
+        s.enqueue(t, vec![plain]).await.unwrap();
+    }
+    wait_past(s, at).await;
+    let ids = claimed_ids(s, t, 100).await;
+    let mut once = ids.clone();
+    once.sort_unstable();
+    once.dedup();
+    assert_eq!(once.len(), ids.len(), "a job claimed twice: {ids:?}");
+    assert_eq!(ids.len(), 20, "{ids:?}");
+}
+
+// Limits per key (ClaimRequest::key_limits): at most `max running` jobs of one key leased at once.
+
+/// A claim of up to `max` under `limits` per key.
+async fn claim_limited(
+    s: &dyn Store,
+    t: &str,
+    max: usize,
+    lease_ms: u64,
+    limits: KeyLimits,
+) -> ClaimBatch {
+    let request = ClaimRequest::new(max, lease_ms, 100, 10).key_limits(limits);
+    s.claim(t, request).await.unwrap()
+}
+
+/// How many jobs of each key a claim took (keys from ids `<key>-<n>`).
+fn per_key(batch: &ClaimBatch) -> BTreeMap<String, usize> {
+    let mut n = BTreeMap::new();
+    for job in &batch.jobs {
+        *n.entry(key_of(&job.id).to_owned()).or_default() += 1;
+    }
+    n
+}
+
+fn counts_of(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
+    pairs.iter().map(|(k, n)| (k.to_string(), *n)).collect()
+}
+
+pub(crate) async fn fair_key_limit_a_finish_that_frees_a_parked_key_wakes_claimers(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_key_limit_wake"));
+    let limits = KeyLimits::new().max_running(1);
+    let mut jobs = flood("a", 2);
+    jobs.extend(flood("b", 1));
+    s.enqueue(t, jobs).await.unwrap();
+    let first = claim_limited(s, t, 10, LONG, limits).await;
+    assert_eq!(
+        per_key(&first),
+        counts_of(&[("a", 1), ("b", 1)]),
+        "{first:?}"
+    );
+    assert_eq!(first.next_due_ms, None, "a is parked, b has nothing due");
+    let job = |key: &str| first.jobs.iter().find(|j| key_of(&j.id) == key).unwrap();
+
+    // b's end wakes the claimers, who find a still at its max: they wait for the next end.
+    let mut rx = s.hints();
+    hints_for(s, &mut rx, t).await;
+    assert_eq!(
+        finish(s, t, job("b"), Finish::Done).await,
+        FinishOutcome::Applied
+    );
+    let none = claim_limited(s, t, 10, LONG, limits).await;
+    assert!(none.jobs.is_empty(), "{none:?}");
+    assert_eq!(none.next_due_ms, None);
+    hints_for(s, &mut rx, t).await;
+    // a's end frees its slot: that wakes them too.
+    let before = now(s).await;
+    assert_eq!(
+        finish(s, t, job("a"), Finish::Done).await,
+        FinishOutcome::Applied
+    );
+    let seen = hints_for(s, &mut rx, t).await;
+    assert!(
+        seen.iter().any(|at| *at >= before),
+        "the end that frees a parked key's slot wakes the claimers: {seen:?}"
+    );
+    let next = claim_limited(s, t, 10, LONG, limits).await;
+    let ids: Vec<_> = next.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["a-0001"]);
 }

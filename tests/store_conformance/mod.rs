@@ -195,6 +195,9 @@ macro_rules! store_conformance {
             fair_replace_applies_the_new_jobs_key,
             fair_a_ready_key_keeps_its_turn_when_it_gets_another_job,
             fair_a_key_that_joins_late_does_not_make_up_for_missed_turns,
+            fair_a_debounced_job_pushed_back_keeps_its_turn,
+            fair_a_job_replaced_under_another_key_is_claimed_once,
+            fair_key_limit_a_finish_that_frees_a_parked_key_wakes_claimers,
             // periodic schedules
             periodic_upsert_is_idempotent_and_a_changed_definition_replaces,
             periodic_tick_enqueues_due_ticks_once_and_advances,
