@@ -10,12 +10,13 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use postpone::store::{
     CancelOutcome, ClaimBatch, ClaimRequest, Due, EnqueueOutcome, Finish, FinishOutcome, Keyed,
     KeyedJob, KeyedOutcome, NewJob, RescheduleOutcome, Store,
 };
-use postpone::KeyLimits;
+use postpone::{KeyLimits, RateLimit};
 
 use super::*;
 
@@ -522,7 +523,9 @@ pub(crate) async fn fair_a_job_replaced_under_another_key_is_claimed_once(store:
     assert_eq!(ids.len(), 20, "{ids:?}");
 }
 
-// Limits per key (ClaimRequest::key_limits): at most `max running` jobs of one key leased at once.
+// Limits per key (ClaimRequest::key_limits): at most `max running` jobs of one key leased at once, a
+// rate per key (a GCRA on the store's clock), and a hold of one key by a rate-limited finish of one of
+// its jobs. The key "" (jobs created without a key) is under none of them.
 
 /// A claim of up to `max` under `limits` per key.
 async fn claim_limited(
@@ -547,6 +550,66 @@ fn per_key(batch: &ClaimBatch) -> BTreeMap<String, usize> {
 
 fn counts_of(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
     pairs.iter().map(|(k, n)| (k.to_string(), *n)).collect()
+}
+
+pub(crate) async fn fair_key_limit_max_running_holds_per_key_while_other_keys_run_freely(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_key_limit_max"));
+    let limits = KeyLimits::new().max_running(2);
+    let jobs = ["a", "b"].iter().flat_map(|k| flood(k, 10)).collect();
+    s.enqueue(t, jobs).await.unwrap();
+
+    let first = claim_limited(s, t, 20, LONG, limits).await;
+    assert_eq!(
+        per_key(&first),
+        counts_of(&[("a", 2), ("b", 2)]),
+        "{first:?}"
+    );
+    assert_eq!(
+        first.next_due_ms, None,
+        "every key with a due job is at its max running: the finish that frees a slot hints"
+    );
+    let none = claim_limited(s, t, 20, LONG, limits).await;
+    assert!(none.jobs.is_empty(), "{none:?}");
+    assert_eq!(none.next_due_ms, None);
+    // Another key runs beside them, under its own limit.
+    s.enqueue(t, flood("c", 3)).await.unwrap();
+    let c = claim_limited(s, t, 20, LONG, limits).await;
+    assert_eq!(per_key(&c), counts_of(&[("c", 2)]), "{c:?}");
+
+    // Each end of a lease (done, retry, dead) frees exactly one slot, of its key.
+    let of = |key: &str| -> Vec<_> {
+        let jobs = first.jobs.iter().filter(|j| key_of(&j.id) == key);
+        jobs.cloned().collect()
+    };
+    let (a, b) = (of("a"), of("b"));
+    let ends = [
+        (&a[0], Finish::Done, "a"),
+        (&b[0], retry(REC, 60_000, true), "b"),
+        (&a[1], dead(REC, "boom"), "a"),
+    ];
+    for (job, end, key) in ends {
+        let mut rx = s.hints();
+        hints_for(s, &mut rx, t).await;
+        let before = now(s).await;
+        assert_eq!(finish(s, t, job, end).await, FinishOutcome::Applied);
+        let seen = hints_for(s, &mut rx, t).await;
+        assert!(
+            seen.iter().any(|at| *at >= before),
+            "the end of {}'s lease frees a slot of its key and wakes the claimers: {seen:?}",
+            job.id
+        );
+        let next = claim_limited(s, t, 20, LONG, limits).await;
+        assert_eq!(
+            per_key(&next),
+            counts_of(&[(key, 1)]),
+            "after {}: {next:?}",
+            job.id
+        );
+        let none = claim_limited(s, t, 20, LONG, limits).await;
+        assert!(none.jobs.is_empty(), "after {}: {none:?}", job.id);
+    }
 }
 
 pub(crate) async fn fair_key_limit_a_finish_that_frees_a_parked_key_wakes_claimers(
@@ -591,4 +654,199 @@ pub(crate) async fn fair_key_limit_a_finish_that_frees_a_parked_key_wakes_claime
     let next = claim_limited(s, t, 10, LONG, limits).await;
     let ids: Vec<_> = next.jobs.iter().map(|j| j.id.as_str()).collect();
     assert_eq!(ids, ["a-0001"]);
+}
+
+pub(crate) async fn fair_key_limit_an_expired_lease_frees_its_keys_slot(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_key_limit_swept"));
+    let limits = KeyLimits::new().max_running(1);
+    s.enqueue(t, flood("a", 2)).await.unwrap();
+    let first = claim_limited(s, t, 10, SHORT, limits).await;
+    let ids: Vec<_> = first.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["a-0000"], "one of a may run");
+    let none = claim_limited(s, t, 10, LONG, limits).await;
+    if none.swept == 0 {
+        assert!(none.jobs.is_empty(), "{none:?}");
+    }
+    // Its worker crashed: once its lease expires, the claim sweeps it and the key's slot is free.
+    wait_past(s, first.now_ms() + SHORT as i64).await;
+    let after = claim_limited(s, t, 10, LONG, limits).await;
+    assert_eq!(after.swept + none.swept, 1, "{after:?}");
+    if none.swept == 0 {
+        let ids: Vec<_> = after.jobs.iter().map(|j| j.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["a-0000"],
+            "swept back to its place, and its key's slot free"
+        );
+    }
+    let none = claim_limited(s, t, 10, LONG, limits).await;
+    assert!(none.jobs.is_empty(), "one of a runs again: {none:?}");
+}
+
+pub(crate) async fn fair_key_limit_rate_per_key_lets_each_key_go_at_its_rate(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_key_limit_rate"));
+    // 100 per second per key: a burst of 5, then one every 10 ms.
+    let rate = RateLimit::per_second(100);
+    let limits = KeyLimits::new().rate(rate);
+    let jobs = ["a", "b"].iter().flat_map(|k| flood(k, 400)).collect();
+    s.enqueue(t, jobs).await.unwrap();
+
+    // Claims for one second of the store's clock.
+    let mut got: BTreeMap<String, usize> = BTreeMap::new();
+    let first = claim_limited(s, t, 50, LONG, limits).await;
+    let start = first.now_ms();
+    assert_eq!(
+        per_key(&first),
+        counts_of(&[("a", 5), ("b", 5)]),
+        "each key's burst: {first:?}"
+    );
+    let mut batch = first;
+    let mut claims = 0;
+    while batch.now_ms() < start + 1_000 {
+        for (key, n) in per_key(&batch) {
+            *got.entry(key).or_default() += n;
+        }
+        if let Some(next) = batch.next_due_ms {
+            assert!(next <= batch.now_ms() + 10, "the next go time: {batch:?}");
+        }
+        // Claims about every ms (pacing, not waiting for anything).
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        batch = claim_limited(s, t, 50, LONG, limits).await;
+        claims += 1;
+    }
+    // A batch claimed past the second is not counted.
+    for key in ["a", "b"] {
+        let n = got.get(key).copied().unwrap_or(0);
+        // At most the burst and one per 10 ms; about that much, whatever else the machine does.
+        assert!(
+            n <= 105,
+            "key {key}: {n} jobs in a second at 100/s: {got:?}"
+        );
+        assert!(
+            n >= 90,
+            "key {key}: {n} jobs in a second at 100/s ({claims} claims): {got:?}"
+        );
+    }
+}
+
+pub(crate) async fn fair_key_limit_next_due_is_a_rate_held_keys_go_time_or_none_when_all_are_parked(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_key_limit_next_parked"));
+    let limits = KeyLimits::new().max_running(1);
+    let jobs = ["a", "b"].iter().flat_map(|k| flood(k, 2)).collect();
+    s.enqueue(t, jobs).await.unwrap();
+    let first = claim_limited(s, t, 10, LONG, limits).await;
+    assert_eq!(per_key(&first), counts_of(&[("a", 1), ("b", 1)]));
+    assert_eq!(first.next_due_ms, None, "both keys are parked: {first:?}");
+    assert_eq!(first.held_back, None, "the topic is not held back");
+
+    // 10 per second, a burst of 1: one job, then the next 100 ms later.
+    let t = &topic("fair_key_limit_next_rate");
+    let limits = KeyLimits::new().rate(RateLimit::per_second(10));
+    s.enqueue(t, flood("a", 3)).await.unwrap();
+    let first = claim_limited(s, t, 10, LONG, limits).await;
+    assert_eq!(first.jobs.len(), 1, "{first:?}");
+    let go = first.now_ms() + 100;
+    assert_eq!(first.next_due_ms, Some(go), "the key's go time: {first:?}");
+    let held = claim_limited(s, t, 10, LONG, limits).await;
+    if held.now_ms() < go {
+        assert!(held.jobs.is_empty(), "{held:?}");
+        assert_eq!(held.next_due_ms, Some(go), "{held:?}");
+    }
+    // A job of another key, or without a key, is not held by it.
+    enqueue_one(s, t, keyed("b-0000", "b", Due::In(0))).await;
+    enqueue_one(s, t, new_job("plain", REC, Due::In(0))).await;
+    let other = claim_limited(s, t, 10, LONG, limits).await;
+    let mut ids: Vec<_> = other.jobs.iter().map(|j| j.id.as_str()).collect();
+    ids.sort_unstable();
+    if other.now_ms() < go {
+        assert_eq!(ids, ["b-0000", "plain"], "{other:?}");
+        assert_eq!(other.next_due_ms, Some(go), "{other:?}");
+    }
+    wait_past(s, go - 1).await;
+    let again = claim_limited(s, t, 10, LONG, limits).await;
+    assert!(
+        again.jobs.iter().any(|j| key_of(&j.id) == "a"),
+        "at its go time: {again:?}"
+    );
+}
+
+pub(crate) async fn fair_key_limit_a_rate_limited_finish_holds_only_its_key(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_key_limit_hold"));
+    let jobs = ["a", "b"].iter().flat_map(|k| flood(k, 3)).collect();
+    s.enqueue(t, jobs).await.unwrap();
+    let first = claim(s, t, 2, LONG).await;
+    assert_eq!(per_key(&first), counts_of(&[("a", 1), ("b", 1)]));
+    let a0 = first.jobs.iter().find(|j| j.id == "a-0000").unwrap();
+
+    // The provider says: not before 300 ms, for a's calls only.
+    let before = now(s).await;
+    let hold = Finish::RateLimited {
+        record: REC.to_vec(),
+        delay_ms: 300,
+    };
+    assert_eq!(finish(s, t, a0, hold).await, FinishOutcome::Applied);
+    let after = now(s).await;
+    assert_eq!(
+        s.counts(t).await.unwrap().flow.held_until_ms,
+        None,
+        "the topic is not held"
+    );
+    let others = claim(s, t, 10, LONG).await;
+    let ids: Vec<_> = others.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["b-0001", "b-0002"], "only b's, a is held");
+    let go = others.next_due_ms.expect("a's go time");
+    assert!(
+        (before + 300..=after + 300).contains(&go),
+        "a is held until 300 ms after the finish: {go} ({before}..={after})"
+    );
+    let none = claim(s, t, 10, LONG).await;
+    if none.now_ms() < go {
+        assert!(none.jobs.is_empty(), "{none:?}");
+    }
+
+    // Once the hold is over, a's jobs go (the one that was held among them, its attempt unused).
+    wait_past(s, go - 1).await;
+    let back = claim(s, t, 10, LONG).await;
+    let mut ids: Vec<_> = back.jobs.iter().map(|j| j.id.as_str()).collect();
+    ids.extend(none.jobs.iter().map(|j| j.id.as_str()));
+    ids.sort_unstable();
+    assert_eq!(ids, ["a-0000", "a-0001", "a-0002"], "{back:?}");
+    assert_eq!(s.counts(t).await.unwrap().retried, 0);
+}
+
+pub(crate) async fn fair_key_limit_the_key_of_jobs_without_a_key_is_not_limited(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_key_limit_unkeyed"));
+    let limits = KeyLimits::new()
+        .max_running(1)
+        .rate(RateLimit::per_second(1));
+    s.enqueue(t, flood("k", 2)).await.unwrap();
+    // Created once the topic has keyed jobs: the key "".
+    let plain: Vec<_> = (0..10)
+        .map(|i| new_job(&format!("plain-{i}"), REC, Due::In(0)))
+        .collect();
+    s.enqueue(t, plain).await.unwrap();
+    let batch = claim_limited(s, t, 20, LONG, limits).await;
+    assert_eq!(
+        per_key(&batch),
+        counts_of(&[("k", 1), ("plain", 10)]),
+        "the key \"\" under no limit: {batch:?}"
+    );
+
+    // A rate-limited finish of one of its jobs holds the topic, as for any job without a key.
+    let job = batch.jobs.iter().find(|j| j.id == "plain-0").unwrap();
+    let hold = Finish::RateLimited {
+        record: REC.to_vec(),
+        delay_ms: 60_000,
+    };
+    assert_eq!(finish(s, t, job, hold).await, FinishOutcome::Applied);
+    assert!(s.counts(t).await.unwrap().flow.held_until_ms.is_some());
+    enqueue_one(s, t, keyed("m-0000", "m", Due::In(0))).await;
+    let held = claim_limited(s, t, 20, LONG, limits).await;
+    assert!(held.jobs.is_empty(), "the topic is held: {held:?}");
 }
