@@ -16,11 +16,16 @@
 //! | `FAULT_CRASH` | `after-claim:N` or `before-ack:N`: abort at the Nth claim / acknowledgement batch | none |
 //! | `FAULT_FAIL` | `1`: every handler fails (a retry) after its work | off |
 //! | `FAULT_RATE` | `<jobs>/<ms>`: the topic's rate limit across workers | none |
+//! | `FAULT_KEY_MAX` | most jobs of one tenant running at once across workers (0: none) | 0 |
+//! | `FAULT_KEY_RATE` | `<jobs>/<ms>`: the rate limit of each tenant across workers | none |
 //!
 //! Jobs are [`Work`] on topic `fault.work`: sleep `sleep_ms` (heartbeats keep the lease), abort the
 //! process when `abort` is set (a poison job), return a provider's rate limit of `hold_ms` the first
 //! time any process runs a job with `hold_ms` set (a file `held` in the log directory says it did), then
-//! succeed. Every event is one line, written with a
+//! succeed. With `FAULT_KEY_MAX` or `FAULT_KEY_RATE` set, the worker also runs [`Tenant`] jobs on topic
+//! `fault.tenant` under those limits per key (a tenant's jobs have its key for fairness): sleep
+//! `sleep_ms`, then succeed, logging `start` and `finish` as `Work` does. Every event is one line,
+//! written with a
 //! single `write` to `<FAULT_LOG>/<pid>.log`. One file per process: a process killed in the middle of a
 //! write can leave a torn line (Linux stops a write at a page boundary when a fatal signal is pending),
 //! and that line is then the last of its own file instead of being glued to another process's line.
@@ -46,7 +51,7 @@ use std::time::Duration;
 use postpone::__private::failpoint::{self, Point};
 use postpone::store::redis::{RedisOptions, RedisStore};
 use postpone::store::{Finish, FinishOutcome};
-use postpone::{sink_fn, Client, Job, JobContext, JobError, Worker};
+use postpone::{sink_fn, Client, Job, JobContext, JobError, KeyLimits, RateLimit, Worker};
 use serde::{Deserialize, Serialize};
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt;
@@ -68,6 +73,16 @@ struct Work {
     /// The first run (of any such job, in any process) returns a provider's rate limit of this long.
     #[serde(default)]
     hold_ms: u64,
+}
+
+/// A tenant's job (see the limits per key above): its key for fairness is its tenant.
+#[derive(Debug, Clone, Serialize, Deserialize, Job)]
+#[job(topic = "fault.tenant", key = "tenant")]
+struct Tenant {
+    tenant: String,
+    /// How long the handler works.
+    #[serde(default)]
+    sleep_ms: u64,
 }
 
 static LOG: OnceLock<File> = OnceLock::new();
@@ -229,6 +244,32 @@ async fn work(job: Work, ctx: JobContext, state: Arc<State>) -> Result<(), JobEr
     Ok(())
 }
 
+async fn tenant_work(job: Tenant, ctx: JobContext, state: Arc<State>) -> Result<(), JobError> {
+    let now = redis_now(&state.client).await;
+    let (id, attempt) = (esc(ctx.id()), ctx.attempt());
+    log(format!(
+        "start {id} {attempt} {} {now} {}",
+        pid(),
+        ctx.due_at().timestamp_millis()
+    ));
+    if job.sleep_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(job.sleep_ms)).await;
+    }
+    let now = redis_now(&state.client).await;
+    log(format!("finish {id} {attempt} {} {now}", pid()));
+    Ok(())
+}
+
+/// `<jobs>/<ms>` from variable `name`.
+fn rate_of(name: &str) -> Option<RateLimit> {
+    let rate = env(name)?;
+    let (jobs, per) = rate
+        .split_once('/')
+        .and_then(|(j, p)| Some((j.parse().ok()?, p.parse().ok()?)))
+        .unwrap_or_else(|| panic!("{name} must be <jobs>/<ms>, not {rate:?}"));
+    Some(RateLimit::new(jobs, Duration::from_millis(per)))
+}
+
 struct State {
     client: Client,
     fail: bool,
@@ -299,15 +340,18 @@ async fn main() {
         Ok(())
     });
     let worker = Worker::with_state(&client, state).handle(work);
-    let worker = match env("FAULT_RATE") {
-        Some(rate) => {
-            let (jobs, per) = rate
-                .split_once('/')
-                .and_then(|(j, p)| Some((j.parse().ok()?, p.parse().ok()?)))
-                .unwrap_or_else(|| panic!("FAULT_RATE must be <jobs>/<ms>, not {rate:?}"));
-            worker.rate_limit::<Work>(jobs, Duration::from_millis(per))
-        }
+    let worker = match rate_of("FAULT_RATE") {
+        Some(rate) => worker.rate_limit::<Work>(rate.jobs(), rate.per()),
         None => worker,
+    };
+    let mut key_limits = KeyLimits::new().max_running(env_u64("FAULT_KEY_MAX", 0) as u32);
+    if let Some(rate) = rate_of("FAULT_KEY_RATE") {
+        key_limits = key_limits.rate(rate);
+    }
+    let worker = if key_limits.is_none() {
+        worker
+    } else {
+        worker.handle(tenant_work).key_limits::<Tenant>(key_limits)
     };
     let worker = worker
         .concurrency(env_u64("FAULT_CONCURRENCY", 8) as usize)

@@ -1,13 +1,15 @@
 //! Flow control across worker processes: three workers share one rate limit (by the Redis clock), and
-//! a provider's rate limit reported by one handler holds all three.
+//! a provider's rate limit reported by one handler holds all three; limits per key (max running and
+//! a rate, each tenant on its own) hold across the three.
 
 mod fault;
 mod support;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use fault::log::Event;
-use fault::{Expect, Rig, Spec, Work};
+use fault::{Expect, Rig, Spec, Tenant, Work};
 use postpone::EnqueueItem;
 use support::redis_server::RedisServer;
 
@@ -123,4 +125,178 @@ async fn three_workers_keep_one_rate_limit_and_a_provider_limit_holds_them_all()
     assert_eq!(report.lost, 0);
     assert_eq!(report.done_more_than_once, 0);
     eprintln!("{report}");
+}
+
+/// The jobs of `tenants`, `n` each, ids `<tenant>-<i>`, interleaved, each working `sleep_ms`.
+fn tenant_jobs(tenants: &[&str], n: usize, sleep_ms: u64) -> Vec<EnqueueItem<Tenant>> {
+    (0..n)
+        .flat_map(|i| {
+            tenants.iter().map(move |t| {
+                let job = Tenant {
+                    tenant: t.to_string(),
+                    sleep_ms,
+                };
+                EnqueueItem::new(job).id(format!("{t}-{i}"))
+            })
+        })
+        .collect()
+}
+
+/// How many `finish` events the jobs of `tenants` logged.
+fn tenants_finished(events: &[Event], tenants: &[&str]) -> usize {
+    events
+        .iter()
+        .filter(|e| match e {
+            Event::Finish { id, .. } => tenants.iter().any(|t| id.starts_with(&format!("{t}-"))),
+            _ => false,
+        })
+        .count()
+}
+
+/// The tenant of an id `<tenant>-<i>`.
+fn tenant_of(id: &str) -> &str {
+    id.rsplit_once('-').map_or(id, |(t, _)| t)
+}
+
+/// The most intervals `[from, to)` open at once.
+fn most_at_once(intervals: &[(i64, i64)]) -> usize {
+    // Ends before starts at the same ms: a job that starts as another ends does not overlap it.
+    let mut edges: Vec<(i64, i32)> = intervals
+        .iter()
+        .flat_map(|(from, to)| [(*from, 1), (*to, -1)])
+        .collect();
+    edges.sort_unstable();
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, d) in edges {
+        now += d;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_limits_hold_per_tenant_across_three_worker_processes() {
+    let _serial = fault::serial().await;
+    let mut rig = Rig::start("key_limits", RedisServer::builder()).await;
+
+    // Max running per key: 2 of one tenant at once, whichever process runs them (by the Redis clock,
+    // from each handler's start to its finish: within its lease, so within the limit).
+    let tenants = ["acme", "globex", "initech"];
+    // 3 slots each: 9 in all for the 6 the tenants may use, so no one worker can take them all.
+    let spec = Spec::new(2_000, 3).env("FAULT_KEY_MAX", 2);
+    let slots = rig.spawn_ready(3, &spec).await;
+    rig.client
+        .enqueue_many(tenant_jobs(&tenants, 40, 50))
+        .await
+        .unwrap();
+    rig.drain_until(
+        Duration::from_secs(60),
+        "every tenant's job finished",
+        |events| tenants_finished(events, &tenants) == 120,
+        |_| {},
+    )
+    .await;
+    let events = rig.events();
+    let mut runs: BTreeMap<(String, u32), (i64, i64, u32)> = BTreeMap::new();
+    for e in &events {
+        match e {
+            Event::Start {
+                id,
+                attempt,
+                ms,
+                pid,
+                ..
+            } => {
+                runs.entry((id.clone(), *attempt)).or_default().0 = *ms;
+                runs.entry((id.clone(), *attempt)).or_default().2 = *pid;
+            }
+            Event::Finish {
+                id, attempt, ms, ..
+            } => {
+                runs.entry((id.clone(), *attempt)).or_default().1 = *ms;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(runs.len(), 120, "every job ran once");
+    let mut figures = Vec::new();
+    for t in tenants {
+        let mine: Vec<(i64, i64)> = runs
+            .iter()
+            .filter(|((id, _), _)| tenant_of(id) == t)
+            .map(|(_, (from, to, _))| (*from, *to))
+            .collect();
+        let most = most_at_once(&mine);
+        assert!(most <= 2, "{most} jobs of {t} ran at once, the limit is 2");
+        figures.push(format!("{t} {most}"));
+    }
+    let all: Vec<(i64, i64)> = runs.values().map(|(from, to, _)| (*from, *to)).collect();
+    let most = most_at_once(&all);
+    assert!(
+        most > 2,
+        "tenants run beside each other: at most {most} at once"
+    );
+    let pids: BTreeSet<u32> = runs.values().map(|(_, _, pid)| *pid).collect();
+    assert_eq!(pids.len(), 3, "all three workers ran jobs");
+    for slot in slots {
+        rig.kill9(slot);
+    }
+
+    // A rate per key: 50/s for each tenant, by the Redis clock of each claim. Every second (one
+    // starting at each claim) holds 50 +- 5 %, and so does the whole run.
+    let tenants = ["hooli", "vandelay"];
+    let spec = Spec::new(2_000, 8).env("FAULT_KEY_RATE", "50/1000");
+    rig.spawn_ready(3, &spec).await;
+    rig.client
+        .enqueue_many(tenant_jobs(&tenants, 250, 0))
+        .await
+        .unwrap();
+    rig.drain_until(
+        Duration::from_secs(60),
+        "every tenant's job finished",
+        |events| tenants_finished(events, &tenants) == 500,
+        |_| {},
+    )
+    .await;
+    let mut claims: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+    let mut pids = BTreeSet::new();
+    for e in rig.events() {
+        if let Event::Claim { id, ms, pid, .. } = e {
+            if let Some(t) = tenants.iter().find(|t| tenant_of(&id) == **t) {
+                claims.entry(*t).or_default().push(ms);
+                pids.insert(pid);
+            }
+        }
+    }
+    assert_eq!(pids.len(), 3, "all three workers claimed jobs");
+    for t in tenants {
+        let at = claims.get_mut(t).unwrap();
+        at.sort_unstable();
+        assert_eq!(at.len(), 250, "every job of {t} claimed once");
+        let (first, last) = (at[0], at[at.len() - 1]);
+        let (mut fewest, mut most) = (usize::MAX, 0);
+        for (i, from) in at.iter().enumerate() {
+            if from + 1_000 > last {
+                break;
+            }
+            let n = at[i..].iter().take_while(|ms| **ms < from + 1_000).count();
+            assert!(
+                (48..=52).contains(&n),
+                "{n} jobs of {t} claimed in the second from {} ms: the rate is off by more than 5 %",
+                from - first
+            );
+            (fewest, most) = (fewest.min(n), most.max(n));
+        }
+        let per_second = (at.len() - 1) as f64 * 1_000.0 / (last - first) as f64;
+        assert!(
+            (47.5..=52.5).contains(&per_second),
+            "{t}: {per_second:.1} jobs/s over {} ms, the limit is 50/s",
+            last - first
+        );
+        figures.push(format!(
+            "{t}: {fewest} to {most} a second, {per_second:.1}/s over {} ms",
+            last - first
+        ));
+    }
+    eprintln!("KEY-LIMIT-FIGURES most at once per tenant (limit 2): {figures:?}");
 }

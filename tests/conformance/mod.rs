@@ -15,6 +15,7 @@ pub(crate) mod deaths;
 pub(crate) mod flow;
 pub(crate) mod growth;
 pub(crate) mod jobs;
+pub(crate) mod key_limits;
 pub(crate) mod keyed;
 pub(crate) mod lifecycle;
 pub(crate) mod middleware;
@@ -174,6 +175,8 @@ macro_rules! conformance_tests {
             flow::weighted_topics_share_scarce_slots,
             flow::a_provider_limit_holds_every_partition,
             flow::ops_say_why_a_due_job_is_held_back,
+            key_limits::key_limit_max_running_holds_per_key_across_three_workers,
+            key_limits::key_limit_rate_per_key_holds_across_three_workers,
             periodic::two_workers_enqueue_each_tick_once_and_run_now_adds_one,
             middleware::middleware_runs_worker_wide_layers_outside_per_type_ones,
             middleware::middleware_that_fails_fast_skips_the_handler,

@@ -58,6 +58,17 @@ impl Work {
 /// The topic of [`Work`].
 pub const TOPIC: &str = "fault.work";
 
+/// The worker process's keyed job (run with `FAULT_KEY_MAX` or `FAULT_KEY_RATE`): the same shape and
+/// topic as `Tenant` in `examples/fault_worker.rs`; its key for fairness is its tenant.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Job)]
+#[job(topic = "fault.tenant", key = "tenant")]
+pub struct Tenant {
+    /// Its tenant.
+    pub tenant: String,
+    /// How long the handler works.
+    pub sleep_ms: u64,
+}
+
 /// One fault test at a time per test binary: they load both cores with processes, and leases are short.
 pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
     static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

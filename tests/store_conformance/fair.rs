@@ -1,5 +1,6 @@
 //! Fairness by key: due jobs of different keys are claimed round-robin between keys (one job per key
-//! and turn, all the slots left to the only key with a job due), a key's own in due order; unkeyed jobs
+//! and turn, all the slots left to the only key with a job due), a key's own in due order; jobs created
+//! without a key once the topic has keyed jobs take their turn as one key (""), those created before
 //! are claimed in due order beside them, and jobs with a priority before all. A key that gets a due job
 //! keeps its turn if it has one, and else joins at the others' turn (never making up for the turns it
 //! missed). A job keeps its key through a retry, an expired lease and a reschedule, and a replace gives
@@ -9,11 +10,13 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use postpone::store::{
-    CancelOutcome, ClaimRequest, Due, EnqueueOutcome, FinishOutcome, NewJob, RescheduleOutcome,
-    Store,
+    CancelOutcome, ClaimBatch, ClaimRequest, Due, EnqueueOutcome, Finish, FinishOutcome, Keyed,
+    KeyedJob, KeyedOutcome, NewJob, RescheduleOutcome, Store,
 };
+use postpone::{KeyLimits, RateLimit};
 
 use super::*;
 
@@ -164,42 +167,77 @@ pub(crate) async fn fair_key_takes_its_own_jobs_in_due_order(store: Arc<dyn Stor
     }
 }
 
-pub(crate) async fn fair_unkeyed_jobs_are_claimed_in_due_order_beside_keyed_ones(
+pub(crate) async fn fair_unkeyed_jobs_take_one_turn_as_the_key_of_no_key_and_older_ones_go_in_due_order(
     store: Arc<dyn Store>,
 ) {
     let (s, t) = (&*store, &topic("fair_unkeyed"));
-    // Due in this order: 5 of the flood, `early`, 995 of the flood, `late`.
-    let mut jobs = flood("flood", 1000);
-    let rest = jobs.split_off(5);
+    let base = now(s).await + 200;
+    // Created without a key before the topic has keyed jobs: `old` (due among the flood's first 10)
+    // and `older` (due after the whole flood). Such jobs are claimed in due order, among the first due.
+    create(s, t, "old", REC, Due::At(base + 50)).await;
+    create(s, t, "older", REC, Due::At(base + 200)).await;
+    // Due in this order: 5 of the flood, `old`, 995 of the flood, `older`.
+    let jobs = (0..1000)
+        .map(|i| {
+            let at = if i < 5 { base } else { base + 100 };
+            keyed(&format!("flood-{i:04}"), "flood", Due::At(at))
+        })
+        .collect();
     s.enqueue(t, jobs).await.unwrap();
+    wait_past(s, base + 200).await;
+    // Created without a key once the topic has keyed jobs: both take their turns as one key, "",
+    // under no limit per key.
+    let late = enqueue_one(s, t, new_job("late", REC, Due::In(0))).await;
     later(s).await;
-    create(s, t, "early", REC, Due::In(0)).await;
-    later(s).await;
-    s.enqueue(t, rest).await.unwrap();
-    later(s).await;
-    create(s, t, "late", REC, Due::In(0)).await;
+    enqueue_one(s, t, new_job("late2", REC, Due::In(0))).await;
+    assert!(late > base + 200, "late is due after the whole flood");
 
     let first = claimed_ids(s, t, 10).await;
     assert_eq!(first.len(), 10, "{first:?}");
     assert!(
-        first.iter().any(|id| id == "early"),
-        "early is among the first 10 due: {first:?}"
+        first.iter().any(|id| id == "old"),
+        "old is among the first 10 due: {first:?}"
     );
-    assert!(!first.iter().any(|id| id == "late"), "{first:?}");
-    // A plain queue claims `late`, the 1,002nd due job, in the 101st claim of 10.
+    assert!(
+        !first.iter().any(|id| id == "older"),
+        "older is due after the whole flood: {first:?}"
+    );
+    assert!(
+        first.iter().any(|id| id == "late"),
+        "late has the turn of the key \"\" beside the flood's: {first:?}"
+    );
+    // One job of the key "" per turn: the flood had its turn between `late` and `late2` (a claim lists
+    // its jobs in the order it took them).
+    let at = |id: &str| first.iter().position(|x| x == id).unwrap();
+    assert!(at("late") < at("late2"), "{first:?}");
+    assert!(
+        first[at("late")..at("late2")]
+            .iter()
+            .any(|id| id.starts_with("flood-")),
+        "{first:?}"
+    );
+    // Every job once; `older` no later than a plain queue would claim it (the 1,003rd due job of
+    // 1,004, in claim 101 of 10).
+    let mut seen: Vec<String> = first;
     let mut claims = 1;
+    let mut older_in = None;
     loop {
         let ids = claimed_ids(s, t, 10).await;
-        claims += 1;
-        assert!(!ids.is_empty(), "late was never claimed");
-        if ids.iter().any(|id| id == "late") {
+        if ids.is_empty() {
             break;
         }
+        claims += 1;
+        if ids.iter().any(|id| id == "older") {
+            older_in = Some(claims);
+        }
+        seen.extend(ids);
     }
-    assert!(
-        claims <= 101,
-        "late was claimed in claim {claims}, a plain queue claims it in claim 101"
-    );
+    let older_in = older_in.expect("older was never claimed");
+    assert!(older_in <= 101, "older was claimed in claim {older_in}");
+    assert_eq!(seen.len(), 1004, "every job once");
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), 1004, "every job once");
 }
 
 pub(crate) async fn fair_only_key_left_fills_the_whole_claim(store: Arc<dyn Store>) {
@@ -360,17 +398,25 @@ pub(crate) async fn fair_replace_applies_the_new_jobs_key(store: Arc<dyn Store>)
     s.enqueue(t, flood("flood", 20)).await.unwrap();
     later(s).await;
     enqueue_one(s, t, keyed("x", "x1", Due::In(0))).await;
-    // Replaced without a key: an unkeyed job due after the whole flood, outside the first 10.
+    enqueue_one(s, t, keyed("x1-other", "x1", Due::In(0))).await;
+    // Replaced without a key: the key "" has its turn beside the flood and x1 (one job each).
     s.enqueue(t, vec![replacing("x", REC, Due::In(0))])
         .await
         .unwrap();
-    let ids = claimed_ids(s, t, 10).await;
-    assert!(!ids.iter().any(|id| id == "x"), "x has no key: {ids:?}");
-    // Replaced with a key: its key's turn.
+    let batch = claim(s, t, 3, LONG).await;
+    let mut ids: Vec<_> = batch.jobs.iter().map(|j| j.id.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["flood-0000", "x", "x1-other"], "x has the key \"\"");
+    let x = batch.jobs.iter().find(|j| j.id == "x").unwrap();
+    assert_eq!(finish(s, t, x, Finish::Done).await, FinishOutcome::Applied);
+    // Replaced with a key: its key's turn, beside the flood and the key "" (of `plain`).
+    enqueue_one(s, t, new_job("x", REC, Due::In(0))).await;
+    enqueue_one(s, t, new_job("plain", REC, Due::In(0))).await;
     let again = replacing("x", REC, Due::In(0)).with_key(Some("x2".into()));
     s.enqueue(t, vec![again]).await.unwrap();
-    let ids = claimed_ids(s, t, 10).await;
-    assert!(ids.iter().any(|id| id == "x"), "x has key x2: {ids:?}");
+    let mut ids = claimed_ids(s, t, 3).await;
+    ids.sort_unstable();
+    assert_eq!(ids, ["flood-0001", "plain", "x"], "x has key x2");
 }
 
 pub(crate) async fn fair_a_ready_key_keeps_its_turn_when_it_gets_another_job(
@@ -416,4 +462,391 @@ pub(crate) async fn fair_a_key_that_joins_late_does_not_make_up_for_missed_turns
         count("c") <= 3 && count("a") >= 1 && count("b") >= 1,
         "{ids:?}"
     );
+}
+
+pub(crate) async fn fair_a_debounced_job_pushed_back_keeps_its_turn(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_debounce"));
+    s.enqueue(t, flood("flood", 5)).await.unwrap();
+    // Created without a key in a topic with keyed jobs (the key ""), then pushed back.
+    let debounce = |id: &str| {
+        let keyed = Keyed::Debounce {
+            key: "d".into(),
+            quiet_ms: 50,
+            max_wait_ms: 0,
+            replace: false,
+        };
+        KeyedJob::new(new_job(id, REC, Due::In(0)), Some(keyed))
+    };
+    let created = s.enqueue_keyed(t, vec![debounce("d1")]).await.unwrap();
+    assert!(
+        matches!(
+            created[..],
+            [KeyedOutcome::Enqueued(EnqueueOutcome::Created { .. })]
+        ),
+        "{created:?}"
+    );
+    later(s).await;
+    let pushed = s.enqueue_keyed(t, vec![debounce("d2")]).await.unwrap();
+    let due = match &pushed[..] {
+        [KeyedOutcome::Debounced { id, due_at_ms }] if id == "d1" => *due_at_ms,
+        other => panic!("{other:?}"),
+    };
+    wait_past(s, due - 1).await;
+    let ids = claimed_ids(s, t, 3).await;
+    assert!(
+        ids.iter().any(|id| id == "d1"),
+        "its turn once due: {ids:?}"
+    );
+}
+
+/// Replaced under another key at the same due time, a job is claimed once.
+pub(crate) async fn fair_a_job_replaced_under_another_key_is_claimed_once(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_replace_once"));
+    // A job of another key keeps the topic's keys (it is due later).
+    enqueue_one(s, t, keyed("k-0", "k", Due::In(60_000))).await;
+    let at = now(s).await + 100;
+    for round in 0..20 {
+        let id = format!("x{round}");
+        enqueue_one(s, t, keyed(&id, "one", Due::At(at))).await;
+        let again =
+            NewJob::new(id.clone(), REC.to_vec(), Due::At(at), true).with_key(Some("two".into()));
+        s.enqueue(t, vec![again]).await.unwrap();
+        let plain = NewJob::new(id, REC.to_vec(), Due::At(at), true);
+        s.enqueue(t, vec![plain]).await.unwrap();
+    }
+    wait_past(s, at).await;
+    let ids = claimed_ids(s, t, 100).await;
+    let mut once = ids.clone();
+    once.sort_unstable();
+    once.dedup();
+    assert_eq!(once.len(), ids.len(), "a job claimed twice: {ids:?}");
+    assert_eq!(ids.len(), 20, "{ids:?}");
+}
+
+// Limits per key (ClaimRequest::key_limits): at most `max running` jobs of one key leased at once, a
+// rate per key (a GCRA on the store's clock), and a hold of one key by a rate-limited finish of one of
+// its jobs. The key "" (jobs created without a key) is under none of them.
+
+/// A claim of up to `max` under `limits` per key.
+async fn claim_limited(
+    s: &dyn Store,
+    t: &str,
+    max: usize,
+    lease_ms: u64,
+    limits: KeyLimits,
+) -> ClaimBatch {
+    let request = ClaimRequest::new(max, lease_ms, 100, 10).key_limits(limits);
+    s.claim(t, request).await.unwrap()
+}
+
+/// How many jobs of each key a claim took (keys from ids `<key>-<n>`).
+fn per_key(batch: &ClaimBatch) -> BTreeMap<String, usize> {
+    let mut n = BTreeMap::new();
+    for job in &batch.jobs {
+        *n.entry(key_of(&job.id).to_owned()).or_default() += 1;
+    }
+    n
+}
+
+fn counts_of(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
+    pairs.iter().map(|(k, n)| (k.to_string(), *n)).collect()
+}
+
+pub(crate) async fn fair_key_limit_max_running_holds_per_key_while_other_keys_run_freely(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_key_limit_max"));
+    let limits = KeyLimits::new().max_running(2);
+    let jobs = ["a", "b"].iter().flat_map(|k| flood(k, 10)).collect();
+    s.enqueue(t, jobs).await.unwrap();
+
+    let first = claim_limited(s, t, 20, LONG, limits).await;
+    assert_eq!(
+        per_key(&first),
+        counts_of(&[("a", 2), ("b", 2)]),
+        "{first:?}"
+    );
+    assert_eq!(
+        first.next_due_ms, None,
+        "every key with a due job is at its max running: the finish that frees a slot hints"
+    );
+    let none = claim_limited(s, t, 20, LONG, limits).await;
+    assert!(none.jobs.is_empty(), "{none:?}");
+    assert_eq!(none.next_due_ms, None);
+    // Another key runs beside them, under its own limit.
+    s.enqueue(t, flood("c", 3)).await.unwrap();
+    let c = claim_limited(s, t, 20, LONG, limits).await;
+    assert_eq!(per_key(&c), counts_of(&[("c", 2)]), "{c:?}");
+
+    // Each end of a lease (done, retry, dead) frees exactly one slot, of its key.
+    let of = |key: &str| -> Vec<_> {
+        let jobs = first.jobs.iter().filter(|j| key_of(&j.id) == key);
+        jobs.cloned().collect()
+    };
+    let (a, b) = (of("a"), of("b"));
+    let ends = [
+        (&a[0], Finish::Done, "a"),
+        (&b[0], retry(REC, 60_000, true), "b"),
+        (&a[1], dead(REC, "boom"), "a"),
+    ];
+    for (job, end, key) in ends {
+        let mut rx = s.hints();
+        hints_for(s, &mut rx, t).await;
+        let before = now(s).await;
+        assert_eq!(finish(s, t, job, end).await, FinishOutcome::Applied);
+        let seen = hints_for(s, &mut rx, t).await;
+        assert!(
+            seen.iter().any(|at| *at >= before),
+            "the end of {}'s lease frees a slot of its key and wakes the claimers: {seen:?}",
+            job.id
+        );
+        let next = claim_limited(s, t, 20, LONG, limits).await;
+        assert_eq!(
+            per_key(&next),
+            counts_of(&[(key, 1)]),
+            "after {}: {next:?}",
+            job.id
+        );
+        let none = claim_limited(s, t, 20, LONG, limits).await;
+        assert!(none.jobs.is_empty(), "after {}: {none:?}", job.id);
+    }
+}
+
+pub(crate) async fn fair_key_limit_a_finish_that_frees_a_parked_key_wakes_claimers(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_key_limit_wake"));
+    let limits = KeyLimits::new().max_running(1);
+    let mut jobs = flood("a", 2);
+    jobs.extend(flood("b", 1));
+    s.enqueue(t, jobs).await.unwrap();
+    let first = claim_limited(s, t, 10, LONG, limits).await;
+    assert_eq!(
+        per_key(&first),
+        counts_of(&[("a", 1), ("b", 1)]),
+        "{first:?}"
+    );
+    assert_eq!(first.next_due_ms, None, "a is parked, b has nothing due");
+    let job = |key: &str| first.jobs.iter().find(|j| key_of(&j.id) == key).unwrap();
+
+    // b's end wakes the claimers, who find a still at its max: they wait for the next end.
+    let mut rx = s.hints();
+    hints_for(s, &mut rx, t).await;
+    assert_eq!(
+        finish(s, t, job("b"), Finish::Done).await,
+        FinishOutcome::Applied
+    );
+    let none = claim_limited(s, t, 10, LONG, limits).await;
+    assert!(none.jobs.is_empty(), "{none:?}");
+    assert_eq!(none.next_due_ms, None);
+    hints_for(s, &mut rx, t).await;
+    // a's end frees its slot: that wakes them too.
+    let before = now(s).await;
+    assert_eq!(
+        finish(s, t, job("a"), Finish::Done).await,
+        FinishOutcome::Applied
+    );
+    let seen = hints_for(s, &mut rx, t).await;
+    assert!(
+        seen.iter().any(|at| *at >= before),
+        "the end that frees a parked key's slot wakes the claimers: {seen:?}"
+    );
+    let next = claim_limited(s, t, 10, LONG, limits).await;
+    let ids: Vec<_> = next.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["a-0001"]);
+}
+
+pub(crate) async fn fair_key_limit_an_expired_lease_frees_its_keys_slot(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_key_limit_swept"));
+    let limits = KeyLimits::new().max_running(1);
+    s.enqueue(t, flood("a", 2)).await.unwrap();
+    let first = claim_limited(s, t, 10, SHORT, limits).await;
+    let ids: Vec<_> = first.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["a-0000"], "one of a may run");
+    let none = claim_limited(s, t, 10, LONG, limits).await;
+    if none.swept == 0 {
+        assert!(none.jobs.is_empty(), "{none:?}");
+    }
+    // Its worker crashed: once its lease expires, the claim sweeps it and the key's slot is free.
+    wait_past(s, first.now_ms() + SHORT as i64).await;
+    let after = claim_limited(s, t, 10, LONG, limits).await;
+    assert_eq!(after.swept + none.swept, 1, "{after:?}");
+    if none.swept == 0 {
+        let ids: Vec<_> = after.jobs.iter().map(|j| j.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["a-0000"],
+            "swept back to its place, and its key's slot free"
+        );
+    }
+    let none = claim_limited(s, t, 10, LONG, limits).await;
+    assert!(none.jobs.is_empty(), "one of a runs again: {none:?}");
+}
+
+pub(crate) async fn fair_key_limit_rate_per_key_lets_each_key_go_at_its_rate(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_key_limit_rate"));
+    // 100 per second per key: a burst of 5, then one every 10 ms.
+    let rate = RateLimit::per_second(100);
+    let limits = KeyLimits::new().rate(rate);
+    let jobs = ["a", "b"].iter().flat_map(|k| flood(k, 400)).collect();
+    s.enqueue(t, jobs).await.unwrap();
+
+    // Claims for one second of the store's clock.
+    let mut got: BTreeMap<String, usize> = BTreeMap::new();
+    let first = claim_limited(s, t, 50, LONG, limits).await;
+    let start = first.now_ms();
+    assert_eq!(
+        per_key(&first),
+        counts_of(&[("a", 5), ("b", 5)]),
+        "each key's burst: {first:?}"
+    );
+    let mut batch = first;
+    let mut claims = 0;
+    while batch.now_ms() < start + 1_000 {
+        for (key, n) in per_key(&batch) {
+            *got.entry(key).or_default() += n;
+        }
+        if let Some(next) = batch.next_due_ms {
+            assert!(next <= batch.now_ms() + 10, "the next go time: {batch:?}");
+        }
+        // Claims about every ms (pacing, not waiting for anything).
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        batch = claim_limited(s, t, 50, LONG, limits).await;
+        claims += 1;
+    }
+    // A batch claimed past the second is not counted.
+    for key in ["a", "b"] {
+        let n = got.get(key).copied().unwrap_or(0);
+        // At most the burst and one per 10 ms; about that much, whatever else the machine does.
+        assert!(
+            n <= 105,
+            "key {key}: {n} jobs in a second at 100/s: {got:?}"
+        );
+        assert!(
+            n >= 90,
+            "key {key}: {n} jobs in a second at 100/s ({claims} claims): {got:?}"
+        );
+    }
+}
+
+pub(crate) async fn fair_key_limit_next_due_is_a_rate_held_keys_go_time_or_none_when_all_are_parked(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_key_limit_next_parked"));
+    let limits = KeyLimits::new().max_running(1);
+    let jobs = ["a", "b"].iter().flat_map(|k| flood(k, 2)).collect();
+    s.enqueue(t, jobs).await.unwrap();
+    let first = claim_limited(s, t, 10, LONG, limits).await;
+    assert_eq!(per_key(&first), counts_of(&[("a", 1), ("b", 1)]));
+    assert_eq!(first.next_due_ms, None, "both keys are parked: {first:?}");
+    assert_eq!(first.held_back, None, "the topic is not held back");
+
+    // 10 per second, a burst of 1: one job, then the next 100 ms later.
+    let t = &topic("fair_key_limit_next_rate");
+    let limits = KeyLimits::new().rate(RateLimit::per_second(10));
+    s.enqueue(t, flood("a", 3)).await.unwrap();
+    let first = claim_limited(s, t, 10, LONG, limits).await;
+    assert_eq!(first.jobs.len(), 1, "{first:?}");
+    let go = first.now_ms() + 100;
+    assert_eq!(first.next_due_ms, Some(go), "the key's go time: {first:?}");
+    let held = claim_limited(s, t, 10, LONG, limits).await;
+    if held.now_ms() < go {
+        assert!(held.jobs.is_empty(), "{held:?}");
+        assert_eq!(held.next_due_ms, Some(go), "{held:?}");
+    }
+    // A job of another key, or without a key, is not held by it.
+    enqueue_one(s, t, keyed("b-0000", "b", Due::In(0))).await;
+    enqueue_one(s, t, new_job("plain", REC, Due::In(0))).await;
+    let other = claim_limited(s, t, 10, LONG, limits).await;
+    let mut ids: Vec<_> = other.jobs.iter().map(|j| j.id.as_str()).collect();
+    ids.sort_unstable();
+    if other.now_ms() < go {
+        assert_eq!(ids, ["b-0000", "plain"], "{other:?}");
+        assert_eq!(other.next_due_ms, Some(go), "{other:?}");
+    }
+    wait_past(s, go - 1).await;
+    let again = claim_limited(s, t, 10, LONG, limits).await;
+    assert!(
+        again.jobs.iter().any(|j| key_of(&j.id) == "a"),
+        "at its go time: {again:?}"
+    );
+}
+
+pub(crate) async fn fair_key_limit_a_rate_limited_finish_holds_only_its_key(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_key_limit_hold"));
+    let jobs = ["a", "b"].iter().flat_map(|k| flood(k, 3)).collect();
+    s.enqueue(t, jobs).await.unwrap();
+    let first = claim(s, t, 2, LONG).await;
+    assert_eq!(per_key(&first), counts_of(&[("a", 1), ("b", 1)]));
+    let a0 = first.jobs.iter().find(|j| j.id == "a-0000").unwrap();
+
+    // The provider says: not before 300 ms, for a's calls only.
+    let before = now(s).await;
+    let hold = Finish::RateLimited {
+        record: REC.to_vec(),
+        delay_ms: 300,
+    };
+    assert_eq!(finish(s, t, a0, hold).await, FinishOutcome::Applied);
+    let after = now(s).await;
+    assert_eq!(
+        s.counts(t).await.unwrap().flow.held_until_ms,
+        None,
+        "the topic is not held"
+    );
+    let others = claim(s, t, 10, LONG).await;
+    let ids: Vec<_> = others.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["b-0001", "b-0002"], "only b's, a is held");
+    let go = others.next_due_ms.expect("a's go time");
+    assert!(
+        (before + 300..=after + 300).contains(&go),
+        "a is held until 300 ms after the finish: {go} ({before}..={after})"
+    );
+    let none = claim(s, t, 10, LONG).await;
+    if none.now_ms() < go {
+        assert!(none.jobs.is_empty(), "{none:?}");
+    }
+
+    // Once the hold is over, a's jobs go (the one that was held among them, its attempt unused).
+    wait_past(s, go - 1).await;
+    let back = claim(s, t, 10, LONG).await;
+    let mut ids: Vec<_> = back.jobs.iter().map(|j| j.id.as_str()).collect();
+    ids.extend(none.jobs.iter().map(|j| j.id.as_str()));
+    ids.sort_unstable();
+    assert_eq!(ids, ["a-0000", "a-0001", "a-0002"], "{back:?}");
+    assert_eq!(s.counts(t).await.unwrap().retried, 0);
+}
+
+pub(crate) async fn fair_key_limit_the_key_of_jobs_without_a_key_is_not_limited(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_key_limit_unkeyed"));
+    let limits = KeyLimits::new()
+        .max_running(1)
+        .rate(RateLimit::per_second(1));
+    s.enqueue(t, flood("k", 2)).await.unwrap();
+    // Created once the topic has keyed jobs: the key "".
+    let plain: Vec<_> = (0..10)
+        .map(|i| new_job(&format!("plain-{i}"), REC, Due::In(0)))
+        .collect();
+    s.enqueue(t, plain).await.unwrap();
+    let batch = claim_limited(s, t, 20, LONG, limits).await;
+    assert_eq!(
+        per_key(&batch),
+        counts_of(&[("k", 1), ("plain", 10)]),
+        "the key \"\" under no limit: {batch:?}"
+    );
+
+    // A rate-limited finish of one of its jobs holds the topic, as for any job without a key.
+    let job = batch.jobs.iter().find(|j| j.id == "plain-0").unwrap();
+    let hold = Finish::RateLimited {
+        record: REC.to_vec(),
+        delay_ms: 60_000,
+    };
+    assert_eq!(finish(s, t, job, hold).await, FinishOutcome::Applied);
+    assert!(s.counts(t).await.unwrap().flow.held_until_ms.is_some());
+    enqueue_one(s, t, keyed("m-0000", "m", Due::In(0))).await;
+    let held = claim_limited(s, t, 20, LONG, limits).await;
+    assert!(held.jobs.is_empty(), "the topic is held: {held:?}");
 }

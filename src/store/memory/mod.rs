@@ -128,8 +128,8 @@ impl MemoryStore {
     }
 
     /// Enqueues `jobs` one after the other with `step` (each gives its outcome and, when the job is
-    /// the topic's earliest, its due time), under one lock; then sends the earliest hint. Each hint is
-    /// earlier than the one before, so only the last matters.
+    /// the topic's earliest or made a key ready, the time to hint about), under one lock; then sends
+    /// the earliest hint.
     fn enqueue_each<T, O>(
         &self,
         topic: &str,
@@ -142,7 +142,7 @@ impl MemoryStore {
                 .into_iter()
                 .map(|job| {
                     let (outcome, earlier) = step(state, job, now);
-                    hint = earlier.or(hint);
+                    hint = earliest(hint, earlier);
                     outcome
                 })
                 .collect();
@@ -178,6 +178,14 @@ impl MemoryStore {
     }
 }
 
+/// The earlier of two hints' times.
+fn earliest(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 impl Default for MemoryStore {
     fn default() -> Self {
         MemoryStore::new()
@@ -205,7 +213,12 @@ impl JobStore for MemoryStore {
     }
 
     async fn enqueue(&self, topic: &str, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
-        Ok(self.enqueue_each(topic, jobs, |state, job, now| state.enqueue(job, now)))
+        // As on Redis, which files a batch's keyed jobs first: in a batch with keyed jobs, those
+        // without a key take their turn as the key "" (see `topic/fair.rs`).
+        let keyed = jobs.iter().any(|job| job.key.is_some());
+        Ok(self.enqueue_each(topic, jobs, |state, job, now| {
+            state.enqueue_in(job, keyed, now)
+        }))
     }
 
     async fn enqueue_keyed(&self, topic: &str, jobs: Vec<KeyedJob>) -> Result<Vec<KeyedOutcome>> {
@@ -276,7 +289,7 @@ impl WorkerStore for MemoryStore {
                 .into_iter()
                 .map(|item| {
                     let (outcome, earlier) = state.finish(item, now);
-                    hint = earlier.or(hint);
+                    hint = earliest(hint, earlier);
                     outcome
                 })
                 .collect();

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
-use crate::store::{Finish, StoredState};
+use crate::store::{ClaimBatch, ClaimedJob, Finish, StoredState};
+use crate::{KeyLimits, RateLimit};
 
 const T0: i64 = 1_700_000_000_000;
 
@@ -354,6 +355,77 @@ async fn keys_for_fairness_leave_no_state_once_their_jobs_ended() {
     store.dead_purge("t", DeadSelection::All).await.unwrap();
     let deaths = [Death::new("dead", 1), Death::new("swept-dead", 2)];
     store.dead_ack("t", &deaths).await.unwrap();
+    assert!(store.holds_nothing("t"), "no key is left");
+}
+
+#[tokio::test]
+async fn limits_per_key_go_by_the_clock_exactly_and_leave_no_state() {
+    let (clock, store) = store();
+    let limits = KeyLimits::new()
+        .max_running(1)
+        .rate(RateLimit::per_second(10));
+    let request = || claim_req(10, 60_000, 10).key_limits(limits);
+    let keyed = |id: &str, key: &str| new_job(id, Due::In(0)).with_key(Some(key.to_owned()));
+    let jobs = vec![keyed("a-1", "a"), keyed("a-2", "a"), keyed("b-1", "b")];
+    store.enqueue("t", jobs).await.unwrap();
+    let ids = |batch: &ClaimBatch| batch.jobs.iter().map(|j| j.id.clone()).collect::<Vec<_>>();
+    let finish = |job: &ClaimedJob, finish: Finish| {
+        let item = FinishItem::new(job.id.clone(), job.token, finish);
+        store.finish("t", vec![item])
+    };
+
+    let first = store.claim("t", request()).await.unwrap();
+    assert_eq!(ids(&first), ["a-1", "b-1"]);
+    assert_eq!(
+        first.next_due_ms, None,
+        "a is at its max running, b has no job"
+    );
+    // A provider's limit on a-1 holds a for 250 ms (not the topic); its lease ends.
+    let hold = Finish::RateLimited {
+        record: vec![],
+        delay_ms: 250,
+    };
+    finish(&first.jobs[0], hold).await.unwrap();
+    assert_eq!(store.counts("t").await.unwrap().flow.held_until_ms, None);
+    let held = store.claim("t", request()).await.unwrap();
+    assert!(held.jobs.is_empty());
+    assert_eq!(held.next_due_ms, Some(T0 + 250), "when a's hold ends");
+
+    // Then a-2 (due first) goes, and a is at its max again.
+    clock.advance(Duration::from_millis(250));
+    let second = store.claim("t", request()).await.unwrap();
+    assert_eq!(ids(&second), ["a-2"]);
+    assert_eq!(second.next_due_ms, None);
+    finish(&second.jobs[0], Finish::Done).await.unwrap();
+    // Its rate: one per 100 ms, burst 1.
+    let rated = store.claim("t", request()).await.unwrap();
+    assert!(rated.jobs.is_empty());
+    assert_eq!(
+        rated.next_due_ms,
+        Some(T0 + 350),
+        "a's rate lets its next go"
+    );
+    clock.advance(Duration::from_millis(99));
+    assert!(store.claim("t", request()).await.unwrap().jobs.is_empty());
+    clock.advance(Duration::from_millis(1));
+    let third = store.claim("t", request()).await.unwrap();
+    assert_eq!(ids(&third), ["a-1"]);
+    for job in [&third.jobs[0], &first.jobs[1]] {
+        finish(job, Finish::Done).await.unwrap();
+    }
+    assert!(
+        !store.holds_nothing("t"),
+        "a's rate is kept while it matters"
+    );
+
+    // Once no keyed job is left, a claim that finds jobs due forgets the keys' rates.
+    store
+        .enqueue("t", vec![new_job("plain", Due::In(0))])
+        .await
+        .unwrap();
+    let plain = store.claim("t", request()).await.unwrap();
+    assert_eq!(ids(&plain), ["plain"]);
+    finish(&plain.jobs[0], Finish::Done).await.unwrap();
     assert!(store.holds_nothing("t"), "no key is left");
 }
 

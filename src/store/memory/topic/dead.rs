@@ -67,8 +67,11 @@ impl Topic {
         }
         self.unlist(&member);
         let hint = self.is_earliest(now).then_some(now);
-        self.due.insert(&death.id, now);
+        // A topic with keyed jobs files it under the key "" (its key, if it had one, ended with it).
+        self.fair.set_key(&death.id, None, false, now);
+        self.put_due(&death.id, now, now);
         self.jobs.insert(death.id.clone(), record);
+        let hint = self.fair_hint(hint, now);
         (RequeueOutcome::Requeued { due_at_ms: now }, hint)
     }
 

@@ -186,6 +186,8 @@ impl Topic {
         }
         let waiting = self.waits.jobs.remove(id)?;
         self.due.remove(id);
+        // A topic with keyed jobs files it under the key "".
+        self.fair.set_key(id, None, false, now);
         self.schedule(id, resolve(waiting.due, now), waiting.priority, now)
     }
 }

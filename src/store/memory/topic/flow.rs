@@ -2,7 +2,7 @@
 //! budget (see [`crate::flow`]), and priorities.
 
 use super::{resolve, Topic};
-use crate::flow::{Budget, RateLimit};
+use crate::flow::{Budget, KeyLimits, RateLimit};
 use crate::store::{ClaimBatch, ClaimRequest, Due, HeldBack};
 
 impl Topic {
@@ -86,8 +86,13 @@ impl Topic {
 
     /// Up to `max` due jobs, those with a priority first (highest first, then the earliest due), then
     /// the others by due time; when the topic has keyed jobs, the keyed ones among the others go
-    /// round-robin between their keys (see `fair.rs`).
-    pub(super) fn due_first(&mut self, now: i64, max: usize) -> Vec<(i64, String)> {
+    /// round-robin between their keys, each within `key_limits` (see `fair.rs`).
+    pub(super) fn due_first(
+        &mut self,
+        now: i64,
+        max: usize,
+        key_limits: KeyLimits,
+    ) -> Vec<(i64, String)> {
         for (due_at, id) in self.prio_wait.take_up_to(now, usize::MAX) {
             self.file_prio(&id, due_at, now);
         }
@@ -100,8 +105,10 @@ impl Topic {
         let fair = !self.fair.is_empty();
         if fair {
             for (_, id) in &out {
-                self.fair.claimed(id, now);
+                self.fair.claimed(id, key_limits.max_running_per_key(), now);
             }
+        } else {
+            self.fair.clear_idle();
         }
         if out.len() < max {
             let slots = max - out.len();
@@ -112,7 +119,10 @@ impl Topic {
                 .take(slots)
                 .collect();
             if fair {
-                out.extend(self.fair.claim(window, slots, now));
+                let (taken, parked) = self.fair.claim(window, slots, key_limits, now);
+                out.extend(taken);
+                // A key parked at its max running: the finish that frees a slot hints.
+                self.full |= parked;
             } else {
                 out.extend(window);
             }

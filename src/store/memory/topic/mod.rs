@@ -176,6 +176,18 @@ impl Topic {
 
     /// Enqueues one job; returns the outcome and the due time to hint about, if any.
     pub(super) fn enqueue(&mut self, job: NewJob, now: i64) -> (EnqueueOutcome, Option<i64>) {
+        self.enqueue_in(job, false, now)
+    }
+
+    /// Enqueues one job of a batch; `keyed_batch`: the batch has keyed jobs (then, as on Redis, which
+    /// files a batch's keyed jobs first, the batch's jobs without a key take their turn as the key
+    /// `""`). Returns the outcome and the due time to hint about, if any.
+    pub(super) fn enqueue_in(
+        &mut self,
+        job: NewJob,
+        keyed_batch: bool,
+        now: i64,
+    ) -> (EnqueueOutcome, Option<i64>) {
         if self.active.contains(&job.id) {
             return (EnqueueOutcome::Running, None);
         }
@@ -185,7 +197,7 @@ impl Topic {
             return (EnqueueOutcome::Exists { due_at_ms }, None);
         }
         let due_at_ms = resolve(job.due, now);
-        self.fair.set_key(&job.id, job.key, now);
+        self.fair.set_key(&job.id, job.key, keyed_batch, now);
         let hint = self.schedule(&job.id, due_at_ms, job.priority, now);
         self.jobs.insert(job.id, job.record);
         let outcome = match existing {
@@ -207,7 +219,17 @@ impl Topic {
             p => self.priority.insert(id.to_owned(), p),
         };
         self.put_due(id, due_at_ms, now);
-        hint
+        self.fair_hint(hint, now)
+    }
+
+    /// `hint`, or now when a key became ready (or a parked key was filed again): the claimers' next due
+    /// time may have left out every key that was ready, so they want to know (as on Redis).
+    fn fair_hint(&mut self, hint: Option<i64>, now: i64) -> Option<i64> {
+        if self.fair.take_readied() {
+            Some(now)
+        } else {
+            hint
+        }
     }
 
     /// Puts live job `id` in `due` at `due_at_ms`, filed by its priority and its key.
@@ -269,6 +291,8 @@ impl Topic {
         if due_now {
             self.flow_seen = (request.rate, request.max_running);
         }
+        // The next due time a claim of a topic with keyed jobs reports (see `fair.rs`).
+        let mut fair_next = None;
         if let Some((_, ids)) = self.claims.get(&token) {
             for id in ids {
                 if let Some(lease) = self.leases.get(id).filter(|l| l.token == token) {
@@ -282,7 +306,14 @@ impl Topic {
             }
         } else if !paused {
             let deadline = add_ms(now, request.lease_ms);
-            for (due_at_ms, id) in self.due_first(now, max) {
+            let claiming = due_now && max > 0;
+            let fair = claiming && !self.fair.is_empty();
+            let due = if claiming {
+                self.due_first(now, max, request.key_limits)
+            } else {
+                Vec::new()
+            };
+            for (due_at_ms, id) in due {
                 self.due.remove(&id);
                 self.prio_ready.remove(&id);
                 self.active.insert(&id, deadline);
@@ -304,10 +335,18 @@ impl Topic {
                 let ids = batch.jobs.iter().map(|j| j.id.clone()).collect();
                 self.claims.insert(token, (deadline, ids));
             }
+            if fair {
+                // Due jobs of keys held back (their rate, hold or max running) do not make the next
+                // claim sooner.
+                fair_next = Some(self.fair.next_due(self.due.iter().next()));
+            }
         }
+        // This claim saw the keys made ready by its sweep.
+        self.fair.take_readied();
 
         batch.paused = paused;
-        batch.next_due_ms = self.due.first_score().filter(|_| !paused);
+        let next_due = fair_next.unwrap_or_else(|| self.due.first_score());
+        batch.next_due_ms = next_due.filter(|_| !paused);
         self.flow_after_claim(budget, &mut batch, now);
         batch.next_lease_deadline_ms = self.active.first_score();
         batch.dead_pending = self.dead_pending.first_score().is_some_and(|at| at <= now);
@@ -322,18 +361,26 @@ impl Topic {
         if !self.held(id, item.token) {
             return (FinishOutcome::Stale, None);
         }
-        // A slot is free: the claims that found the topic full are woken.
+        // A slot is free: the claims that found the topic (or a key) full are woken.
         let freed = std::mem::take(&mut self.full).then_some(now);
         let (outcome, hint) = self.finish_held(item, now);
+        let hint = self.fair_hint(hint, now);
         (outcome, hint.or(freed))
     }
 
     /// Finishes one job whose lease `item` holds.
     fn finish_held(&mut self, item: FinishItem, now: i64) -> (FinishOutcome, Option<i64>) {
-        // A provider's limit holds the topic, and is a retry counted as nothing.
+        // A provider's limit holds the job's key when it has one (not the key `""`), else the topic;
+        // and is a retry counted as nothing.
         let item = match item.finish {
             Finish::RateLimited { record, delay_ms } => {
-                self.hold(delay_ms, now);
+                match self.fair.key_of(&item.id).filter(|k| !k.is_empty()) {
+                    Some(key) => {
+                        let key = key.to_owned();
+                        self.fair.hold(&key, resolve(Due::In(delay_ms), now));
+                    }
+                    None => self.hold(delay_ms, now),
+                }
                 let finish = Finish::Retry {
                     record,
                     delay_ms,
@@ -427,6 +474,7 @@ impl Topic {
             let due_at_ms = resolve(due, now);
             let hint = self.is_earliest(due_at_ms).then_some(due_at_ms);
             self.put_due(id, due_at_ms, now);
+            let hint = self.fair_hint(hint, now);
             (RescheduleOutcome::Rescheduled { due_at_ms }, hint)
         } else if self.active.contains(id) {
             (RescheduleOutcome::Running, None)

@@ -6,7 +6,8 @@
 -- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (earliest), HSET, ZADD, HINCRBY (history), and
 -- PUBLISH when earlier. Jobs with a priority add HSET x2 and ZADD; replacing a job when any has one
 -- adds EXISTS, HDEL and two ZREM. Jobs with a key add HGET (`vt`), HSET x2, ZADD and 2 or 3 calls per
--- key (fair.lua); replacing a job while the topic has keyed jobs adds HEXISTS and HDEL.
+-- key (fair.lua); replacing a job while the topic has keyed jobs adds HEXISTS, and HGET, HDEL, ZREM
+-- and ZRANGE per job replaced.
 local channel, topic = ARGV[1], ARGV[2]
 local n = (#ARGV - 2) / 7
 local now = now_ms()
@@ -21,8 +22,9 @@ local earliest_now = first
 local hint = nil
 local seen = {}
 local jobs, zadd, out = {}, {}, {}
--- Jobs written with a priority (ids, due times, priorities), and jobs replaced.
-local p_ids, p_dues, p_prios, replaced = {}, {}, {}, {}
+-- Jobs written with a priority (ids, due times, priorities), and jobs replaced (with their due times
+-- before).
+local p_ids, p_dues, p_prios, replaced, replaced_at = {}, {}, {}, {}, {}
 -- Jobs written with a key (ids, keys, due times).
 local k_ids, k_keys, k_dues = {}, {}, {}
 -- Jobs written without one (filed under the key '' when the topic has keyed jobs).
@@ -49,6 +51,7 @@ for i = 1, n do
     seen[id] = at
     if current then
       replaced[#replaced + 1] = id
+      replaced_at[#replaced] = current
     end
     if ARGV[b + 7] ~= '' then
       k_ids[#k_ids + 1], k_keys[#k_keys + 1], k_dues[#k_dues + 1] = id, ARGV[b + 7], at
@@ -98,10 +101,13 @@ if #p_ids > 0 then
   redis.call('HSET', K_STATS, 'prio', '1')
   file_prio(p_ids, p_dues, p_prios, now)
 end
--- A replaced job's key is the new one's (or none).
+-- A replaced job's key is the new one's (or none): its entry under the old one goes too (else, filed
+-- again at the same due time under another key, it would look due under both, and be claimed twice).
 if #replaced > 0 and redis.call('HEXISTS', K_STATS, 'fair') == 1 then
   fair_helpers()
-  fair_forget(replaced)
+  for i, id in ipairs(replaced) do
+    fair_cancel(id, replaced_at[i])
+  end
 end
 local readied = false
 if #k_ids > 0 then

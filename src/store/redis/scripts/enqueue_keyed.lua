@@ -92,6 +92,12 @@ for i = 1, n do
         redis.call('ZREM', K_PRIO_WAIT, id)
         file_prio({ id }, { at }, { prio }, now)
       end
+      -- Filed under the key '' when the topic had keyed jobs: filed again by its new due time (else
+      -- its entry, stale, would be dropped and the job never claimed: fair.lua).
+      if redis.call('HEXISTS', K_STATS, 'fair') == 1 then
+        fair_helpers()
+        fair_refile({ id }, { at }, now)
+      end
       if c == '1' then
         redis.call('HSET', K_JOBS, id, ARGV[b + 2])
       end

@@ -144,8 +144,8 @@ local function fair_helpers()
     end
   end
 
-  -- Forgets the key of due job `id` (due at `at`) removed by a cancel, with its queue entry, and the
-  -- key itself when that was its last entry.
+  -- Forgets the key of due job `id` (due at `at`) removed by a cancel or a replace, with its queue
+  -- entry, and the key itself when that was its last entry.
   fair_cancel = function(id, at)
     local key = redis.call('HGET', K_FKEY, id)
     if not key then
@@ -206,10 +206,11 @@ local function fair_helpers()
 
   -- The leases of jobs (ids) ended: each keyed job's key runs one fewer, and a key that was at its max
   -- running (in neither `fready` nor `fwait`, with jobs queued) is ready again. Call before their keys
-  -- are forgotten.
+  -- are forgotten. Returns true when it made a key ready (then claimers want a hint: the claims since
+  -- it was parked left it out, and may have found nothing else to wait for).
   fair_release = function(ids, now)
     if #ids == 0 or redis.call('EXISTS', K_FRUN) == 0 then
-      return
+      return false
     end
     local keys = fetch_many('HMGET', K_FKEY, ids)
     local vt = nil
@@ -226,6 +227,7 @@ local function fair_helpers()
         end
       end
     end
+    return vt ~= nil
   end
 
   -- Holds key `key` until `until_ms` (a handler's `JobError::rate_limited` on one of its jobs): none of
@@ -282,7 +284,8 @@ local function fair_helpers()
     redis.call('ZREMRANGEBYSCORE', K_FTAT, '-inf', now)
     redis.call('ZREMRANGEBYSCORE', K_FHOLD, '-inf', now)
     local taken, served = 0, nil
-    local claimed = {}
+    -- Ids claimed here (and, as a set, `took_ids`: an id met again under another key is stale there).
+    local claimed, took_ids = {}, {}
     -- Each turn claims a job, drops stale entries, or files a key elsewhere: bounded.
     local turns = 4 * want + 16
     while taken < want and turns > 0 do
@@ -331,13 +334,14 @@ local function fair_helpers()
         local drop = {}
         for i, e in ipairs(entries) do
           local at = tonumber(string.sub(e, 42, 56))
-          if not dues[i] or tonumber(dues[i]) ~= at then
+          if not dues[i] or tonumber(dues[i]) ~= at or took_ids[ids[i]] then
             drop[#drop + 1] = e
           elseif at <= now and took < cap then
             drop[#drop + 1] = e
             got[#got + 1] = ids[i]
             got[#got + 1] = string.format('%d', at)
             claimed[#claimed + 1] = ids[i]
+            took_ids[ids[i]] = true
             took = took + 1
           else
             head = at

@@ -6,8 +6,8 @@
 --   'dead':  id, token, 'dead', record, reason, ''
 --   'hold':  id, token, 'hold', record, delay ms, '' (a provider's rate limit: a retry counted as
 --            nothing, and no job of the topic is claimed before it is due: `hold_until` in stats)
--- A finish that ends a lease while `full` is set in stats (a claim found the topic at its max running)
--- clears it and sends a hint: a slot is free.
+-- A finish that ends a lease while `full` is set in stats (a claim found the topic, or a key, at its
+-- max running) clears it and sends a hint: a slot is free. So does one that makes a key ready.
 -- Jobs that end (done, cancelled, dead) are kept when the topic keeps finished jobs (`keep` in stats:
 -- succeeded and cancelled ones, with their record and result), announced to their waiters (`waits`),
 -- their progress forgotten (`progress`), and the ends of those that batches follow recorded
@@ -159,15 +159,17 @@ if (#retry_due > 0 or #ended > 0) and flags[2] then
   end
 end
 -- Keyed jobs keep their keys through a retry; jobs that end forget them (fair.lua).
+-- A key made ready (a parked key's lease ended, or a retry is due now) wakes the claimers, once.
 if #gone > 0 and flags[7] then
   fair_helpers()
-  fair_release(gone, now)
+  local readied = fair_release(gone, now)
   local r_ids, r_dues = {}, {}
   for i = 1, #retry_due, 2 do
     r_dues[#r_dues + 1] = retry_due[i]
     r_ids[#r_ids + 1] = retry_due[i + 1]
   end
-  if fair_refile(r_ids, r_dues, now) and not flags[1] then
+  readied = fair_refile(r_ids, r_dues, now) or readied
+  if readied and not flags[1] then
     publish_hint(channel, topic, now)
   end
   fair_forget(ended)
