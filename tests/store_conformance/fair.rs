@@ -850,3 +850,34 @@ pub(crate) async fn fair_key_limit_the_key_of_jobs_without_a_key_is_not_limited(
     let held = claim_limited(s, t, 20, LONG, limits).await;
     assert!(held.jobs.is_empty(), "the topic is held: {held:?}");
 }
+
+pub(crate) async fn fair_a_job_from_before_the_first_key_moved_later_is_still_claimed(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_legacy_moved"));
+    // Unkeyed, due soon, enqueued before the topic has any keyed job.
+    create(s, t, "old", REC, Due::In(100)).await;
+    s.enqueue(t, flood("flood", 3)).await.unwrap();
+    // Moved past every due time the topic had when its first keyed job came.
+    let at = reschedule(s, t, "old", Due::In(400)).await;
+    let mut seen = Vec::new();
+    let deadline = at + 5_000;
+    while !seen.iter().any(|id| id == "old") {
+        let batch = s
+            .claim(t, ClaimRequest::new(10, 30_000, 100, 3))
+            .await
+            .unwrap();
+        assert!(batch.now_ms() < deadline, "old was never claimed: {seen:?}");
+        for j in &batch.jobs {
+            assert!(
+                j.id != "old" || batch.now_ms() >= at,
+                "claimed before it was due"
+            );
+        }
+        seen.extend(batch.jobs.iter().map(|j| j.id.clone()));
+        if batch.jobs.is_empty() {
+            wait_past(s, now(s).await).await;
+        }
+    }
+    assert_eq!(seen.len(), 4, "each job once: {seen:?}");
+}

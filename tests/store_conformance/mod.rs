@@ -190,6 +190,7 @@ macro_rules! store_conformance {
             fair_only_key_left_fills_the_whole_claim,
             fair_retry_and_expired_lease_keep_the_key,
             fair_reschedule_and_cancel_of_keyed_jobs,
+            fair_a_job_from_before_the_first_key_moved_later_is_still_claimed,
             fair_future_jobs_of_a_key_join_when_due,
             fair_jobs_with_a_priority_go_first_whatever_their_key,
             fair_replace_applies_the_new_jobs_key,

@@ -301,7 +301,10 @@ impl Batched for Enqueues {
         // script.
         let plain = |job: &NewJob| !job.replace && job.priority == 0 && job.key.is_none();
         match jobs {
-            [job] if plain(job) => enqueue_one(store, topic, keys, job).await.map(|o| vec![o]),
+            // One job, a key for fairness or not (never with a replace): the lean script.
+            [job] if !job.replace && job.priority == 0 => {
+                enqueue_one(store, topic, keys, job).await.map(|o| vec![o])
+            }
             [first, ..]
                 if jobs
                     .iter()
@@ -410,7 +413,8 @@ async fn enqueue_one(
                 .arg(&job.record[..])
                 .arg(kind)
                 .arg(value)
-                .arg(u8::from(job.replace));
+                .arg(u8::from(job.replace))
+                .arg(job.key.as_deref().unwrap_or(""));
         })
         .await?;
     let mut r = Reply::new(reply, CONTEXT)?;

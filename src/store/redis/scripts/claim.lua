@@ -284,7 +284,7 @@ elseif max > 0 and next_due and next_due <= now then
     fair_helpers()
     if redis.call('EXISTS', K_FKEY) == 0 then
       -- No keyed job is left: the topic claims as a plain one again, and keeps nothing for keys.
-      redis.call('HDEL', K_STATS, 'fair', 'vt')
+      redis.call('HDEL', K_STATS, 'fair', 'vt', 'flegacy')
       redis.call('DEL', K_FQ, K_FREADY, K_FWAIT, K_FRUN, K_FTAT, K_FHOLD)
       has_fair = false
     end

@@ -1,7 +1,8 @@
 -- Enqueues one job: enqueue.lua's outcomes for a batch of one, in fewer calls (the common single
 -- enqueue, one round trip per job, so every call here counts).
 -- KEYS: due, active, jobs, history (the first four of keys.rs; the others are not touched).
--- ARGV: channel, topic, id, record, 'in'|'at', due value (ms), '1'|'0' (replace).
+-- ARGV: channel, topic, id, record, 'in'|'at', due value (ms), '1'|'0' (replace), key for fairness
+-- ('' or absent: none; a key never comes with a replace).
 -- Returns outcome (1 created, 2 replaced, 3 exists, 4 running) and due time (ms; 0 when running).
 -- redis.call for a new job: TIME, ZRANGE (earliest), HSETNX, ZADD, EXISTS (fkey: fair.lua), HINCRBY
 -- (history) = 6, and
@@ -37,8 +38,15 @@ elseif redis.call('HSETNX', K_JOBS, id, rec) == 0 then
   redis.call('HSET', K_JOBS, id, rec)
 end
 redis.call('ZADD', K_DUE, string.format('%d', at), id)
--- A topic with keyed jobs files it under the key '' (fair.lua).
-if redis.call('EXISTS', K_FKEY) == 1 then
+-- A job with a key is filed under it (fair.lua; never with a replace), and in a topic with keyed jobs
+-- one without under the key ''.
+local key = ARGV[8] or ''
+if key ~= '' then
+  fair_helpers()
+  if fair_file({ id }, { key }, { at }, now) then
+    first = nil
+  end
+elseif redis.call('EXISTS', K_FKEY) == 1 then
   fair_helpers()
   if fair_file_unkeyed({ id }, { at }, now) then
     first = nil

@@ -20,7 +20,9 @@
 --   ftat    zset  key's SHA-1 -> its rate's TAT (ms; only while in the future)
 --   fhold   zset  key's SHA-1 -> until when it is held (a handler's `JobError::rate_limited`)
 -- Stats: `fair` (set while `fkey` may hold an id; the claim clears it, and deletes the others, once
--- `fkey` is empty), `vt` (the tag of the key served last: a key that gets a due job joins at it).
+-- `fkey` is empty), `vt` (the tag of the key served last: a key that gets a due job joins at it),
+-- `flegacy` (while jobs enqueued before the topic's first keyed job may be due with no key entry: the
+-- last due time they may have).
 -- A key with no job has nothing here once the claim has met its last entry and its TAT has passed.
 -- A key at its max running is in neither `fready` nor `fwait`: the end of one of its leases files it
 -- again (fair_release).
@@ -83,19 +85,38 @@ local function fair_helpers()
   local function file(ids, keys, dues, now, set_keys)
     local vt = redis.call('HGET', K_FSTATS, 'vt') or '0'
     local fields, members = {}, {}
-    local readied = false
+    -- Each key is placed once, by its earliest job of the call.
+    local names, first_at = {}, {}
     for i, id in ipairs(ids) do
-      local name = redis.sha1hex(keys[i])
+      local key = keys[i]
+      local name = names[key]
+      if not name then
+        name = redis.sha1hex(key)
+        names[key] = name
+      end
       fields[#fields + 1] = id
-      fields[#fields + 1] = keys[i]
+      fields[#fields + 1] = key
       members[#members + 1] = '0'
       members[#members + 1] = entry(name, dues[i], id)
-      readied = place(name, dues[i], now, vt) or readied
+      if first_at[name] == nil or dues[i] < first_at[name] then
+        first_at[name] = dues[i]
+      end
+    end
+    local readied = false
+    for name, at in pairs(first_at) do
+      readied = place(name, at, now, vt) or readied
     end
     if #ids > 0 then
       if set_keys then
         call_many('HSET', K_FKEY, fields, 2)
-        redis.call('HSET', K_FSTATS, 'fair', '1')
+        if redis.call('HSET', K_FSTATS, 'fair', '1') == 1 then
+          -- The topic's first keyed job: jobs due by now's last due time may have no key entry, and
+          -- the claim looks for them at the head of `due` until it is past that time (fair_unkeyed).
+          local last = redis.call('ZRANGE', K_DUE, MAX_MS, '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 1, 'WITHSCORES')
+          if #last > 0 then
+            redis.call('HSET', K_FSTATS, 'flegacy', last[2])
+          end
+        end
       end
       call_many('ZADD', K_FQ, members, 2)
     end
@@ -122,19 +143,24 @@ local function fair_helpers()
   end
 
   -- Files again, under the keys they have, jobs back in `due` at new times (a retry, an expired lease,
-  -- a reschedule); jobs without a key are left alone. Returns true when a key became ready.
+  -- a reschedule); a job with no key entry under the key ''. Returns true when a key became ready.
   fair_refile = function(ids, dues, now)
     if #ids == 0 then
       return false
     end
     local keys = fetch_many('HMGET', K_FKEY, ids)
     local k_ids, k_keys, k_dues = {}, {}, {}
+    local u_ids, u_dues = {}, {}
     for i, id in ipairs(ids) do
       if keys[i] then
         k_ids[#k_ids + 1], k_keys[#k_keys + 1], k_dues[#k_dues + 1] = id, keys[i], dues[i]
+      else
+        -- A job from before the topic's first keyed job: moved, it takes the turn of the key ''.
+        u_ids[#u_ids + 1], u_dues[#u_dues + 1] = id, dues[i]
       end
     end
-    return file(k_ids, k_keys, k_dues, now, false)
+    local readied = file(k_ids, k_keys, k_dues, now, false)
+    return fair_file_unkeyed(u_ids, u_dues, now) or readied
   end
 
   -- Forgets the keys of jobs that ended (their queue entries, if any, are stale).
@@ -163,8 +189,16 @@ local function fair_helpers()
   -- Claims the jobs without a key among the first `room` due jobs, in due order, removing them from
   -- `due`; appends id, due time pairs to `got`.
   fair_unkeyed = function(room, now, got)
+    local legacy = tonumber(redis.call('HGET', K_FSTATS, 'flegacy') or '-1')
+    if legacy < 0 then
+      return
+    end
     local first = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, room, 'WITHSCORES')
-    if #first == 0 then
+    if #first == 0 or tonumber(first[2]) > legacy then
+      -- Past the last job that may have no key entry (or none due): none is left.
+      if #first > 0 or not earliest(K_DUE) or earliest(K_DUE) > legacy then
+        redis.call('HDEL', K_FSTATS, 'flegacy')
+      end
       return
     end
     local ids = {}
@@ -281,8 +315,11 @@ local function fair_helpers()
       call_many('ZADD', K_FREADY, add, 2, 'NX')
     end
     -- Rates' TATs and holds that have passed say nothing more.
-    redis.call('ZREMRANGEBYSCORE', K_FTAT, '-inf', now)
+    if interval > 0 then
+      redis.call('ZREMRANGEBYSCORE', K_FTAT, '-inf', now)
+    end
     redis.call('ZREMRANGEBYSCORE', K_FHOLD, '-inf', now)
+    local any_hold = redis.call('EXISTS', K_FHOLD) == 1
     local taken, served = 0, nil
     -- Ids claimed here (and, as a set, `took_ids`: an id met again under another key is stale there).
     local claimed, took_ids = {}, {}
@@ -306,7 +343,7 @@ local function fair_helpers()
         -- At its max: parked until one of its leases ends (fair_release).
         cap = math.min(cap, kmax - running)
       end
-      local hold = limited and redis.call('ZSCORE', K_FHOLD, name)
+      local hold = limited and any_hold and redis.call('ZSCORE', K_FHOLD, name)
       if cap > 0 and hold then
         go_at, cap = tonumber(hold), 0
       end
