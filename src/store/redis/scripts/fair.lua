@@ -52,8 +52,9 @@ local function fair_helpers()
   -- Files key `name` after one of its jobs was filed due at `at`: a key already ready stays as it is;
   -- a key waiting for its rate or hold, or parked at its max running, too (its claim or the end of one
   -- of its leases files it); else it is ready at `vt` when the job is due now, or waits until the
-  -- earlier of its times. Returns true when it made the key ready (then claimers want a hint: the
-  -- topic's earliest due time may be an older job held back).
+  -- earlier of its times. Returns true when it made the first key ready (then claimers, which may sleep
+  -- while every key is held back, want a hint: the topic's earliest due time may be an older job of a
+  -- held key).
   local function place(name, at, now, vt)
     if redis.call('ZSCORE', K_FREADY, name) then
       return false
@@ -69,12 +70,15 @@ local function fair_helpers()
       else
         redis.call('ZADD', K_FWAIT, 'LT', string.format('%d', at), name)
       end
-      return at <= now
+      return at <= now and redis.call('ZCARD', K_FREADY) == 0
     end
     if at <= now then
+      -- Claimers may sleep only while no key is ready: a hint is wanted only then (else every enqueue
+      -- of a new key's job would wake busy workers to a claim of a few jobs).
+      local idle = redis.call('ZCARD', K_FREADY) == 0
       redis.call('ZREM', K_FWAIT, name)
       redis.call('ZADD', K_FREADY, vt, name)
-      return true
+      return idle
     end
     redis.call('ZADD', K_FWAIT, 'LT', string.format('%d', at), name)
     return false
