@@ -40,6 +40,15 @@ async fn busiest_keys_counts_each_key_over_partitions(client: Client) {
     );
 }
 
+/// A client of a namespace of its own on `server`.
+async fn on_redis(server: &RedisServer) -> Client {
+    Client::builder()
+        .namespace("ops")
+        .redis(&server.url())
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn ops_busiest_keys_fair_on_memory() {
     busiest_keys_counts_each_key_over_partitions(Client::memory()).await;
@@ -48,22 +57,14 @@ async fn ops_busiest_keys_fair_on_memory() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ops_busiest_keys_fair_on_redis() {
     let server = RedisServer::start();
-    let client = Client::builder()
-        .namespace("ops")
-        .redis(&server.url())
-        .await
-        .unwrap();
+    let client = on_redis(&server).await;
     busiest_keys_counts_each_key_over_partitions(client).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ops_busiest_keys_show_running_jobs_under_a_key_limit_on_redis() {
     let server = RedisServer::start();
-    let client = Client::builder()
-        .namespace("ops")
-        .redis(&server.url())
-        .await
-        .unwrap();
+    let client = on_redis(&server).await;
     for _ in 0..4 {
         client
             .enqueue(Sync {

@@ -82,40 +82,7 @@ async fn dashboard_on_loopback_without_a_token_refuses_a_rebinding_host() {
             "{page}"
         );
     }
-    // Even with the token (read the honest way) and an Origin that matches its Host, its POST is
-    // refused.
-    let (_, page) = http(
-        &addr,
-        "GET",
-        "/topic?name=live.timers",
-        &[("Host", &addr)],
-        "",
-    )
-    .await;
-    let body = format!("topic=live.timers&csrf={}", csrf_of(&page));
-    let origin = format!("http://{rebound}");
-    let (status, answer) = http(
-        &addr,
-        "POST",
-        "/action/pause",
-        &[("Host", &rebound), ("Origin", &origin)],
-        &body,
-    )
-    .await;
-    assert_eq!(status, 403, "{answer}");
-    assert!(!paused(&client).await, "a rebinding page paused the topic");
-    // The same POST under the name the dashboard serves is done.
-    let origin = format!("http://{addr}");
-    let (status, answer) = http(
-        &addr,
-        "POST",
-        "/action/pause",
-        &[("Host", &addr), ("Origin", &origin)],
-        &body,
-    )
-    .await;
-    assert_eq!(status, 303, "{answer}");
-    assert!(paused(&client).await);
+    rebinding_pause_is_refused_and_an_honest_one_done(&client, &addr, "", &rebound).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -165,40 +132,8 @@ async fn dashboard_mounted_with_router_without_a_token_refuses_a_rebinding_host(
             );
         }
     }
-    // Its POST, with the CSRF token read the honest way and an Origin that matches its Host, is
-    // refused too.
-    let (_, page) = http(
-        &addr,
-        "GET",
-        "/jobs/topic?name=live.timers",
-        &[("Host", &addr)],
-        "",
-    )
-    .await;
-    let body = format!("topic=live.timers&csrf={}", csrf_of(&page));
     let rebound = format!("rebind.attacker.example:{port}");
-    let origin = format!("http://{rebound}");
-    let (status, answer) = http(
-        &addr,
-        "POST",
-        "/jobs/action/pause",
-        &[("Host", &rebound), ("Origin", &origin)],
-        &body,
-    )
-    .await;
-    assert_eq!(status, 403, "{answer}");
-    assert!(!paused(&client).await, "a rebinding page paused the topic");
-    let origin = format!("http://{addr}");
-    let (status, answer) = http(
-        &addr,
-        "POST",
-        "/jobs/action/pause",
-        &[("Host", &addr), ("Origin", &origin)],
-        &body,
-    )
-    .await;
-    assert_eq!(status, 303, "{answer}");
-    assert!(paused(&client).await);
+    rebinding_pause_is_refused_and_an_honest_one_done(&client, &addr, "/jobs", &rebound).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -320,4 +255,41 @@ async fn dashboard_behind_its_own_proxy_reads_the_forwarded_host_when_told() {
     .await;
     assert_eq!(status, 303, "{answer}");
     assert!(paused(&client).await);
+}
+
+/// A pause POSTed under the `rebound` Host, with the CSRF token read the honest way and an Origin that
+/// matches its Host, is refused (the topic stays running); the same POST under the name the dashboard
+/// serves (`addr`) is done. `base` is where the dashboard is mounted.
+async fn rebinding_pause_is_refused_and_an_honest_one_done(
+    client: &Client,
+    addr: &str,
+    base: &str,
+    rebound: &str,
+) {
+    let topic_page = format!("{base}/topic?name=live.timers");
+    let (_, page) = http(addr, "GET", &topic_page, &[("Host", addr)], "").await;
+    let body = format!("topic=live.timers&csrf={}", csrf_of(&page));
+    let pause = format!("{base}/action/pause");
+    let origin = format!("http://{rebound}");
+    let (status, answer) = http(
+        addr,
+        "POST",
+        &pause,
+        &[("Host", rebound), ("Origin", &origin)],
+        &body,
+    )
+    .await;
+    assert_eq!(status, 403, "{answer}");
+    assert!(!paused(client).await, "a rebinding page paused the topic");
+    let origin = format!("http://{addr}");
+    let (status, answer) = http(
+        addr,
+        "POST",
+        &pause,
+        &[("Host", addr), ("Origin", &origin)],
+        &body,
+    )
+    .await;
+    assert_eq!(status, 303, "{answer}");
+    assert!(paused(client).await);
 }
