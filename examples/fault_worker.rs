@@ -209,7 +209,8 @@ async fn redis_now(client: &Client) -> i64 {
     -1
 }
 
-async fn work(job: Work, ctx: JobContext, state: Arc<State>) -> Result<(), JobError> {
+/// Logs a handler's start; returns its id (escaped) and attempt.
+async fn log_start(ctx: &JobContext, state: &State) -> (String, u32) {
     let now = redis_now(&state.client).await;
     let (id, attempt) = (esc(ctx.id()), ctx.attempt());
     log(format!(
@@ -217,6 +218,11 @@ async fn work(job: Work, ctx: JobContext, state: Arc<State>) -> Result<(), JobEr
         pid(),
         ctx.due_at().timestamp_millis()
     ));
+    (id, attempt)
+}
+
+async fn work(job: Work, ctx: JobContext, state: Arc<State>) -> Result<(), JobError> {
+    let (id, attempt) = log_start(&ctx, &state).await;
     if job.sleep_ms > 0 {
         tokio::time::sleep(Duration::from_millis(job.sleep_ms)).await;
     }
@@ -245,13 +251,7 @@ async fn work(job: Work, ctx: JobContext, state: Arc<State>) -> Result<(), JobEr
 }
 
 async fn tenant_work(job: Tenant, ctx: JobContext, state: Arc<State>) -> Result<(), JobError> {
-    let now = redis_now(&state.client).await;
-    let (id, attempt) = (esc(ctx.id()), ctx.attempt());
-    log(format!(
-        "start {id} {attempt} {} {now} {}",
-        pid(),
-        ctx.due_at().timestamp_millis()
-    ));
+    let (id, attempt) = log_start(&ctx, &state).await;
     if job.sleep_ms > 0 {
         tokio::time::sleep(Duration::from_millis(job.sleep_ms)).await;
     }
