@@ -300,3 +300,94 @@ async fn key_limits_hold_per_tenant_across_three_worker_processes() {
     }
     eprintln!("KEY-LIMIT-FIGURES most at once per tenant (limit 2): {figures:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_limits_sigkilled_workers_lose_no_keyed_job_and_leave_no_key_state() {
+    let _serial = fault::serial().await;
+    let mut rig = Rig::start("key_limits_kill", RedisServer::builder()).await;
+    let tenants = ["acme", "globex", "initech"];
+    // Short leases: a killed worker's jobs come back (and free their key's slots) within ~1 s.
+    let spec = Spec::new(400, 3).env("FAULT_KEY_MAX", 2);
+    rig.spawn_ready(3, &spec).await;
+    rig.client
+        .enqueue_many(tenant_jobs(&tenants, 100, 50))
+        .await
+        .unwrap();
+    // Kill a worker every 300 ms, round robin, and start another in its place at once.
+    let mut last = std::time::Instant::now();
+    let mut kills = 0;
+    rig.drain_until(
+        Duration::from_secs(90),
+        "every tenant's job finished",
+        |events| {
+            let finished: BTreeSet<&str> = events
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Finish { id, .. } => Some(id.as_str()),
+                    _ => None,
+                })
+                .collect();
+            finished.len() == 300
+        },
+        |rig| {
+            if last.elapsed() >= Duration::from_millis(300) {
+                let slot = kills % rig.procs.len();
+                rig.kill9(slot);
+                rig.respawn(slot, spec.clone());
+                kills += 1;
+                last = std::time::Instant::now();
+            }
+        },
+    )
+    .await;
+    assert!(kills >= 5, "only {kills} kills: the test did not test much");
+    // Runs that finished never held more than 2 of a tenant at once (a killed run's slot is held
+    // until its lease is swept, so its rerun cannot overlap it either).
+    let events = rig.events();
+    let mut runs: BTreeMap<(String, u32, u32), (i64, i64)> = BTreeMap::new();
+    for e in &events {
+        match e {
+            Event::Start {
+                id,
+                attempt,
+                ms,
+                pid,
+                ..
+            } => runs.entry((id.clone(), *attempt, *pid)).or_default().0 = *ms,
+            Event::Finish {
+                id,
+                attempt,
+                ms,
+                pid,
+            } => runs.entry((id.clone(), *attempt, *pid)).or_default().1 = *ms,
+            _ => {}
+        }
+    }
+    for t in tenants {
+        let mine: Vec<(i64, i64)> = runs
+            .iter()
+            .filter(|((id, _, _), (_, to))| tenant_of(id) == t && *to > 0)
+            .map(|(_, span)| *span)
+            .collect();
+        let most = most_at_once(&mine);
+        assert!(
+            most <= 2,
+            "{most} finished runs of {t} at once, the limit is 2"
+        );
+    }
+    // Nothing is left for keys once every keyed job ended.
+    let counts = rig.client.topic::<Tenant>().counts().await.unwrap();
+    assert_eq!((counts.scheduled, counts.ready, counts.active), (0, 0, 0));
+    let left: Vec<String> = rig
+        .server
+        .keys()
+        .into_iter()
+        .filter(|k| {
+            ["fkey", "fq", "fready", "fwait", "frun", "ftat", "fhold"]
+                .iter()
+                .any(|s| k.ends_with(&format!(":{s}")))
+        })
+        .collect();
+    assert!(left.is_empty(), "per-key state left: {left:?}");
+    println!("key_limits_kill: {kills} kills, {} runs", runs.len());
+}
