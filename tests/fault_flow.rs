@@ -383,9 +383,10 @@ async fn key_limits_sigkilled_workers_lose_no_keyed_job_and_leave_no_key_state()
         .keys()
         .into_iter()
         .filter(|k| {
-            ["fkey", "fq", "fready", "fwait", "frun", "ftat", "fhold"]
-                .iter()
-                .any(|s| k.ends_with(&format!(":{s}")))
+            k.contains(":fq:")
+                || ["fkey", "fready", "fwait", "frun", "ftat", "fhold"]
+                    .iter()
+                    .any(|s| k.ends_with(&format!(":{s}")))
         })
         .collect();
     assert!(left.is_empty(), "per-key state left: {left:?}");

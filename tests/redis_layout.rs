@@ -289,10 +289,16 @@ async fn fair_keys_live_in_the_topic_slot_and_go_once_their_jobs_end() {
     s.enqueue(T, jobs).await.unwrap();
     let prefix = "postpone:{shop:orders.close}:";
     let keys = server.keys();
-    for set in ["fkey", "fq", "fready", "fwait"] {
+    for set in ["fkey", "fready", "fwait"] {
         let key = format!("{prefix}{set}");
         assert!(keys.contains(&key), "{key} missing: {keys:?}");
     }
+    // One queue per key with jobs, named by the key's SHA-1.
+    let queues = keys
+        .iter()
+        .filter(|k| k.starts_with(&format!("{prefix}fq:")))
+        .count();
+    assert_eq!(queues, 3, "{keys:?}");
     // Round-robin: the first claim of two takes one job of each due key.
     let first = s.claim(T, claim(2)).await.unwrap();
     let mut ids: Vec<_> = first.jobs.iter().map(|j| j.id.as_str()).collect();
@@ -341,9 +347,10 @@ async fn fair_keys_live_in_the_topic_slot_and_go_once_their_jobs_end() {
         .keys()
         .into_iter()
         .filter(|k| {
-            ["fkey", "fq", "fready", "fwait"]
-                .iter()
-                .any(|s| k.ends_with(&format!(":{s}")))
+            k.contains(":fq:")
+                || ["fkey", "fready", "fwait", "frun", "ftat", "fhold"]
+                    .iter()
+                    .any(|s| k.ends_with(&format!(":{s}")))
         })
         .collect();
     assert!(left.is_empty(), "per-key state left: {left:?}");

@@ -285,7 +285,18 @@ elseif max > 0 and next_due and next_due <= now then
     if redis.call('EXISTS', K_FKEY) == 0 then
       -- No keyed job is left: the topic claims as a plain one again, and keeps nothing for keys.
       redis.call('HDEL', K_STATS, 'fair', 'vt', 'flegacy')
-      redis.call('DEL', K_FQ, K_FREADY, K_FWAIT, K_FRUN, K_FTAT, K_FHOLD)
+      -- The queues of the keys still filed hold only stale entries now.
+      for _, set in ipairs({ K_FREADY, K_FWAIT }) do
+        local names = redis.call('ZRANGE', set, 0, -1)
+        for i = 1, #names, 1000 do
+          local queues = {}
+          for j = i, math.min(i + 999, #names) do
+            queues[#queues + 1] = K_FQ .. names[j]
+          end
+          redis.call('DEL', unpack(queues))
+        end
+      end
+      redis.call('DEL', K_FREADY, K_FWAIT, K_FRUN, K_FTAT, K_FHOLD)
       has_fair = false
     end
   end

@@ -24,7 +24,7 @@ local seen = {}
 local jobs, zadd, out = {}, {}, {}
 -- Jobs written with a priority (ids, due times, priorities), and jobs replaced (with their due times
 -- before).
-local p_ids, p_dues, p_prios, replaced, replaced_at = {}, {}, {}, {}, {}
+local p_ids, p_dues, p_prios, replaced = {}, {}, {}, {}
 -- Jobs written with a key (ids, keys, due times).
 local k_ids, k_keys, k_dues = {}, {}, {}
 -- Jobs written without one (filed under the key '' when the topic has keyed jobs).
@@ -51,7 +51,6 @@ for i = 1, n do
     seen[id] = at
     if current then
       replaced[#replaced + 1] = id
-      replaced_at[#replaced] = current
     end
     if ARGV[b + 7] ~= '' then
       k_ids[#k_ids + 1], k_keys[#k_keys + 1], k_dues[#k_dues + 1] = id, ARGV[b + 7], at
@@ -105,8 +104,8 @@ end
 -- again at the same due time under another key, it would look due under both, and be claimed twice).
 if #replaced > 0 and redis.call('HEXISTS', K_STATS, 'fair') == 1 then
   fair_helpers()
-  for i, id in ipairs(replaced) do
-    fair_cancel(id, replaced_at[i])
+  for _, id in ipairs(replaced) do
+    fair_cancel(id)
   end
 end
 local readied = false

@@ -7,13 +7,15 @@
 -- files the jobs without a key under the key '': they take their turn as one key, under no limit per
 -- key).
 --
--- Seven keys of the topic, named from `due`'s name (the same hash tag, so the same slot):
+-- Seven keys of the topic and one per key with jobs, named from `due`'s name (the same hash tag, so
+-- the same slot):
 --   fkey    hash  id -> its key, for every live keyed job (a retry, an expired lease or a reschedule
 --                 files the job again under it; an end deletes it)
---   fq      zset  all scores 0, members "<key's SHA-1, 40 hex>:<due ms, 15 digits>:<id>": each key's
---                 queue, in due order (then id), ranged by lex. An entry stands for a job only while
---                 `due` holds that id at that time: a job claimed, cancelled, ended or moved leaves a
---                 stale entry, which the claim drops when it meets it (every move files a new one).
+--   fq:<key's SHA-1, 40 hex>  zset  id -> due time: the key's queue. An entry stands for a job only
+--                 while `due` holds that id at that time: a job claimed, ended or moved elsewhere
+--                 leaves a stale entry, which the claim drops when it meets it (a move files the job
+--                 again, a cancel removes its entry). The claim takes from the front only, so what it
+--                 drops is a prefix (ZREMRANGEBYRANK).
 --   fready  zset  key's SHA-1 -> tag: keys with a job due now, served lowest tag first
 --   fwait   zset  key's SHA-1 -> when its earliest job is due, or when its rate or hold lets it go
 --   frun    hash  key's SHA-1 -> its running jobs (keys with some; every lease of a keyed job counts)
@@ -23,7 +25,7 @@
 -- `fkey` is empty), `vt` (the tag of the key served last: a key that gets a due job joins at it),
 -- `flegacy` (while jobs enqueued before the topic's first keyed job may be due with no key entry: the
 -- last due time they may have).
--- A key with no job has nothing here once the claim has met its last entry and its TAT has passed.
+-- A key with no job has nothing here (its queue is gone with its last entry) once its TAT has passed.
 -- A key at its max running is in neither `fready` nor `fwait`: the end of one of its leases files it
 -- again (fair_release).
 local K_FKEY = string.sub(K_DUE, 1, #K_DUE - 3) .. 'fkey'
@@ -41,12 +43,13 @@ local function fair_helpers()
     return
   end
   local base = string.sub(K_DUE, 1, #K_DUE - 3)
-  K_FQ, K_FREADY, K_FWAIT = base .. 'fq', base .. 'fready', base .. 'fwait'
+  K_FQ, K_FREADY, K_FWAIT = base .. 'fq:', base .. 'fready', base .. 'fwait'
   K_FSTATS = base .. 'stats'
   K_FRUN, K_FTAT, K_FHOLD = base .. 'frun', base .. 'ftat', base .. 'fhold'
 
-  local function entry(name, at, id)
-    return name .. ':' .. string.format('%015d', at) .. ':' .. id
+  -- Key `name`'s queue: a zset of its jobs' ids by due time.
+  local function qkey(name)
+    return K_FQ .. name
   end
 
   -- Files key `name` after one of its jobs was filed due at `at`: a key already ready stays as it is;
@@ -89,7 +92,7 @@ local function fair_helpers()
   local function file(ids, keys, dues, now, set_keys)
     local vt = redis.call('HGET', K_FSTATS, 'vt') or '0'
     local fields, members = {}, {}
-    -- Each key is placed once, by its earliest job of the call.
+    -- Each key is placed once, by its earliest job of the call; its queue gets one ZADD.
     local names, first_at = {}, {}
     for i, id in ipairs(ids) do
       local key = keys[i]
@@ -100,8 +103,13 @@ local function fair_helpers()
       end
       fields[#fields + 1] = id
       fields[#fields + 1] = key
-      members[#members + 1] = '0'
-      members[#members + 1] = entry(name, dues[i], id)
+      local queued = members[name]
+      if not queued then
+        queued = {}
+        members[name] = queued
+      end
+      queued[#queued + 1] = string.format('%d', dues[i])
+      queued[#queued + 1] = id
       if first_at[name] == nil or dues[i] < first_at[name] then
         first_at[name] = dues[i]
       end
@@ -113,16 +121,20 @@ local function fair_helpers()
     if #ids > 0 then
       if set_keys then
         call_many('HSET', K_FKEY, fields, 2)
-        if redis.call('HSET', K_FSTATS, 'fair', '1') == 1 then
-          -- The topic's first keyed job: jobs due by now's last due time may have no key entry, and
-          -- the claim looks for them at the head of `due` until it is past that time (fair_unkeyed).
+        if redis.call('HSET', K_FSTATS, 'fair', '1') == 1
+          and redis.call('ZCOUNT', K_DUE, '-inf', MAX_MS) > #ids then
+          -- The topic's first keyed jobs, beside older ones: those, due by now's last due time, have
+          -- no key entry, and the claim looks for them at the head of `due` until it is past that
+          -- time (fair_unkeyed).
           local last = redis.call('ZRANGE', K_DUE, MAX_MS, '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 1, 'WITHSCORES')
           if #last > 0 then
             redis.call('HSET', K_FSTATS, 'flegacy', last[2])
           end
         end
       end
-      call_many('ZADD', K_FQ, members, 2)
+      for name, queued in pairs(members) do
+        call_many('ZADD', qkey(name), queued, 2)
+      end
     end
     return readied
   end
@@ -176,15 +188,15 @@ local function fair_helpers()
 
   -- Forgets the key of due job `id` (due at `at`) removed by a cancel or a replace, with its queue
   -- entry, and the key itself when that was its last entry.
-  fair_cancel = function(id, at)
+  fair_cancel = function(id)
     local key = redis.call('HGET', K_FKEY, id)
     if not key then
       return
     end
     redis.call('HDEL', K_FKEY, id)
     local name = redis.sha1hex(key)
-    redis.call('ZREM', K_FQ, entry(name, at, id))
-    if #redis.call('ZRANGE', K_FQ, '[' .. name .. ':', '[' .. name .. ';', 'BYLEX', 'LIMIT', 0, 1) == 0 then
+    redis.call('ZREM', qkey(name), id)
+    if redis.call('EXISTS', qkey(name)) == 0 then
       redis.call('ZREM', K_FREADY, name)
       redis.call('ZREM', K_FWAIT, name)
     end
@@ -223,9 +235,9 @@ local function fair_helpers()
     end
   end
 
-  -- The first entries of key `name`'s queue (at most `limit`).
+  -- The first entries of key `name`'s queue (at most `limit`): id, due time, id, due time...
   local function queue(name, limit)
-    return redis.call('ZRANGE', K_FQ, '[' .. name .. ':', '[' .. name .. ';', 'BYLEX', 'LIMIT', 0, limit)
+    return redis.call('ZRANGE', qkey(name), 0, limit - 1, 'WITHSCORES')
   end
 
   -- Counts claimed jobs (ids) as running under their keys, when the claim counts (a key max running
@@ -259,7 +271,7 @@ local function fair_helpers()
           redis.call('HDEL', K_FRUN, name)
         end
         if not redis.call('ZSCORE', K_FREADY, name) and not redis.call('ZSCORE', K_FWAIT, name)
-          and #queue(name, 1) > 0 then
+          and redis.call('EXISTS', qkey(name)) == 1 then
           vt = vt or redis.call('HGET', K_FSTATS, 'vt') or '0'
           redis.call('ZADD', K_FREADY, vt, name)
         end
@@ -364,21 +376,23 @@ local function fair_helpers()
       if cap > 0 then
         local limit = cap + 8
         local entries = queue(name, limit)
-        local ids = {}
-        for i, e in ipairs(entries) do
-          ids[i] = string.sub(e, 58)
+        local ids, ats = {}, {}
+        for i = 1, #entries, 2 do
+          ids[#ids + 1] = entries[i]
+          ats[#ats + 1] = tonumber(entries[i + 1])
         end
         local dues = {}
         if #ids > 0 then
           dues = fetch_many('ZMSCORE', K_DUE, ids)
         end
-        local drop = {}
-        for i, e in ipairs(entries) do
-          local at = tonumber(string.sub(e, 42, 56))
+        -- What is looked at goes in order (stale or claimed) until the first job that stays: a prefix.
+        local drop = 0
+        for i = 1, #ids do
+          local at = ats[i]
           if not dues[i] or tonumber(dues[i]) ~= at or took_ids[ids[i]] then
-            drop[#drop + 1] = e
+            drop = drop + 1
           elseif at <= now and took < cap then
-            drop[#drop + 1] = e
+            drop = drop + 1
             got[#got + 1] = ids[i]
             got[#got + 1] = string.format('%d', at)
             claimed[#claimed + 1] = ids[i]
@@ -389,14 +403,14 @@ local function fair_helpers()
             break
           end
         end
-        if #drop > 0 then
-          call_many('ZREM', K_FQ, drop, 1)
+        if drop > 0 then
+          redis.call('ZREMRANGEBYRANK', qkey(name), 0, drop - 1)
         end
-        if head == nil and #entries == limit then
+        if head == nil and #ids == limit then
           -- Every entry looked at was taken or stale, and there are more: the next one decides.
           local nxt = queue(name, 1)
           if #nxt > 0 then
-            head = tonumber(string.sub(nxt[1], 42, 56))
+            head = tonumber(nxt[2])
           end
         end
         if took > 0 then
@@ -418,7 +432,7 @@ local function fair_helpers()
         -- Held back before looking at its queue: its place depends on whether it has a job at all.
         local nxt = queue(name, 1)
         if #nxt > 0 then
-          head = tonumber(string.sub(nxt[1], 42, 56))
+          head = tonumber(nxt[2])
         end
       end
       if head ~= nil then

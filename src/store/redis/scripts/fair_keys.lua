@@ -29,11 +29,11 @@ end
 local partial = n_ready > sample or n_wait > sample or running[1] ~= '0'
 local rows = {}
 for _, name in ipairs(names) do
-  local queued = redis.call('ZLEXCOUNT', K_FQ, '[' .. name .. ':', '[' .. name .. ';')
+  local queued = redis.call('ZCARD', K_FQ .. name)
   -- The key's text, from the first of its queued jobs still keyed.
   local key = nil
-  for _, e in ipairs(redis.call('ZRANGE', K_FQ, '[' .. name .. ':', '[' .. name .. ';', 'BYLEX', 'LIMIT', 0, 4)) do
-    key = redis.call('HGET', K_FKEY, string.sub(e, 58))
+  for _, id in ipairs(redis.call('ZRANGE', K_FQ .. name, 0, 3)) do
+    key = redis.call('HGET', K_FKEY, id)
     if key then
       break
     end
