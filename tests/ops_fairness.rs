@@ -102,6 +102,10 @@ async fn ops_busiest_keys_show_running_jobs_under_a_key_limit_on_redis() {
         ("acme", 2, 2),
         "{page:?}"
     );
+    assert_eq!(
+        page.total, 1,
+        "a key at its max running is counted: {page:?}"
+    );
     // At its max: no third job of the key started.
     assert!(started.try_recv().is_err());
     release.add_permits(4);

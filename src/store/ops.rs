@@ -166,7 +166,8 @@ pub struct KeyLoad {
 pub struct KeysPage {
     /// The busiest keys of those looked at, by jobs queued (then by key).
     pub keys: Vec<KeyLoad>,
-    /// Keys with a job queued (keys parked at their max running are not counted).
+    /// Keys with a job queued (ready, waiting for their time, rate or hold, or at their max running;
+    /// the last counted among the sampled ones when [`KeysPage::sampled`]).
     pub total: u64,
     /// Whether a sample was looked at (the topic has more keys than the sample): the busiest keys of
     /// the sample, not necessarily of the topic.

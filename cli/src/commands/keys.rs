@@ -94,11 +94,6 @@ pub(crate) async fn keys(ops: &Ops, out: &Out, topic: &str, limit: u16) -> Resul
     out.print_table(&table);
     let plural = if page.total == 1 { "" } else { "s" };
     let mut footer = format!("{} key{plural} with a job queued", page.total);
-    if page.running_counted {
-        // The store counts the keys that wait for their turn (or their hold): not those parked at
-        // their max running.
-        footer.push_str(" (not counting keys at their max running)");
-    }
     if page.sampled {
         footer.push_str("; busiest of a sample of the topic's keys");
     }

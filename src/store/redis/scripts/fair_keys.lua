@@ -2,7 +2,8 @@
 -- of at most `sample` keys from each of the ready keys, the waiting ones and those running jobs, each
 -- with its queue's length, its running jobs and until when it is held back; never a scan of every key.
 -- ARGV: limit (keys returned), sample.
--- Returns: keys with a job queued (ready + waiting; parked keys not counted), 1 when the sample may
+-- Returns: keys with a job queued (ready, waiting, and parked at their max running among the sampled
+-- running ones), 1 when the sample may
 -- have missed keys (0: every key was looked at), whether running jobs are counted (1: a limit per key
 -- counts them), then per key, busiest first: key, queued, running, held until (ms, 0: not held).
 local limit, sample = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -27,6 +28,15 @@ for i = 1, #running[2], 2 do
   add(running[2][i])
 end
 local partial = n_ready > sample or n_wait > sample or running[1] ~= '0'
+-- Keys parked at their max running: in neither set, with jobs queued.
+local parked = 0
+for i = 1, #running[2], 2 do
+  local name = running[2][i]
+  if not redis.call('ZSCORE', K_FREADY, name) and not redis.call('ZSCORE', K_FWAIT, name)
+    and redis.call('EXISTS', K_FQ .. name) == 1 then
+    parked = parked + 1
+  end
+end
 local rows = {}
 for _, name in ipairs(names) do
   local queued = redis.call('ZCARD', K_FQ .. name)
@@ -53,7 +63,7 @@ table.sort(rows, function(a, b)
   end
   return a[1] < b[1]
 end)
-local out = { n_ready + n_wait, partial and 1 or 0, redis.call('EXISTS', K_FRUN) }
+local out = { n_ready + n_wait + parked, partial and 1 or 0, redis.call('EXISTS', K_FRUN) }
 for i = 1, math.min(limit, #rows) do
   for _, v in ipairs(rows[i]) do
     out[#out + 1] = v
