@@ -153,6 +153,30 @@ fn tenants_finished(events: &[Event], tenants: &[&str]) -> usize {
         .count()
 }
 
+/// Starts 3 workers of `spec`, enqueues `n` jobs of each tenant (each working `sleep_ms`) and waits
+/// until every one finished; returns the workers' slots.
+async fn run_tenants(
+    rig: &mut Rig,
+    spec: &Spec,
+    tenants: &[&str],
+    n: usize,
+    sleep_ms: u64,
+) -> Vec<usize> {
+    let slots = rig.spawn_ready(3, spec).await;
+    rig.client
+        .enqueue_many(tenant_jobs(tenants, n, sleep_ms))
+        .await
+        .unwrap();
+    rig.drain_until(
+        Duration::from_secs(60),
+        "every tenant's job finished",
+        |events| tenants_finished(events, tenants) == n * tenants.len(),
+        |_| {},
+    )
+    .await;
+    slots
+}
+
 /// The tenant of an id `<tenant>-<i>`.
 fn tenant_of(id: &str) -> &str {
     id.rsplit_once('-').map_or(id, |(t, _)| t)
@@ -184,18 +208,7 @@ async fn key_limits_hold_per_tenant_across_three_worker_processes() {
     let tenants = ["acme", "globex", "initech"];
     // 3 slots each: 9 in all for the 6 the tenants may use, so no one worker can take them all.
     let spec = Spec::new(2_000, 3).env("FAULT_KEY_MAX", 2);
-    let slots = rig.spawn_ready(3, &spec).await;
-    rig.client
-        .enqueue_many(tenant_jobs(&tenants, 40, 50))
-        .await
-        .unwrap();
-    rig.drain_until(
-        Duration::from_secs(60),
-        "every tenant's job finished",
-        |events| tenants_finished(events, &tenants) == 120,
-        |_| {},
-    )
-    .await;
+    let slots = run_tenants(&mut rig, &spec, &tenants, 40, 50).await;
     let events = rig.events();
     let mut runs: BTreeMap<(String, u32), (i64, i64, u32)> = BTreeMap::new();
     for e in &events {
@@ -246,18 +259,7 @@ async fn key_limits_hold_per_tenant_across_three_worker_processes() {
     // starting at each claim) holds 50 +- 5 %, and so does the whole run.
     let tenants = ["hooli", "vandelay"];
     let spec = Spec::new(2_000, 8).env("FAULT_KEY_RATE", "50/1000");
-    rig.spawn_ready(3, &spec).await;
-    rig.client
-        .enqueue_many(tenant_jobs(&tenants, 250, 0))
-        .await
-        .unwrap();
-    rig.drain_until(
-        Duration::from_secs(60),
-        "every tenant's job finished",
-        |events| tenants_finished(events, &tenants) == 500,
-        |_| {},
-    )
-    .await;
+    run_tenants(&mut rig, &spec, &tenants, 250, 0).await;
     let mut claims: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
     let mut pids = BTreeSet::new();
     for e in rig.events() {
@@ -378,17 +380,7 @@ async fn key_limits_sigkilled_workers_lose_no_keyed_job_and_leave_no_key_state()
     // Nothing is left for keys once every keyed job ended.
     let counts = rig.client.topic::<Tenant>().counts().await.unwrap();
     assert_eq!((counts.scheduled, counts.ready, counts.active), (0, 0, 0));
-    let left: Vec<String> = rig
-        .server
-        .keys()
-        .into_iter()
-        .filter(|k| {
-            k.contains(":fq:")
-                || ["fkey", "fready", "fwait", "frun", "ftat", "fhold"]
-                    .iter()
-                    .any(|s| k.ends_with(&format!(":{s}")))
-        })
-        .collect();
+    let left = rig.server.fairness_keys();
     assert!(left.is_empty(), "per-key state left: {left:?}");
     println!("key_limits_kill: {kills} kills, {} runs", runs.len());
 }

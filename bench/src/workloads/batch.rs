@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use postpone::{EnqueueItem, JobContext, JobError, Worker};
+use postpone::{EnqueueItem, JobContext, JobError};
 use tokio::sync::oneshot;
 
 use super::{client, counts_ok, rate};
@@ -58,14 +58,8 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     }));
     // The worker: its own client (its own connections, as BullMQ's worker has), in this process,
     // running before the batch exists.
-    let worker_client = client(args).await?;
-    let worker = Worker::with_state(&worker_client, seen.clone())
-        .concurrency(args.concurrency)
-        .handle(member)
-        .handle(callback)
-        .build()?;
-    let stop = worker.shutdown_handle();
-    let running = tokio::spawn(worker.run());
+    let running =
+        super::spawn_worker(args, seen.clone(), |w| w.handle(member).handle(callback)).await?;
 
     let client = client(args).await?;
     let redis_before = probe.cpu_s().await?;
@@ -83,8 +77,7 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
         .map_err(|_| "the batch's callback did not start in time")??;
     let secs = callback_at.saturating_duration_since(created).as_secs_f64();
     let redis_cpu = probe.cpu_s().await? - redis_before;
-    stop.shutdown();
-    running.await??;
+    running.stop().await?;
 
     let (members, callbacks, last_member_end) = {
         let s = seen.lock().unwrap_or_else(|p| p.into_inner());

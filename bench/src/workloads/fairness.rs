@@ -11,7 +11,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use postpone::{EnqueueItem, JobContext, JobError, Worker};
+use postpone::{EnqueueItem, JobContext, JobError};
 use tokio::sync::oneshot;
 
 use super::{all_created, client, rate};
@@ -76,15 +76,8 @@ pub(super) async fn run(args: &Args, _probe: &mut Probe) -> BoxResult<Report> {
         drained: Some(tx),
         quiet: Vec::new(),
     }));
-    // The worker's own client (its own connections, as BullMQ's worker has).
-    let worker_client = super::client(args).await?;
-    let worker = Worker::with_state(&worker_client, seen.clone())
-        .concurrency(args.concurrency)
-        .handle(handle)
-        .build()?;
-    let stop = worker.shutdown_handle();
+    let running = super::spawn_worker(args, seen.clone(), |w| w.handle(handle)).await?;
     let started = Instant::now();
-    let running = tokio::spawn(worker.run());
 
     let producing = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let mut producers = tokio::task::JoinSet::new();
@@ -122,8 +115,7 @@ pub(super) async fn run(args: &Args, _probe: &mut Probe) -> BoxResult<Report> {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    stop.shutdown();
-    running.await??;
+    running.stop().await?;
 
     let secs = drained_at.saturating_duration_since(started).as_secs_f64();
     let mut quiet = std::mem::take(&mut seen.lock().unwrap_or_else(|p| p.into_inner()).quiet);

@@ -57,6 +57,39 @@ pub(crate) async fn run(args: &Args) -> BoxResult<Report> {
 }
 
 /// A client of the library, as an application would make one.
+/// A worker running in this process on a client of its own (its own connections, as BullMQ's worker
+/// has), at `args.concurrency`, with the handlers `handlers` registers; stopped by [`Running::stop`].
+async fn spawn_worker<S: Send + Sync + 'static>(
+    args: &Args,
+    state: S,
+    handlers: impl FnOnce(postpone::WorkerBuilder<S>) -> postpone::WorkerBuilder<S>,
+) -> BoxResult<Running> {
+    let worker_client = client(args).await?;
+    let worker =
+        handlers(postpone::Worker::with_state(&worker_client, state).concurrency(args.concurrency))
+            .build()?;
+    let stop = worker.shutdown_handle();
+    Ok(Running {
+        stop,
+        task: tokio::spawn(worker.run()),
+    })
+}
+
+/// A worker started by [`spawn_worker`].
+struct Running {
+    stop: postpone::ShutdownHandle,
+    task: tokio::task::JoinHandle<postpone::Result<()>>,
+}
+
+impl Running {
+    /// Stops the worker and waits for it (its jobs done).
+    async fn stop(self) -> BoxResult<()> {
+        self.stop.shutdown();
+        self.task.await??;
+        Ok(())
+    }
+}
+
 async fn client(args: &Args) -> BoxResult<Client> {
     Ok(Client::connect(&args.redis).await?)
 }

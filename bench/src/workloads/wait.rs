@@ -13,7 +13,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use postpone::{Client, EnqueueItem, JobContext, JobError, JobOutcome, Worker};
+use postpone::{Client, EnqueueItem, JobContext, JobError, JobOutcome};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
@@ -99,14 +99,8 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
 
     // The worker: its own client (its own connections, as BullMQ's worker has), in this process.
     let finished: Finished = Arc::new((0..n).map(|_| OnceLock::new()).collect());
-    let worker_client = super::client(args).await?;
-    let worker = Worker::with_state(&worker_client, finished.clone())
-        .concurrency(args.concurrency)
-        .handle(finish)
-        .build()?;
-    let stop = worker.shutdown_handle();
+    let running = super::spawn_worker(args, finished.clone(), |w| w.handle(finish)).await?;
     let started = Instant::now();
-    let running = tokio::spawn(worker.run());
     let mut woken = Vec::with_capacity(n as usize);
     let mut errors = 0u64;
     while let Some(joined) = waiters.join_next().await {
@@ -121,8 +115,7 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
         }
     }
     let secs = started.elapsed().as_secs_f64();
-    stop.shutdown();
-    running.await??;
+    running.stop().await?;
 
     let (mut wakes, wrong) = wake_times(&woken, &finished);
     ok &= errors == 0 && wrong == 0 && wakes.len() as u64 == n;
