@@ -116,6 +116,8 @@ pub(crate) struct Args {
     pub(crate) priorities: bool,
     /// `drain`: jobs of a type that keeps finished jobs and their results (`bench.kept`).
     pub(crate) keep: bool,
+    /// `fairness`: the same jobs without keys, on a topic of their own (what a plain queue does).
+    pub(crate) no_keys: bool,
     /// The worker process records metrics and runs a `tracing` subscriber (the `observe` feature).
     pub(crate) observe: bool,
     /// Delete whatever the Redis holds before the run (without it, a Redis holding keys is refused).
@@ -128,7 +130,7 @@ pub(crate) const DEFAULT_DATABASE: &str = "postgres://postgres@127.0.0.1:5432/te
 pub(crate) const USAGE: &str = "\
 usage: postpone-bench <workload> [--jobs N] [--concurrency C] [--redis URL] [--flush]
                       [--backlog N] [--topics N] [--secs S] [--rate R] [--observe] [--database URL]
-                      [--keep]
+                      [--keep] [--no-keys]
 
 workloads (see BENCHMARKS.md):
   enqueue             one task enqueues jobs one at a time, each awaited
@@ -157,8 +159,8 @@ workloads (see BENCHMARKS.md):
                       start, ms from the last member's end to it (callback_after_last_ms)
   fairness            --jobs N (default 100,000) due jobs of one key, and 50 quiet keys each
                       enqueueing a job every 10 ms, drained by a worker in the same process; the quiet
-                      jobs' start lag p50/p99/max (quiet_p99_ms) and the flood's jobs/s (a plain queue
-                      for now)
+                      jobs' start lag p50/p99/max (quiet_p99_ms) and the flood's jobs/s; with
+                      --no-keys the same jobs without keys (a plain queue: what fairness costs)
 
 options:
   --jobs N         jobs (defaults: 50,000; enqueue-concurrent and drain-io 64,000; delayed 2,000;
@@ -181,6 +183,7 @@ options:
   --flow           drain, drain-io, backlog: flow limits on that never bind (rate 100,000,000/s,
                    max running 1,000,000): what checking them in the claim costs
   --priorities     drain, drain-io, backlog: half the jobs enqueued with a priority (1 or 2)
+  --no-keys        fairness: the jobs without keys, on a topic of their own (bench.fair_plain)
   --keep           drain: jobs of a type that keeps every finished job with its result (keep 1h,
                    keep_last 1,000,000); Redis bytes per kept job (kept_bytes_per_job)
   --observe        the worker process records postpone's metrics (a Prometheus recorder) and logs
@@ -212,6 +215,7 @@ impl Args {
             observe: false,
             flush: false,
             keep: false,
+            no_keys: false,
         };
         while let Some(flag) = it.next() {
             if flag == "--flow" || flag == "--priorities" {
@@ -219,8 +223,9 @@ impl Args {
                 out.priorities |= flag == "--priorities";
                 continue;
             }
-            if flag == "--keep" {
-                out.keep = true;
+            if flag == "--keep" || flag == "--no-keys" {
+                out.keep |= flag == "--keep";
+                out.no_keys |= flag == "--no-keys";
                 continue;
             }
             if flag == "--observe" || flag == "--flush" {
@@ -252,6 +257,9 @@ impl Args {
         }
         if out.keep && workload != Workload::Drain {
             return Err("--keep applies to drain only".into());
+        }
+        if out.no_keys && workload != Workload::Fairness {
+            return Err("--no-keys applies to fairness only".into());
         }
         if out.jobs == 0 && workload != Workload::Idle {
             return Err("--jobs must be at least 1".into());

@@ -98,17 +98,47 @@ pub(crate) struct Tenant {
     pub(crate) enqueued_us: u64,
 }
 
-impl Tenant {
-    pub(crate) fn new(order_id: u64, key: &str, enqueued_us: u64) -> Self {
-        let Order { order_id, note } = Order::new(order_id);
-        Tenant {
-            order_id,
-            note,
-            key: key.to_owned(),
-            enqueued_us,
-        }
-    }
+/// `fairness --no-keys`: [`Tenant`]'s payload on a topic of its own, with no key for fairness (the
+/// tenant only in the payload): a plain queue under the same load.
+#[derive(Debug, Clone, Serialize, Deserialize, Job)]
+#[job(topic = "bench.fair_plain")]
+pub(crate) struct PlainTenant {
+    pub(crate) order_id: u64,
+    pub(crate) note: String,
+    pub(crate) key: String,
+    pub(crate) enqueued_us: u64,
 }
+
+/// What `fairness` needs of its job type, keyed ([`Tenant`]) or not ([`PlainTenant`]).
+pub(crate) trait TenantJob: postpone::Job<Output = ()> + Clone {
+    fn new(order_id: u64, key: &str, enqueued_us: u64) -> Self;
+    fn tenant(&self) -> &str;
+    fn enqueued_us(&self) -> u64;
+}
+
+macro_rules! tenant_job {
+    ($ty:ident) => {
+        impl TenantJob for $ty {
+            fn new(order_id: u64, key: &str, enqueued_us: u64) -> Self {
+                let Order { order_id, note } = Order::new(order_id);
+                $ty {
+                    order_id,
+                    note,
+                    key: key.to_owned(),
+                    enqueued_us,
+                }
+            }
+            fn tenant(&self) -> &str {
+                &self.key
+            }
+            fn enqueued_us(&self) -> u64 {
+                self.enqueued_us
+            }
+        }
+    };
+}
+tenant_job!(Tenant);
+tenant_job!(PlainTenant);
 
 /// `batch`: the success callback of the batch (how many members it had).
 #[derive(Debug, Clone, Serialize, Deserialize, Job)]

@@ -6,7 +6,9 @@
 //!
 //! Every job has its tenant's key for fairness (`#[job(key = "key")]` on [`Tenant`]): the topic's
 //! workers take due jobs round-robin between keys, so a quiet tenant's job waits for a free slot, not
-//! for the flood. BullMQ's side is a plain queue (groups are a BullMQ Pro feature).
+//! for the flood. BullMQ's side is a plain queue (groups are a BullMQ Pro feature). With `--no-keys`
+//! the same jobs go without keys to a topic of their own ([`PlainTenant`]): postpone's plain queue
+//! under the same load, which says what fairness costs apart from the load itself.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,7 +18,7 @@ use tokio::sync::oneshot;
 
 use super::{all_created, client, rate};
 use crate::args::Args;
-use crate::jobs::Tenant;
+use crate::jobs::{PlainTenant, Tenant, TenantJob};
 use crate::probe::Probe;
 use crate::report::{percentile, round, Report};
 use crate::BoxResult;
@@ -41,9 +43,9 @@ struct Seen {
 
 type Shared = Arc<Mutex<Seen>>;
 
-async fn handle(job: Tenant, _ctx: JobContext, seen: Shared) -> Result<(), JobError> {
+async fn handle<J: TenantJob>(job: J, _ctx: JobContext, seen: Shared) -> Result<(), JobError> {
     let mut s = seen.lock().unwrap_or_else(|p| p.into_inner());
-    if job.key == "flood" {
+    if job.tenant() == "flood" {
         s.flood_done += 1;
         if s.flood_done == s.flood_total {
             if let Some(tx) = s.drained.take() {
@@ -51,7 +53,7 @@ async fn handle(job: Tenant, _ctx: JobContext, seen: Shared) -> Result<(), JobEr
             }
         }
     } else {
-        let lag = s.origin.elapsed().as_secs_f64() * 1e3 - job.enqueued_us as f64 / 1e3;
+        let lag = s.origin.elapsed().as_secs_f64() * 1e3 - job.enqueued_us() as f64 / 1e3;
         s.quiet.push(lag);
     }
     Ok(())
@@ -59,13 +61,21 @@ async fn handle(job: Tenant, _ctx: JobContext, seen: Shared) -> Result<(), JobEr
 
 /// `fairness`.
 pub(super) async fn run(args: &Args, _probe: &mut Probe) -> BoxResult<Report> {
+    if args.no_keys {
+        run_with::<PlainTenant>(args).await
+    } else {
+        run_with::<Tenant>(args).await
+    }
+}
+
+async fn run_with<J: TenantJob>(args: &Args) -> BoxResult<Report> {
     let n = args.jobs;
     let client = client(args).await?;
     let origin = Instant::now();
     let mut ok = true;
     for first in (0..n).step_by(1000) {
         let items = (first..(first + 1000).min(n))
-            .map(|k| EnqueueItem::new(Tenant::new(k, "flood", 0)).key("flood"));
+            .map(|k| EnqueueItem::new(J::new(k, "flood", 0)));
         ok &= all_created(&client.enqueue_many(items).await?);
     }
     let (tx, rx) = oneshot::channel();
@@ -76,7 +86,7 @@ pub(super) async fn run(args: &Args, _probe: &mut Probe) -> BoxResult<Report> {
         drained: Some(tx),
         quiet: Vec::new(),
     }));
-    let running = super::spawn_worker(args, seen.clone(), |w| w.handle(handle)).await?;
+    let running = super::spawn_worker(args, seen.clone(), |w| w.handle(handle::<J>)).await?;
     let started = Instant::now();
 
     let producing = Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -90,7 +100,7 @@ pub(super) async fn run(args: &Args, _probe: &mut Probe) -> BoxResult<Report> {
                 tick.tick().await;
                 let at = origin.elapsed().as_micros() as u64;
                 client
-                    .enqueue(Tenant::new(sent, &format!("quiet{k}"), at))
+                    .enqueue(J::new(sent, &format!("quiet{k}"), at))
                     .await?;
                 sent += 1;
             }
@@ -128,9 +138,13 @@ pub(super) async fn run(args: &Args, _probe: &mut Probe) -> BoxResult<Report> {
         args.concurrency
     );
     println!(
-        "  quiet jobs: {} ran; start lag p50 {p50:.1} / p99 {p99:.1} / max {max:.1} ms (round-robin \
-         between keys)",
-        quiet.len()
+        "  quiet jobs: {} ran; start lag p50 {p50:.1} / p99 {p99:.1} / max {max:.1} ms ({})",
+        quiet.len(),
+        if args.no_keys {
+            "no keys: a plain queue"
+        } else {
+            "round-robin between keys"
+        }
     );
     Ok(Report {
         secs: Some(round(secs, 3)),

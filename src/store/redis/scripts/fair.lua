@@ -235,11 +235,6 @@ local function fair_helpers()
     end
   end
 
-  -- The first entries of key `name`'s queue (at most `limit`): id, due time, id, due time...
-  local function queue(name, limit)
-    return redis.call('ZRANGE', qkey(name), 0, limit - 1, 'WITHSCORES')
-  end
-
   -- Counts claimed jobs (ids) as running under their keys, when the claim counts (a key max running
   -- is set): `frun`.
   fair_count = function(ids)
@@ -312,12 +307,109 @@ local function fair_helpers()
     return at
   end
 
+  -- The claim's turns go to the candidate keys lowest (tag, name) first, as ZPOPMIN would give them.
+  local function before(a, b)
+    return a.tag < b.tag or (a.tag == b.tag and a.name < b.name)
+  end
+
+  local function heap_push(h, x)
+    local i = #h + 1
+    h[i] = x
+    while i > 1 do
+      local p = math.floor(i / 2)
+      if not before(h[i], h[p]) then
+        break
+      end
+      h[i], h[p] = h[p], h[i]
+      i = p
+    end
+  end
+
+  local function heap_pop(h)
+    local top, n = h[1], #h
+    h[1] = h[n]
+    h[n] = nil
+    n = n - 1
+    local i = 1
+    while true do
+      local l, r, m = 2 * i, 2 * i + 1, i
+      if l <= n and before(h[l], h[m]) then
+        m = l
+      end
+      if r <= n and before(h[r], h[m]) then
+        m = r
+      end
+      if m == i then
+        break
+      end
+      h[i], h[m] = h[m], h[i]
+      i = m
+    end
+    return top
+  end
+
+  -- Reads the next `count` entries of the queues of keys `ks` (one ZRANGE each, from where the last
+  -- read of each ended) and checks them against `due` in one ZMSCORE: appends to each key's `ids`,
+  -- `ats` and `dues` (the due time `due` holds for the id, false when none); `whole` once a read
+  -- came back short (the key's queue is all read).
+  local function read(ks, counts)
+    local all, owner, index = {}, {}, {}
+    for j, k in ipairs(ks) do
+      local from = #k.ids
+      local entries = redis.call('ZRANGE', K_FQ .. k.name, from, from + counts[j] - 1, 'WITHSCORES')
+      if #entries < 2 * counts[j] then
+        k.whole = true
+      end
+      for i = 1, #entries, 2 do
+        local n = #k.ids + 1
+        k.ids[n] = entries[i]
+        k.ats[n] = tonumber(entries[i + 1])
+        all[#all + 1] = entries[i]
+        owner[#all], index[#all] = k, n
+      end
+    end
+    if #all > 0 then
+      local dues = fetch_many('ZMSCORE', K_DUE, all)
+      for i = 1, #all do
+        owner[i].dues[index[i]] = dues[i]
+      end
+    end
+  end
+
+  -- The index of key `k`'s next job that stays in its queue (stale entries before it are passed:
+  -- claimed, ended, moved or taken under another key), or nil when it has none; reads `more` entries
+  -- more (and the one after) when all those read were passed.
+  local function next_entry(k, more, took_ids)
+    while true do
+      local i = k.pos
+      if i > #k.ids then
+        if k.whole then
+          return nil
+        end
+        read({ k }, { more + 1 })
+      else
+        local at = k.dues[i]
+        if at and tonumber(at) == k.ats[i] and not took_ids[k.ids[i]] then
+          return i
+        end
+        k.pos = i + 1
+      end
+    end
+  end
+
   -- Claims up to `want` keyed jobs round-robin between the keys with a job due now, removing them from
   -- `due`; appends id, due time pairs to `got`. Each turn takes the ready key with the lowest tag and
   -- claims its earliest due job (all it may, when no other key is ready); the key goes back at its
   -- tag + 1 while it has a job due now, waits in `fwait` for its next one (or its rate, or its hold), is
   -- parked at its max running (`kmax`, 0: none), or is gone with its last job. The rate per key is a
   -- GCRA as the topic's (flow.rs): emission interval `interval` ms (0: none), burst `burst`.
+  --
+  -- The turns are played out here, not in Redis: the candidate keys are popped from `fready` at once
+  -- (the first `want` + 1; the last only bounds the turns, as the first key not popped), their limits
+  -- read in one call per kind, the first entries of their queues read and checked against `due` in one
+  -- ZMSCORE (a fair share each, more for a key that gets more turns), and each key's state written back
+  -- once: the prefix of its queue claimed or found stale removed, its place in `fready` or `fwait` set
+  -- in one ZADD for all.
   fair_claim = function(want, now, got, kmax, interval, burst)
     local vt = redis.call('HGET', K_FSTATS, 'vt')
     local woke = redis.call('ZRANGE', K_FWAIT, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1000)
@@ -339,113 +431,166 @@ local function fair_helpers()
     local taken, served = 0, nil
     -- Ids claimed here (and, as a set, `took_ids`: an id met again under another key is stale there).
     local claimed, took_ids = {}, {}
-    -- Each turn claims a job, drops stale entries, or files a key elsewhere: bounded.
+    -- Each turn claims jobs or files a key elsewhere: bounded.
     local turns = 4 * want + 16
     while taken < want and turns > 0 do
-      turns = turns - 1
-      local top = redis.call('ZPOPMIN', K_FREADY)
-      if #top == 0 then
+      local popped = redis.call('ZPOPMIN', K_FREADY, want - taken + 1)
+      if #popped == 0 then
         break
       end
-      local name, tag = top[1], tonumber(top[2])
-      local cap = 1
-      if redis.call('ZCARD', K_FREADY) == 0 then
-        cap = want - taken
-      end
-      local running, tat, go_at = 0, nil, nil
-      local limited = name ~= UNKEYED
-      if limited and kmax > 0 then
-        running = tonumber(redis.call('HGET', K_FRUN, name) or '0')
-        -- At its max: parked until one of its leases ends (fair_release).
-        cap = math.min(cap, kmax - running)
-      end
-      local hold = limited and any_hold and redis.call('ZSCORE', K_FHOLD, name)
-      if cap > 0 and hold then
-        go_at, cap = tonumber(hold), 0
-      end
-      if limited and cap > 0 and interval > 0 then
-        tat = math.max(tonumber(redis.call('ZSCORE', K_FTAT, name) or '0'), now)
-        local allowed = math.floor((now - tat) / interval + burst + 1e-9)
-        if allowed < 1 then
-          go_at, cap = math.ceil(tat - (burst - 1) * interval - 1e-6), 0
-        elseif allowed < cap then
-          cap = allowed
+      local ks, names, bound = {}, {}, nil
+      for i = 1, #popped, 2 do
+        local k = { name = popped[i], tag = tonumber(popped[i + 1]), ids = {}, ats = {}, dues = {}, pos = 1, took = 0 }
+        if i + 1 == #popped and #popped == 2 * (want - taken + 1) then
+          bound = k
+        else
+          ks[#ks + 1] = k
+          names[#names + 1] = k.name
         end
       end
-      local took, head = 0, nil
-      if cap > 0 then
-        local limit = cap + 8
-        local entries = queue(name, limit)
-        local ids, ats = {}, {}
-        for i = 1, #entries, 2 do
-          ids[#ids + 1] = entries[i]
-          ats[#ats + 1] = tonumber(entries[i + 1])
-        end
-        local dues = {}
-        if #ids > 0 then
-          dues = fetch_many('ZMSCORE', K_DUE, ids)
-        end
-        -- What is looked at goes in order (stale or claimed) until the first job that stays: a prefix.
-        local drop = 0
-        for i = 1, #ids do
-          local at = ats[i]
-          if not dues[i] or tonumber(dues[i]) ~= at or took_ids[ids[i]] then
-            drop = drop + 1
-          elseif at <= now and took < cap then
-            drop = drop + 1
-            got[#got + 1] = ids[i]
-            got[#got + 1] = string.format('%d', at)
-            claimed[#claimed + 1] = ids[i]
-            took_ids[ids[i]] = true
-            took = took + 1
-          else
-            head = at
-            break
+      -- Each key's limits: how many it may take (`cap`), and when it may go if not now (`go_at`).
+      local runs = (kmax > 0) and fetch_many('HMGET', K_FRUN, names) or {}
+      local holds = any_hold and fetch_many('ZMSCORE', K_FHOLD, names) or {}
+      local tats = (interval > 0) and fetch_many('ZMSCORE', K_FTAT, names) or {}
+      local open = 0
+      for i, k in ipairs(ks) do
+        k.cap, k.running = math.huge, 0
+        if k.name ~= UNKEYED then
+          if kmax > 0 then
+            k.running = tonumber(runs[i] or '0')
+            -- At its max: parked until one of its leases ends (fair_release).
+            k.cap = math.min(k.cap, kmax - k.running)
+          end
+          if k.cap > 0 and holds[i] then
+            k.go_at, k.cap = tonumber(holds[i]), 0
+          end
+          if k.cap > 0 and interval > 0 then
+            k.tat = math.max(tonumber(tats[i] or '0'), now)
+            local allowed = math.floor((now - k.tat) / interval + burst + 1e-9)
+            if allowed < 1 then
+              k.go_at, k.cap, k.tat = math.ceil(k.tat - (burst - 1) * interval - 1e-6), 0, nil
+            elseif allowed < k.cap then
+              k.cap = allowed
+            end
           end
         end
-        if drop > 0 then
-          redis.call('ZREMRANGEBYRANK', qkey(name), 0, drop - 1)
+        if k.cap > 0 then
+          open = open + 1
+        else
+          -- Its turn goes by without a job.
+          turns = turns - 1
         end
-        if head == nil and #ids == limit then
-          -- Every entry looked at was taken or stale, and there are more: the next one decides.
-          local nxt = queue(name, 1)
+      end
+      -- A fair share of the slots each, and the entry after (it says whether the key stays ready); a
+      -- key held back reads its first entry only (it says where the key waits).
+      local share = math.ceil((want - taken) / math.max(open, 1))
+      local counts = {}
+      for i, k in ipairs(ks) do
+        counts[i] = (k.cap > 0) and math.min(k.cap, share) + 1 or 1
+      end
+      read(ks, counts)
+      local heap = {}
+      for _, k in ipairs(ks) do
+        if k.cap > 0 then
+          heap_push(heap, k)
+        end
+      end
+      while taken < want and #heap > 0 and turns > 0 do
+        if bound and before(bound, heap[1]) then
+          -- The first key not popped comes before: the next round pops it.
+          break
+        end
+        turns = turns - 1
+        local k = heap_pop(heap)
+        local cap = 1
+        if #heap == 0 and not bound then
+          cap = want - taken
+        end
+        cap = math.min(cap, k.cap)
+        local took = 0
+        while took < cap do
+          local i = next_entry(k, cap - took, took_ids)
+          if not i or k.ats[i] > now then
+            break
+          end
+          local id = k.ids[i]
+          got[#got + 1] = id
+          got[#got + 1] = string.format('%d', k.ats[i])
+          claimed[#claimed + 1] = id
+          took_ids[id] = true
+          k.pos = i + 1
+          took = took + 1
+        end
+        if took > 0 then
+          taken = taken + took
+          served = k.tag
+          k.took, k.cap, k.tag = k.took + took, k.cap - took, k.tag + 1
+        end
+        local i = k.cap > 0 and next_entry(k, 1, took_ids)
+        if i and k.ats[i] <= now then
+          heap_push(heap, k)
+        end
+      end
+      -- Each key's state, written back: its queue's prefix claimed or stale, its running jobs and TAT,
+      -- and where it goes (ready at its tag, waiting, parked, or gone with its last job).
+      local ready, waiting = {}, {}
+      for _, k in ipairs(ks) do
+        local drop = k.pos - 1
+        if drop > 0 then
+          redis.call('ZREMRANGEBYRANK', K_FQ .. k.name, 0, drop - 1)
+        end
+        local head = nil
+        if k.pos <= #k.ids then
+          head = k.ats[k.pos]
+        elseif not k.whole then
+          -- Every entry read was claimed or stale, and there are more: the next one decides.
+          local nxt = redis.call('ZRANGE', K_FQ .. k.name, 0, 0, 'WITHSCORES')
           if #nxt > 0 then
             head = tonumber(nxt[2])
           end
         end
-        if took > 0 then
-          taken = taken + took
-          served = tag
-          if limited and kmax > 0 then
-            redis.call('HINCRBY', K_FRUN, name, took)
-            running = running + took
+        local go_at = k.go_at
+        if k.took > 0 then
+          if kmax > 0 and k.name ~= UNKEYED then
+            redis.call('HINCRBY', K_FRUN, k.name, k.took)
           end
-          if tat then
-            tat = tat + took * interval
-            redis.call('ZADD', K_FTAT, string.format('%.3f', tat), name)
-            if math.floor((now - tat) / interval + burst + 1e-9) < 1 then
-              go_at = math.ceil(tat - (burst - 1) * interval - 1e-6)
+          if k.tat then
+            k.tat = k.tat + k.took * interval
+            redis.call('ZADD', K_FTAT, string.format('%.3f', k.tat), k.name)
+            if math.floor((now - k.tat) / interval + burst + 1e-9) < 1 then
+              go_at = math.ceil(k.tat - (burst - 1) * interval - 1e-6)
             end
           end
         end
-      else
-        -- Held back before looking at its queue: its place depends on whether it has a job at all.
-        local nxt = queue(name, 1)
-        if #nxt > 0 then
-          head = tonumber(nxt[2])
+        if head ~= nil then
+          if k.name ~= UNKEYED and kmax > 0 and k.running + k.took >= kmax then
+            -- Parked at its max running: the end of one of its leases files it again.
+            redis.call('HSET', K_FSTATS, 'full', '1')
+          elseif go_at and go_at > now then
+            waiting[#waiting + 1] = string.format('%d', math.max(go_at, head))
+            waiting[#waiting + 1] = k.name
+          elseif head <= now then
+            ready[#ready + 1] = string.format('%d', k.tag)
+            ready[#ready + 1] = k.name
+          else
+            waiting[#waiting + 1] = string.format('%d', head)
+            waiting[#waiting + 1] = k.name
+          end
         end
       end
-      if head ~= nil then
-        if limited and kmax > 0 and running >= kmax then
-          -- Parked at its max running: the end of one of its leases files it again.
-          redis.call('HSET', K_FSTATS, 'full', '1')
-        elseif go_at and go_at > now then
-          redis.call('ZADD', K_FWAIT, string.format('%d', math.max(go_at, head)), name)
-        elseif head <= now then
-          redis.call('ZADD', K_FREADY, string.format('%d', took > 0 and tag + 1 or tag), name)
-        else
-          redis.call('ZADD', K_FWAIT, string.format('%d', head), name)
-        end
+      if bound then
+        ready[#ready + 1] = string.format('%d', bound.tag)
+        ready[#ready + 1] = bound.name
+      end
+      if #ready > 0 then
+        call_many('ZADD', K_FREADY, ready, 2)
+      end
+      if #waiting > 0 then
+        call_many('ZADD', K_FWAIT, waiting, 2)
+      end
+      if not bound then
+        -- Every ready key was a candidate: none is left to pop.
+        break
       end
     end
     if #claimed > 0 then
