@@ -12,10 +12,12 @@
 --   fkey    hash  id -> its key, for every live keyed job (a retry, an expired lease or a reschedule
 --                 files the job again under it; an end deletes it)
 --   fq:<key's SHA-1, 40 hex>  zset  id -> due time: the key's queue. An entry stands for a job only
---                 while `due` holds that id at that time: a job claimed, ended or moved elsewhere
---                 leaves a stale entry, which the claim drops when it meets it (a move files the job
---                 again, a cancel removes its entry). The claim takes from the front only, so what it
---                 drops is a prefix (ZREMRANGEBYRANK).
+--                 while `due` holds that id: a job claimed another way (by its priority) or ended
+--                 leaves a stale entry, which the claim drops when it meets it. Every move of a keyed
+--                 job in `due` files it again under its key (the same member: its time updated), a
+--                 cancel or a replace removes its entry, so the claim reads ids only and takes their
+--                 times from `due`. The claim takes from the front only, so what it drops is a prefix
+--                 (ZREMRANGEBYRANK).
 --   fready  zset  key's SHA-1 -> tag: keys with a job due now, served lowest tag first
 --   fwait   zset  key's SHA-1 -> when its earliest job is due, or when its rate or hold lets it go
 --   frun    hash  key's SHA-1 -> its running jobs (keys with some; every lease of a keyed job counts)
@@ -348,30 +350,33 @@ local function fair_helpers()
     return top
   end
 
-  -- Reads the next `count` entries of the queues of keys `ks` (one ZRANGE each, from where the last
-  -- read of each ended) and checks them against `due` in one ZMSCORE: appends to each key's `ids`,
-  -- `ats` and `dues` (the due time `due` holds for the id, false when none); `whole` once a read
-  -- came back short (the key's queue is all read).
+  -- Reads the next `count` ids of the queues of keys `ks` (one ZRANGE each, from where the last read
+  -- of each ended) and looks them up in `due` in one ZMSCORE: appends to each key's `ids`, and to
+  -- `dues` the due time `due` holds for each (as Redis wrote it, false when none; `ats` the same as a
+  -- number). Every move of a keyed job in `due` files it again under its key (the same member, its
+  -- score updated), so `due`'s time is the entry's; `whole` once a read came back short (the key's
+  -- queue is all read).
   local function read(ks, counts)
-    local all, owner, index = {}, {}, {}
+    local all, owner = {}, {}
     for j, k in ipairs(ks) do
       local from = #k.ids
-      local entries = redis.call('ZRANGE', K_FQ .. k.name, from, from + counts[j] - 1, 'WITHSCORES')
-      if #entries < 2 * counts[j] then
+      local ids = redis.call('ZRANGE', K_FQ .. k.name, from, from + counts[j] - 1)
+      if #ids < counts[j] then
         k.whole = true
       end
-      for i = 1, #entries, 2 do
-        local n = #k.ids + 1
-        k.ids[n] = entries[i]
-        k.ats[n] = tonumber(entries[i + 1])
-        all[#all + 1] = entries[i]
-        owner[#all], index[#all] = k, n
+      for i = 1, #ids do
+        k.ids[from + i] = ids[i]
+        all[#all + 1] = ids[i]
+        owner[#all] = k
       end
     end
     if #all > 0 then
       local dues = fetch_many('ZMSCORE', K_DUE, all)
       for i = 1, #all do
-        owner[i].dues[index[i]] = dues[i]
+        local k, due = owner[i], dues[i]
+        local n = #k.dues + 1
+        k.dues[n] = due
+        k.ats[n] = due and tonumber(due)
       end
     end
   end
@@ -388,8 +393,7 @@ local function fair_helpers()
         end
         read({ k }, { more + 1 })
       else
-        local at = k.dues[i]
-        if at and tonumber(at) == k.ats[i] and not took_ids[k.ids[i]] then
+        if k.dues[i] and not took_ids[k.ids[i]] then
           return i
         end
         k.pos = i + 1
@@ -515,7 +519,7 @@ local function fair_helpers()
           end
           local id = k.ids[i]
           got[#got + 1] = id
-          got[#got + 1] = string.format('%d', k.ats[i])
+          got[#got + 1] = k.dues[i]
           claimed[#claimed + 1] = id
           took_ids[id] = true
           k.pos = i + 1
@@ -531,15 +535,20 @@ local function fair_helpers()
           heap_push(heap, k)
         end
       end
+
       -- Each key's state, written back: its queue's prefix claimed or stale, its running jobs and TAT,
       -- and where it goes (ready at its tag, waiting, parked, or gone with its last job).
       local ready, waiting = {}, {}
       for _, k in ipairs(ks) do
+        -- Where it goes depends on its first job left (stale entries before it go too).
+        local head = nil
+        while k.pos <= #k.ids and not (k.dues[k.pos] and not took_ids[k.ids[k.pos]]) do
+          k.pos = k.pos + 1
+        end
         local drop = k.pos - 1
         if drop > 0 then
           redis.call('ZREMRANGEBYRANK', K_FQ .. k.name, 0, drop - 1)
         end
-        local head = nil
         if k.pos <= #k.ids then
           head = k.ats[k.pos]
         elseif not k.whole then
