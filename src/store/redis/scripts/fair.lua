@@ -54,45 +54,72 @@ local function fair_helpers()
     return K_FQ .. name
   end
 
-  -- Files key `name` after one of its jobs was filed due at `at`: a key already ready stays as it is;
-  -- a key waiting for its rate or hold, or parked at its max running, too (its claim or the end of one
-  -- of its leases files it); else it is ready at `vt` when the job is due now, or waits until the
-  -- earlier of its times. Returns true when it made the first key ready (then claimers, which may sleep
-  -- while every key is held back, want a hint: the topic's earliest due time may be an older job of a
-  -- held key).
-  local function place(name, at, now, vt)
-    if redis.call('ZSCORE', K_FREADY, name) then
+  -- Files keys after jobs of theirs were filed (`first_at`: name -> the earliest due time among
+  -- them), reading each set once for all of them: a key already ready stays as it is; a key waiting
+  -- for its rate or hold, or parked at its max running, too (its claim or the end of one of its leases
+  -- files it; it waits no later than its job's time); else it is ready at `vt` when the job is due
+  -- now, or waits until the earlier of its times. Returns true when it made the first key ready (then
+  -- claimers, which may sleep while every key is held back, want a hint: the topic's earliest due time
+  -- may be an older job of a held key).
+  local function place(first_at, now)
+    local names, ats = {}, {}
+    for name, at in pairs(first_at) do
+      names[#names + 1] = name
+      ats[#names] = at
+    end
+    if #names == 0 then
       return false
     end
-    local waits = redis.call('ZSCORE', K_FWAIT, name)
-    if waits and tonumber(waits) <= at then
-      return false
-    end
-    if redis.call('HEXISTS', K_FRUN, name) == 1 or redis.call('ZSCORE', K_FHOLD, name) then
-      -- It may be parked or held: where it goes is the claim's to say, as soon as it is due.
-      if at <= now then
-        redis.call('ZADD', K_FWAIT, string.format('%d', at), name)
+    local ready = fetch_many('ZMSCORE', K_FREADY, names)
+    local waits = fetch_many('ZMSCORE', K_FWAIT, names)
+    local runs = redis.call('EXISTS', K_FRUN) == 1 and fetch_many('HMGET', K_FRUN, names) or {}
+    local holds = redis.call('EXISTS', K_FHOLD) == 1 and fetch_many('ZMSCORE', K_FHOLD, names) or {}
+    local to_ready, to_wait, unwait = {}, {}, {}
+    local due_now = false
+    for i, name in ipairs(names) do
+      local at, waits = ats[i], waits[i] and tonumber(waits[i])
+      if ready[i] or (waits and waits <= at) then
+        -- Stays as it is.
+      elseif runs[i] or holds[i] then
+        -- It may be parked or held: where it goes is the claim's to say, as soon as it is due.
+        to_wait[#to_wait + 1] = string.format('%d', at)
+        to_wait[#to_wait + 1] = name
+        due_now = due_now or at <= now
+      elseif at <= now then
+        to_ready[#to_ready + 1] = name
+        if waits then
+          unwait[#unwait + 1] = name
+        end
+        due_now = true
       else
-        redis.call('ZADD', K_FWAIT, 'LT', string.format('%d', at), name)
+        to_wait[#to_wait + 1] = string.format('%d', at)
+        to_wait[#to_wait + 1] = name
       end
-      return at <= now and redis.call('ZCARD', K_FREADY) == 0
     end
-    if at <= now then
-      -- Claimers may sleep only while no key is ready: a hint is wanted only then (else every enqueue
-      -- of a new key's job would wake busy workers to a claim of a few jobs).
-      local idle = redis.call('ZCARD', K_FREADY) == 0
-      redis.call('ZREM', K_FWAIT, name)
-      redis.call('ZADD', K_FREADY, vt, name)
-      return idle
+    -- Claimers may sleep only while no key is ready: a hint is wanted only then (else every enqueue
+    -- of a new key's job would wake busy workers to a claim of a few jobs).
+    local idle = due_now and redis.call('ZCARD', K_FREADY) == 0
+    if #to_ready > 0 then
+      local vt = redis.call('HGET', K_FSTATS, 'vt') or '0'
+      local add = {}
+      for i, name in ipairs(to_ready) do
+        add[2 * i - 1] = vt
+        add[2 * i] = name
+      end
+      call_many('ZADD', K_FREADY, add, 2)
     end
-    redis.call('ZADD', K_FWAIT, 'LT', string.format('%d', at), name)
-    return false
+    if #unwait > 0 then
+      call_many('ZREM', K_FWAIT, unwait, 1)
+    end
+    if #to_wait > 0 then
+      call_many('ZADD', K_FWAIT, to_wait, 2, 'LT')
+    end
+    return idle
   end
 
   -- Files jobs (ids, keys, due times) under their keys; sets `fkey` when `set_keys`. Returns true when
   -- a key became ready.
   local function file(ids, keys, dues, now, set_keys)
-    local vt = redis.call('HGET', K_FSTATS, 'vt') or '0'
     local fields, members = {}, {}
     -- Each key is placed once, by its earliest job of the call; its queue gets one ZADD.
     local names, first_at = {}, {}
@@ -116,10 +143,7 @@ local function fair_helpers()
         first_at[name] = dues[i]
       end
     end
-    local readied = false
-    for name, at in pairs(first_at) do
-      readied = place(name, at, now, vt) or readied
-    end
+    local readied = place(first_at, now)
     if #ids > 0 then
       if set_keys then
         call_many('HSET', K_FKEY, fields, 2)
@@ -538,7 +562,7 @@ local function fair_helpers()
 
       -- Each key's state, written back: its queue's prefix claimed or stale, its running jobs and TAT,
       -- and where it goes (ready at its tag, waiting, parked, or gone with its last job).
-      local ready, waiting = {}, {}
+      local ready, waiting, emptied = {}, {}, {}
       for _, k in ipairs(ks) do
         -- Where it goes depends on its first job left (stale entries before it go too).
         local head = nil
@@ -546,7 +570,10 @@ local function fair_helpers()
           k.pos = k.pos + 1
         end
         local drop = k.pos - 1
-        if drop > 0 then
+        if drop > 0 and k.whole and drop == #k.ids then
+          -- All of its queue goes: deleted with the others' below.
+          emptied[#emptied + 1] = K_FQ .. k.name
+        elseif drop > 0 then
           redis.call('ZREMRANGEBYRANK', K_FQ .. k.name, 0, drop - 1)
         end
         if k.pos <= #k.ids then
@@ -586,6 +613,9 @@ local function fair_helpers()
             waiting[#waiting + 1] = k.name
           end
         end
+      end
+      for i = 1, #emptied, 500 do
+        redis.call('DEL', unpack(emptied, i, math.min(i + 499, #emptied)))
       end
       if bound then
         ready[#ready + 1] = string.format('%d', bound.tag)
