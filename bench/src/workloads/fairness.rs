@@ -74,8 +74,7 @@ async fn run_with<J: TenantJob>(args: &Args) -> BoxResult<Report> {
     let origin = Instant::now();
     let mut ok = true;
     for first in (0..n).step_by(1000) {
-        let items = (first..(first + 1000).min(n))
-            .map(|k| EnqueueItem::new(J::new(k, "flood", 0)));
+        let items = (first..(first + 1000).min(n)).map(|k| EnqueueItem::new(J::new(k, "flood", 0)));
         ok &= all_created(&client.enqueue_many(items).await?);
     }
     let (tx, rx) = oneshot::channel();
