@@ -181,6 +181,38 @@ impl KeyLimits {
     pub fn is_none(&self) -> bool {
         self.max_running == 0 && self.rate.is_none()
     }
+
+    /// What a claim tells the store about them, for operators: [`RateLimit::label`]'s form.
+    pub(crate) fn label(&self) -> String {
+        RateLimit::label(self.rate, self.max_running)
+    }
+
+    /// The limits a [`KeyLimits::label`] says (`None` when it is not one).
+    pub(crate) fn from_label(label: &str) -> Option<Self> {
+        let mut parts = label.split('/').map(str::parse::<u64>);
+        let (Some(Ok(jobs)), Some(Ok(per)), Some(Ok(max)), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return None;
+        };
+        let limits = KeyLimits::new().max_running(u32::try_from(max).ok()?);
+        Some(match (u32::try_from(jobs).ok()?, per) {
+            (0, _) | (_, 0) => limits,
+            (jobs, per) => limits.rate(RateLimit::new(jobs, Duration::from_millis(per))),
+        })
+    }
+}
+
+/// As operators read them: `max 2 running, 10/1s`, `max 2 running`, `10/1s`, or `none`.
+impl fmt::Display for KeyLimits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.max_running, self.rate) {
+            (0, None) => f.write_str("none"),
+            (0, Some(rate)) => write!(f, "{rate}"),
+            (n, None) => write!(f, "max {n} running"),
+            (n, Some(rate)) => write!(f, "max {n} running, {rate}"),
+        }
+    }
 }
 
 /// The flow limits of one topic (or one partition) as a worker claims it.
@@ -216,6 +248,25 @@ impl Flow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_limits_read_back_from_their_label() {
+        let both = KeyLimits::new()
+            .max_running(2)
+            .rate(RateLimit::new(10, Duration::from_secs(1)));
+        assert_eq!(both.label(), "10/1000/2");
+        assert_eq!(KeyLimits::from_label(&both.label()), Some(both));
+        assert_eq!(both.to_string(), "max 2 running, 10/1s");
+        assert_eq!(KeyLimits::new().to_string(), "none");
+        assert_eq!(KeyLimits::from_label("0/0/0"), Some(KeyLimits::new()));
+        assert_eq!(
+            KeyLimits::from_label("0/0/3"),
+            Some(KeyLimits::new().max_running(3))
+        );
+        for bad in ["", "1/2", "1/2/3/4", "a/1/1", "-1/1/1", "1/1/99999999999"] {
+            assert_eq!(KeyLimits::from_label(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn gcra_lets_a_burst_go_then_one_per_interval() {

@@ -40,6 +40,58 @@ async fn busiest_keys_counts_each_key_over_partitions(client: Client) {
     );
 }
 
+/// The limits per key of the topic's workers' claims: none known before a worker claimed keyed jobs,
+/// then the worker's, shown beside the keys.
+async fn busiest_keys_show_the_limits_per_key_workers_claim_under(client: Client) {
+    let ops = client.ops();
+    client
+        .enqueue(Sync {
+            shop: "acme".into(),
+        })
+        .await
+        .unwrap();
+    let before = ops.busiest_keys("ops.sync", 10).await.unwrap();
+    assert_eq!(before.limits, None, "no worker claimed yet: {before:?}");
+    let limits = KeyLimits::new()
+        .max_running(2)
+        .rate(postpone::RateLimit::per_second(10));
+    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel();
+    let release = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let gate = release.clone();
+    let worker = Worker::builder(&client)
+        .handle(move |_job: Sync, _ctx: JobContext| {
+            let (tx, gate) = (started_tx.clone(), gate.clone());
+            async move {
+                let _ = tx.send(());
+                let _ = gate.acquire().await;
+                Ok::<(), JobError>(())
+            }
+        })
+        .key_limits::<Sync>(limits)
+        .build()
+        .unwrap();
+    let stop = worker.shutdown_handle();
+    let running = tokio::spawn(worker.run());
+    started.recv().await.unwrap();
+    // A second job queued while the first runs: the key is listed, under the worker's limits.
+    client
+        .enqueue(Sync {
+            shop: "acme".into(),
+        })
+        .await
+        .unwrap();
+    let page = ops.busiest_keys("ops.sync", 10).await.unwrap();
+    assert_eq!(page.limits, Some(limits), "{page:?}");
+    assert_eq!(
+        page.limits.map(|l| l.to_string()).as_deref(),
+        Some("max 2 running, 10/1s")
+    );
+    release.add_permits(2);
+    started.recv().await.unwrap();
+    stop.shutdown();
+    running.await.unwrap().unwrap();
+}
+
 /// A client of a namespace of its own on `server`.
 async fn on_redis(server: &RedisServer) -> Client {
     Client::builder()
@@ -59,6 +111,18 @@ async fn ops_busiest_keys_fair_on_redis() {
     let server = RedisServer::start();
     let client = on_redis(&server).await;
     busiest_keys_counts_each_key_over_partitions(client).await;
+}
+
+#[tokio::test]
+async fn ops_busiest_keys_show_the_key_limits_on_memory() {
+    busiest_keys_show_the_limits_per_key_workers_claim_under(Client::memory()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ops_busiest_keys_show_the_key_limits_on_redis() {
+    let server = RedisServer::start();
+    let client = on_redis(&server).await;
+    busiest_keys_show_the_limits_per_key_workers_claim_under(client).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

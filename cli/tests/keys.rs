@@ -60,23 +60,24 @@ async fn keys_lists_the_busiest_keys_of_a_topic_as_a_table_and_as_json() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0].split_whitespace().collect::<Vec<_>>(),
-        ["KEY", "QUEUED", "RUNNING", "HELD", "UNTIL"],
+        ["KEY", "QUEUED", "RUNNING", "LIMIT", "HELD", "UNTIL"],
         "{run:#?}"
     );
-    // Busiest first, then by key; no max running per key: running not counted ("-"); nothing held.
+    // Busiest first, then by key; no max running per key: running not counted ("-"); no worker has
+    // claimed: no limit known ("-"); nothing held.
     assert!(lines[1].starts_with("acme "), "{run:#?}");
-    assert_eq!(row(text, "acme"), ["acme", "5", "-", "-"]);
+    assert_eq!(row(text, "acme"), ["acme", "5", "-", "-", "-"]);
     assert!(lines[2].starts_with('ü'), "{run:#?}");
-    assert_eq!(row(text, "globex"), ["globex", "2", "-", "-"]);
+    assert_eq!(row(text, "globex"), ["globex", "2", "-", "-", "-"]);
     assert!(lines[3].starts_with("globex "), "{run:#?}");
     // "" sorts before "<script>": the jobs without a key, shown as such.
     assert!(lines[4].starts_with("(no key) "), "{run:#?}");
-    assert_eq!(row(text, "(no key)"), ["(no", "key)", "1", "-", "-"]);
+    assert_eq!(row(text, "(no key)"), ["(no", "key)", "1", "-", "-", "-"]);
     // Hostile text printed as it is, as text.
-    assert_eq!(row(text, "<script>"), [XSS, "1", "-", "-"]);
+    assert_eq!(row(text, "<script>"), [XSS, "1", "-", "-", "-"]);
     // A long key cut to 48 characters, with an ellipsis.
     let cut = format!("{}…", "ü".repeat(48));
-    assert_eq!(row(text, "ü"), [cut.as_str(), "3", "-", "-"]);
+    assert_eq!(row(text, "ü"), [cut.as_str(), "3", "-", "-", "-"]);
     assert!(!text.contains(&long), "{run:#?}");
     assert_eq!(
         lines[6], "5 keys with a job queued; RUNNING is counted only under a max running per key",
@@ -103,6 +104,7 @@ async fn keys_lists_the_busiest_keys_of_a_topic_as_a_table_and_as_json() {
             "total": 5,
             "sampled": false,
             "running_counted": false,
+            "limit": null,
         })
     );
     let doc = postpone(&url, ns, &["keys", "cli.notify", "--limit", "1", "--json"])
@@ -145,7 +147,7 @@ async fn keys_of_a_topic_of_many_keys_are_the_busiest_of_a_sample() {
     for line in &lines[1..4] {
         let words: Vec<&str> = line.split_whitespace().collect();
         assert!(
-            words[0].starts_with("tenant:") && words[1..] == ["1", "-", "-"],
+            words[0].starts_with("tenant:") && words[1..] == ["1", "-", "-", "-"],
             "{run:#?}"
         );
     }
@@ -230,12 +232,21 @@ async fn keys_show_running_jobs_under_a_key_limit_and_a_held_key() {
     let run = postpone(&url, ns, &["keys", "cli.sync"]);
     let text = &run.expect(0).stdout;
     println!("{text}");
-    // acme: one running (its max), two queued, not held; globex: two queued, held for an hour.
-    assert_eq!(row(text, "acme"), ["acme", "2", "1", "-"], "{run:#?}");
+    // acme: one running (its max), two queued, not held; globex: two queued, held for an hour; both
+    // under the worker's limit per key.
+    assert_eq!(
+        row(text, "acme"),
+        ["acme", "2", "1", "max", "1", "running", "-"],
+        "{run:#?}"
+    );
     let globex = row(text, "globex");
-    assert_eq!(globex[..4], ["globex", "2", "0", "in"], "{run:#?}");
+    assert_eq!(
+        globex[..7],
+        ["globex", "2", "0", "max", "1", "running", "in"],
+        "{run:#?}"
+    );
     assert!(
-        globex[4..].join(" ").starts_with("59m") || globex[4..].join(" ") == "1h",
+        globex[7..].join(" ").starts_with("59m") || globex[7..].join(" ") == "1h",
         "{run:#?}"
     );
     assert!(
@@ -245,7 +256,7 @@ async fn keys_show_running_jobs_under_a_key_limit_and_a_held_key() {
     let absolute = postpone(&url, ns, &["keys", "cli.sync", "--absolute"]);
     let globex = row(&absolute.expect(0).stdout, "globex");
     assert!(
-        globex.len() == 6 && globex[3].starts_with("20") && globex[5] == "UTC",
+        globex.len() == 9 && globex[6].starts_with("20") && globex[8] == "UTC",
         "2026-11-25 21:43:36 UTC: {absolute:#?}"
     );
 
@@ -253,6 +264,11 @@ async fn keys_show_running_jobs_under_a_key_limit_and_a_held_key() {
         .expect(0)
         .json();
     assert_eq!(doc["running_counted"], true, "{doc:#}");
+    assert_eq!(
+        doc["limit"],
+        json!({"max_running": 1, "rate": null}),
+        "{doc:#}"
+    );
     let by_key = |k: &str| -> &Value {
         doc["keys"]
             .as_array()

@@ -127,7 +127,7 @@ impl Topic {
     /// when it did. Empty for a topic without keyed jobs.
     ///
     /// With `limit` 0 it looks at no key's jobs: [`KeysPage::keys`] is empty, [`KeysPage::total`] and
-    /// [`KeysPage::running_counted`] are as ever, and it costs about as little as
+    /// [`KeysPage::running_counted`] and [`KeysPage::limits`] are as ever, and it costs about as little as
     /// [`counts`](Self::counts) at any number of keys (a dashboard asks this to know whether a topic
     /// has keyed jobs; the sample of 1,000 keys costs some milliseconds of the store's time).
     pub async fn busiest_keys(&self, limit: usize) -> Result<KeysPage> {
@@ -143,6 +143,7 @@ impl Topic {
             all.total += page.total;
             all.sampled |= page.sampled;
             all.running_counted |= page.running_counted;
+            all.limits = all.limits.or(page.limits);
             for k in page.keys {
                 let sum = by_key.entry(k.key.clone()).or_insert(KeyLoad {
                     key: k.key,

@@ -174,6 +174,10 @@ pub struct KeysPage {
     pub sampled: bool,
     /// Whether running jobs are counted per key (a max running per key is set).
     pub running_counted: bool,
+    /// The limits per key the topic's workers last claimed its keyed jobs under (a max running and a
+    /// rate per key; [`KeyLimits::is_none`] when they set none); `None` until a worker has claimed
+    /// keyed jobs of the topic.
+    pub limits: Option<crate::flow::KeyLimits>,
 }
 
 /// How many minutes of history a store keeps (25 hours: at least the last 24 hours are complete).

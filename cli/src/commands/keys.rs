@@ -1,8 +1,10 @@
 //! `keys TOPIC`: a topic's busiest keys (fairness by key), by jobs queued: per key its jobs queued,
-//! running (when a max running per key counts them) and until when it is held back.
+//! running (when a max running per key counts them), its limit (the limits per key the topic's workers
+//! claim under) and until when it is held back.
 
 use chrono::{DateTime, Utc};
 use postpone::ops::{KeyLoad, KeysPage, Ops};
+use postpone::KeyLimits;
 use serde::Serialize;
 
 use crate::failure::Failure;
@@ -20,6 +22,36 @@ struct KeysDoc<'a> {
     total: u64,
     sampled: bool,
     running_counted: bool,
+    /// The limits per key the topic's workers last claimed under; `null` until a worker claimed.
+    limit: Option<LimitDoc>,
+}
+
+/// The limits per key in `keys --json`.
+#[derive(Serialize)]
+struct LimitDoc {
+    /// `null`: no max running per key.
+    max_running: Option<u32>,
+    /// `null`: no rate per key.
+    rate: Option<RateDoc>,
+}
+
+/// A rate per key in `keys --json`: `jobs` per `per_ms`.
+#[derive(Serialize)]
+struct RateDoc {
+    jobs: u32,
+    per_ms: u128,
+}
+
+impl LimitDoc {
+    fn of(l: KeyLimits) -> Self {
+        LimitDoc {
+            max_running: Some(l.max_running_per_key()).filter(|n| *n > 0),
+            rate: l.rate_per_key().map(|r| RateDoc {
+                jobs: r.jobs(),
+                per_ms: r.per().as_millis(),
+            }),
+        }
+    }
 }
 
 /// One key in `keys --json`.
@@ -53,6 +85,7 @@ pub(crate) async fn keys(ops: &Ops, out: &Out, topic: &str, limit: u16) -> Resul
             total,
             sampled,
             running_counted,
+            limits,
         } = page;
         out.json(&KeysDoc {
             topic,
@@ -63,6 +96,7 @@ pub(crate) async fn keys(ops: &Ops, out: &Out, topic: &str, limit: u16) -> Resul
             total,
             sampled,
             running_counted,
+            limit: limits.map(LimitDoc::of),
         });
         return Ok(());
     }
@@ -73,7 +107,11 @@ pub(crate) async fn keys(ops: &Ops, out: &Out, topic: &str, limit: u16) -> Resul
         );
         return Ok(());
     }
-    let mut table = out.table(&["KEY", "QUEUED", "RUNNING", "HELD UNTIL"]);
+    let mut table = out.table(&["KEY", "QUEUED", "RUNNING", "LIMIT", "HELD UNTIL"]);
+    // The same for every key: the limits per key the workers claim under (`-` until one claimed).
+    let limit = page
+        .limits
+        .map_or_else(|| "-".to_owned(), |l| l.to_string());
     for k in &page.keys {
         table.add_row(vec![
             match k.key.as_str() {
@@ -84,6 +122,11 @@ pub(crate) async fn keys(ops: &Ops, out: &Out, topic: &str, limit: u16) -> Resul
             match page.running_counted {
                 true => k.running.to_string(),
                 false => "-".to_owned(),
+            },
+            match (k.key.is_empty(), page.limits) {
+                // The jobs without a key are under no limit per key.
+                (true, Some(_)) => "none".to_owned(),
+                _ => limit.clone(),
             },
             k.held_until_ms
                 .and_then(DateTime::from_timestamp_millis)

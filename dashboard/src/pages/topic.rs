@@ -64,6 +64,9 @@ pub(crate) struct KeyRow {
     pub(crate) queued: u64,
     /// `None` when the topic does not count running jobs per key (no max running per key).
     pub(crate) running: Option<u64>,
+    /// The limits per key it is under (the workers' last claim; `-` until one claimed keyed jobs;
+    /// `none` for the jobs without a key).
+    pub(crate) limit: String,
     /// Until when the key is held back (its rate per key, or a handler's `rate_limited`).
     pub(crate) held_until: Option<Time>,
 }
@@ -82,11 +85,18 @@ pub(crate) struct Keys {
 impl Keys {
     fn of(page: KeysPage) -> Self {
         let counted = page.running_counted;
+        let limit = page
+            .limits
+            .map_or_else(|| "-".to_owned(), |l| l.to_string());
         Keys {
             rows: page
                 .keys
                 .into_iter()
                 .map(|k| KeyRow {
+                    limit: match (k.key.is_empty(), page.limits) {
+                        (true, Some(_)) => "none".to_owned(),
+                        _ => limit.clone(),
+                    },
                     key: Some(k.key).filter(|k| !k.is_empty()),
                     queued: k.queued,
                     running: counted.then_some(k.running),

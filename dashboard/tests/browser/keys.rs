@@ -1,5 +1,6 @@
 //! The busiest keys tab (fairness by key): shown only for a topic with keyed jobs, its keys by jobs
-//! queued with their running jobs (under a max running per key) and holds, a hostile key as text.
+//! queued with their running jobs (under a max running per key), the limit per key they are under and
+//! holds, a hostile key as text.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -115,18 +116,19 @@ async fn dashboard_busiest_keys_tab_shows_keys_running_and_held_fair() {
     // Most queued first, then by key ("<" before "g"); the hostile key as its text.
     let keys: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
     assert_eq!(keys, ["acme", IMG, "globex", "(no key)"]);
-    assert_eq!(rows[0][1..], ["4", "1", "-"]);
-    assert_eq!(rows[1][1..3], ["2", "1"]);
-    assert_eq!(rows[2][1..3], ["2", "0"]);
+    // The worker's limit per key beside each key; the jobs without a key are under none.
+    assert_eq!(rows[0][1..], ["4", "1", "max 1 running", "-"]);
+    assert_eq!(rows[1][1..4], ["2", "1", "max 1 running"]);
+    assert_eq!(rows[2][1..4], ["2", "0", "max 1 running"]);
     assert!(
-        rows[2][3].starts_with("in 59m") || rows[2][3].starts_with("in 1h"),
+        rows[2][4].starts_with("in 59m") || rows[2][4].starts_with("in 1h"),
         "globex held for an hour: {rows:?}"
     );
     assert!(
-        rows[2][3].contains("GMT+9"),
+        rows[2][4].contains("GMT+9"),
         "in the browser's zone: {rows:?}"
     );
-    assert_eq!(rows[3][1..], ["1", "0", "-"]);
+    assert_eq!(rows[3][1..], ["1", "0", "none", "-"]);
     // Text, not markup: no image made, no alert.
     assert_eq!(h.count("table.keys img").await, 0);
     assert_eq!(

@@ -249,6 +249,7 @@ impl OpsStore for RedisStore {
         let total = r.int()?.max(0) as u64;
         let sampled = r.int()? == 1;
         let running_counted = r.int()? == 1;
+        let limits = crate::flow::KeyLimits::from_label(&String::from_utf8_lossy(&r.bytes()?));
         let mut out = Vec::with_capacity(r.remaining() / 4);
         while r.remaining() > 0 {
             let key = String::from_utf8_lossy(&r.bytes()?).into_owned();
@@ -265,6 +266,7 @@ impl OpsStore for RedisStore {
             total,
             sampled,
             running_counted,
+            limits,
         })
     }
 

@@ -70,6 +70,7 @@ impl WorkerStore for RedisStore {
                         .arg(rate.burst()),
                     None => inv.arg("0").arg(1),
                 };
+                inv.arg(request.key_limits.label());
             })
             .await?;
         let mut r = Reply::new(reply, CONTEXT)?;

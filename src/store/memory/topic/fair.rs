@@ -65,6 +65,9 @@ pub(in crate::store::memory) struct Fair {
     /// A key became ready, or a parked key was filed again, since this was last taken: claimers that
     /// wait for the next due time (which left that key out) want a hint.
     readied: bool,
+    /// The limits per key of the last claim of keyed jobs, for operators (none once no keyed job is
+    /// left, as on Redis).
+    limits: Option<KeyLimits>,
 }
 
 impl Fair {
@@ -215,6 +218,7 @@ impl Fair {
             self.tat = ZSet::default();
             self.held = ZSet::default();
         }
+        self.limits = None;
     }
 
     /// The claim's share after the jobs with a priority, given `window`, the first `slots` due jobs
@@ -232,6 +236,7 @@ impl Fair {
             .into_iter()
             .filter(|(_, id)| !self.jobs.contains_key(id))
             .collect();
+        self.limits = Some(limits);
         let mut left = slots.saturating_sub(out.len());
         let mut parked = false;
         if left == 0 {
@@ -474,6 +479,7 @@ impl Fair {
             total,
             sampled: false,
             running_counted: false,
+            limits: self.limits,
         }
     }
 }

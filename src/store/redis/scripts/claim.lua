@@ -37,8 +37,11 @@ local sweep_limit, stall_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
 local token_s, again, holder = ARGV[5], ARGV[6] == '1', ARGV[7]
 local max_running, interval, burst = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local flow_label, channel, topic = ARGV[11], ARGV[12], ARGV[13]
--- Limits per key (fair.lua): max running (0: none), the rate's emission interval ms ('0': none), burst.
+-- Limits per key (fair.lua): max running (0: none), the rate's emission interval ms ('0': none), burst,
+-- and as "<jobs>/<per ms>/<max running>" (kept as `kflow` in stats for operators while the topic has
+-- keyed jobs, written when it changes).
 local key_max, key_interval, key_burst = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])
+local key_label = ARGV[17]
 local K_CLAIM, K_RECEIVED = KEYS[28], KEYS[29]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -176,13 +179,16 @@ local ends = nil
 -- `fair` in stats: some job may have a key (fair.lua).
 local has_fair = false
 if max > 0 and next_due and next_due <= now then
-  local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat', 'flow', 'prio', 'ends', 'fair')
+  local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat', 'flow', 'prio', 'ends', 'fair', 'kflow')
   has_prio = st[5] ~= false
   ends = st[6]
   has_fair = st[7] ~= false
   paused = st[1] == '1'
   if st[4] ~= flow_label and (st[4] or flow_label ~= '0/0/0') then
     redis.call('HSET', K_STATS, 'flow', flow_label)
+  end
+  if has_fair and st[8] ~= key_label then
+    redis.call('HSET', K_STATS, 'kflow', key_label)
   end
   local hold = tonumber(st[2])
   if paused then
@@ -284,7 +290,7 @@ elseif max > 0 and next_due and next_due <= now then
     fair_helpers()
     if redis.call('EXISTS', K_FKEY) == 0 then
       -- No keyed job is left: the topic claims as a plain one again, and keeps nothing for keys.
-      redis.call('HDEL', K_STATS, 'fair', 'vt', 'flegacy')
+      redis.call('HDEL', K_STATS, 'fair', 'vt', 'flegacy', 'kflow')
       -- The queues of the keys still filed hold only stale entries now.
       for _, set in ipairs({ K_FREADY, K_FWAIT }) do
         local names = redis.call('ZRANGE', set, 0, -1)

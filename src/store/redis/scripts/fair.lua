@@ -26,7 +26,8 @@
 -- Stats: `fair` (set while `fkey` may hold an id; the claim clears it, and deletes the others, once
 -- `fkey` is empty), `vt` (the tag of the key served last: a key that gets a due job joins at it),
 -- `flegacy` (while jobs enqueued before the topic's first keyed job may be due with no key entry: the
--- last due time they may have).
+-- last due time they may have), `kflow` (the limits per key of the last claim, for operators: written
+-- by claim.lua).
 -- A key with no job has nothing here (its queue is gone with its last entry) once its TAT has passed.
 -- A key at its max running is in neither `fready` nor `fwait`: the end of one of its leases files it
 -- again (fair_release).

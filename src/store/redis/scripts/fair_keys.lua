@@ -5,7 +5,9 @@
 -- Returns: keys with a job queued (ready, waiting, and parked at their max running among the sampled
 -- running ones), 1 when the sample may
 -- have missed keys (0: every key was looked at), whether running jobs are counted (1: a limit per key
--- counts them), then per key, busiest first: key, queued, running, held until (ms, 0: not held).
+-- counts them), the limits per key the workers last claimed under (`kflow` in stats: "<jobs>/<per
+-- ms>/<max running>", '' when none yet), then per key, busiest first: key, queued, running, held until
+-- (ms, 0: not held).
 local limit, sample = tonumber(ARGV[1]), tonumber(ARGV[2])
 fair_helpers()
 local now = now_ms()
@@ -63,7 +65,7 @@ table.sort(rows, function(a, b)
   end
   return a[1] < b[1]
 end)
-local out = { n_ready + n_wait + parked, partial and 1 or 0, redis.call('EXISTS', K_FRUN) }
+local out = { n_ready + n_wait + parked, partial and 1 or 0, redis.call('EXISTS', K_FRUN), redis.call('HGET', K_STATS, 'kflow') or '' }
 for i = 1, math.min(limit, #rows) do
   for _, v in ipairs(rows[i]) do
     out[#out + 1] = v
