@@ -40,56 +40,82 @@ async fn busiest_keys_counts_each_key_over_partitions(client: Client) {
     );
 }
 
+/// Enqueues `n` jobs of the shop acme.
+async fn enqueue_acme(client: &Client, n: usize) {
+    for _ in 0..n {
+        let job = Sync {
+            shop: "acme".into(),
+        };
+        client.enqueue(job).await.unwrap();
+    }
+}
+
+/// A worker of [`Sync`] jobs under `limits` whose handlers say when they start (`started`), then wait
+/// for a permit of `release`.
+struct Gated {
+    started: tokio::sync::mpsc::UnboundedReceiver<()>,
+    release: std::sync::Arc<tokio::sync::Semaphore>,
+    stop: postpone::ShutdownHandle,
+    running: tokio::task::JoinHandle<postpone::Result<()>>,
+}
+
+impl Gated {
+    fn start(client: &Client, concurrency: usize, limits: KeyLimits) -> Self {
+        let (started_tx, started) = tokio::sync::mpsc::unbounded_channel();
+        let release = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+        let gate = release.clone();
+        let worker = Worker::builder(client)
+            .concurrency(concurrency)
+            .handle(move |_job: Sync, _ctx: JobContext| {
+                let (tx, gate) = (started_tx.clone(), gate.clone());
+                async move {
+                    let _ = tx.send(());
+                    let _ = gate.acquire().await;
+                    Ok::<(), JobError>(())
+                }
+            })
+            .key_limits::<Sync>(limits)
+            .build()
+            .unwrap();
+        let stop = worker.shutdown_handle();
+        Gated {
+            started,
+            release,
+            stop,
+            running: tokio::spawn(worker.run()),
+        }
+    }
+
+    /// Stops the worker and waits for it.
+    async fn stop(self) {
+        self.stop.shutdown();
+        self.running.await.unwrap().unwrap();
+    }
+}
+
 /// The limits per key of the topic's workers' claims: none known before a worker claimed keyed jobs,
 /// then the worker's, shown beside the keys.
 async fn busiest_keys_show_the_limits_per_key_workers_claim_under(client: Client) {
     let ops = client.ops();
-    client
-        .enqueue(Sync {
-            shop: "acme".into(),
-        })
-        .await
-        .unwrap();
+    enqueue_acme(&client, 1).await;
     let before = ops.busiest_keys("ops.sync", 10).await.unwrap();
     assert_eq!(before.limits, None, "no worker claimed yet: {before:?}");
     let limits = KeyLimits::new()
         .max_running(2)
         .rate(postpone::RateLimit::per_second(10));
-    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel();
-    let release = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
-    let gate = release.clone();
-    let worker = Worker::builder(&client)
-        .handle(move |_job: Sync, _ctx: JobContext| {
-            let (tx, gate) = (started_tx.clone(), gate.clone());
-            async move {
-                let _ = tx.send(());
-                let _ = gate.acquire().await;
-                Ok::<(), JobError>(())
-            }
-        })
-        .key_limits::<Sync>(limits)
-        .build()
-        .unwrap();
-    let stop = worker.shutdown_handle();
-    let running = tokio::spawn(worker.run());
-    started.recv().await.unwrap();
+    let mut worker = Gated::start(&client, 10, limits);
+    worker.started.recv().await.unwrap();
     // A second job queued while the first runs: the key is listed, under the worker's limits.
-    client
-        .enqueue(Sync {
-            shop: "acme".into(),
-        })
-        .await
-        .unwrap();
+    enqueue_acme(&client, 1).await;
     let page = ops.busiest_keys("ops.sync", 10).await.unwrap();
     assert_eq!(page.limits, Some(limits), "{page:?}");
     assert_eq!(
         page.limits.map(|l| l.to_string()).as_deref(),
         Some("max 2 running, 10/1s")
     );
-    release.add_permits(2);
-    started.recv().await.unwrap();
-    stop.shutdown();
-    running.await.unwrap().unwrap();
+    worker.release.add_permits(2);
+    worker.started.recv().await.unwrap();
+    worker.stop().await;
 }
 
 /// A client of a namespace of its own on `server`.
@@ -101,63 +127,36 @@ async fn on_redis(server: &RedisServer) -> Client {
         .unwrap()
 }
 
-#[tokio::test]
-async fn ops_busiest_keys_fair_on_memory() {
-    busiest_keys_counts_each_key_over_partitions(Client::memory()).await;
+/// Runs `scenario` on memory (test `$memory`) and on a Redis of its own (test `$redis`).
+macro_rules! on_both {
+    ($scenario:ident: $memory:ident, $redis:ident) => {
+        #[tokio::test]
+        async fn $memory() {
+            $scenario(Client::memory()).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $redis() {
+            let server = RedisServer::start();
+            $scenario(on_redis(&server).await).await;
+        }
+    };
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ops_busiest_keys_fair_on_redis() {
-    let server = RedisServer::start();
-    let client = on_redis(&server).await;
-    busiest_keys_counts_each_key_over_partitions(client).await;
-}
-
-#[tokio::test]
-async fn ops_busiest_keys_show_the_key_limits_on_memory() {
-    busiest_keys_show_the_limits_per_key_workers_claim_under(Client::memory()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ops_busiest_keys_show_the_key_limits_on_redis() {
-    let server = RedisServer::start();
-    let client = on_redis(&server).await;
-    busiest_keys_show_the_limits_per_key_workers_claim_under(client).await;
-}
+on_both!(busiest_keys_counts_each_key_over_partitions:
+    ops_busiest_keys_fair_on_memory, ops_busiest_keys_fair_on_redis);
+on_both!(busiest_keys_show_the_limits_per_key_workers_claim_under:
+    ops_busiest_keys_show_the_key_limits_on_memory, ops_busiest_keys_show_the_key_limits_on_redis);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ops_busiest_keys_show_running_jobs_under_a_key_limit_on_redis() {
     let server = RedisServer::start();
     let client = on_redis(&server).await;
-    for _ in 0..4 {
-        client
-            .enqueue(Sync {
-                shop: "acme".into(),
-            })
-            .await
-            .unwrap();
-    }
-    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel();
-    // Jobs wait here until the test lets them all go.
-    let release = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
-    let gate = release.clone();
-    let worker = Worker::builder(&client)
-        .concurrency(4)
-        .handle(move |_job: Sync, _ctx: JobContext| {
-            let (tx, gate) = (started_tx.clone(), gate.clone());
-            async move {
-                let _ = tx.send(());
-                let _ = gate.acquire().await;
-                Ok::<(), JobError>(())
-            }
-        })
-        .key_limits::<Sync>(KeyLimits::new().max_running(2))
-        .build()
-        .unwrap();
-    let stop = worker.shutdown_handle();
-    let running = tokio::spawn(worker.run());
-    started.recv().await.unwrap();
-    started.recv().await.unwrap();
+    enqueue_acme(&client, 4).await;
+    // Jobs wait until the test lets them all go.
+    let mut worker = Gated::start(&client, 4, KeyLimits::new().max_running(2));
+    worker.started.recv().await.unwrap();
+    worker.started.recv().await.unwrap();
     let page = client.ops().busiest_keys("ops.sync", 10).await.unwrap();
     assert!(page.running_counted, "{page:?}");
     let acme = &page.keys[0];
@@ -171,11 +170,10 @@ async fn ops_busiest_keys_show_running_jobs_under_a_key_limit_on_redis() {
         "a key at its max running is counted: {page:?}"
     );
     // At its max: no third job of the key started.
-    assert!(started.try_recv().is_err());
-    release.add_permits(4);
+    assert!(worker.started.try_recv().is_err());
+    worker.release.add_permits(4);
     for _ in 0..2 {
-        started.recv().await.unwrap();
+        worker.started.recv().await.unwrap();
     }
-    stop.shutdown();
-    running.await.unwrap().unwrap();
+    worker.stop().await;
 }
