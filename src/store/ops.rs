@@ -175,8 +175,8 @@ pub struct KeysPage {
     /// Whether running jobs are counted per key (a max running per key is set).
     pub running_counted: bool,
     /// The limits per key the topic's workers last claimed its keyed jobs under (a max running and a
-    /// rate per key; [`KeyLimits::is_none`](crate::KeyLimits::is_none) when they set none); `None` until a worker has claimed
-    /// keyed jobs of the topic.
+    /// rate per key; [`KeyLimits::is_none`](crate::KeyLimits::is_none) when they set none); `None`
+    /// until a worker has claimed keyed jobs of the topic.
     pub limits: Option<crate::flow::KeyLimits>,
 }
 
