@@ -349,13 +349,7 @@ async fn outbox_row_that_cannot_be_delivered_is_reported_and_kept() {
     assert_eq!((stats.rows, stats.failing), (2, 1));
 
     // The limit is raised again (a relay with the writer's client): both rows go, in order.
-    sqlx::query(AssertSqlSafe(format!(
-        "UPDATE {} SET retry_at = NULL",
-        db.table
-    )))
-    .execute(&db.pool)
-    .await
-    .unwrap();
+    db.update_rows("retry_at = NULL").await;
     let relay = Relay::new(&outbox, db.pool.clone());
     assert_eq!(relay.deliver().await.unwrap().delivered, 1);
     assert_eq!(queued(&writer, "big").await, Some(1));
@@ -694,13 +688,8 @@ fn outbox_gauges_report_a_waiting_row_and_a_failing_one() {
             .unwrap();
         tx.commit().await.unwrap();
         // The rows were committed 90 s ago, as far as their age goes.
-        sqlx::query(AssertSqlSafe(format!(
-            "UPDATE {} SET created_at = created_at - interval '90 seconds'",
-            db.table
-        )))
-        .execute(&db.pool)
-        .await
-        .unwrap();
+        db.update_rows("created_at = created_at - interval '90 seconds'")
+            .await;
     });
     let relay = Relay::new(&outbox, db.pool.clone());
     let stats = read(&relay);
@@ -723,13 +712,7 @@ fn outbox_gauges_report_a_waiting_row_and_a_failing_one() {
 
     // Delivered at last: all back to zero.
     rt.block_on(async {
-        sqlx::query(AssertSqlSafe(format!(
-            "UPDATE {} SET retry_at = NULL",
-            db.table
-        )))
-        .execute(&db.pool)
-        .await
-        .unwrap();
+        db.update_rows("retry_at = NULL").await;
         assert_eq!(relay.deliver().await.unwrap().delivered, 1);
     });
     read(&relay);

@@ -67,6 +67,14 @@ impl TestDb {
         }
     }
 
+    /// Runs `UPDATE <outbox table> SET <set>` on every row (a test moving its rows' times).
+    pub async fn update_rows(&self, set: &str) {
+        sqlx::query(AssertSqlSafe(format!("UPDATE {} SET {set}", self.table)))
+            .execute(&self.pool)
+            .await
+            .unwrap();
+    }
+
     /// Rows in the outbox table.
     pub async fn rows(&self) -> i64 {
         sqlx::query_scalar(AssertSqlSafe(format!(
