@@ -45,6 +45,13 @@ end
 
 -- redis.call(cmd, key, list...) in slices, the replies joined (HMGET, ZMSCORE, SMISMEMBER).
 local function fetch_many(cmd, key, list)
+  local n = #list
+  if n == 0 then
+    return {}
+  elseif n <= SLICE then
+    -- One slice: the reply is the list.
+    return redis.call(cmd, key, unpack(list, 1, n))
+  end
   local out = {}
   for i = 1, #list, SLICE do
     local j = math.min(i + SLICE - 1, #list)
