@@ -376,32 +376,53 @@ local function fair_helpers()
   end
 
   -- Reads the next `count` ids of the queues of keys `ks` (one ZRANGE each, from where the last read
-  -- of each ended) and looks them up in `due` in one ZMSCORE: appends to each key's `ids`, and to
-  -- `dues` the due time `due` holds for each (as Redis wrote it, false when none; `ats` the same as a
-  -- number). Every move of a keyed job in `due` files it again under its key (the same member, its
-  -- score updated), so `due`'s time is the entry's; `whole` once a read came back short (the key's
-  -- queue is all read).
+  -- of each ended: `nread` entries read) and looks them up in `due` in one ZMSCORE: appends to each
+  -- key's `ids`, and to its `dues` the due time `due` holds for each (as Redis wrote it, false when
+  -- none). Every move of a keyed job in `due` files it again under its key (the same member, its score
+  -- updated), so `due`'s time is the entry's; `whole` once a read came back short (the key's queue is
+  -- all read). A key's first read keeps the replies as they are (no copy): with one key, both.
   local function read(ks, counts)
-    local all, owner = {}, {}
+    local all, lens, n = {}, {}, 0
     for j, k in ipairs(ks) do
-      local from = #k.ids
+      local from = k.nread
       local ids = redis.call('ZRANGE', K_FQ .. k.name, from, from + counts[j] - 1)
-      if #ids < counts[j] then
+      local m = #ids
+      if m < counts[j] then
         k.whole = true
       end
-      for i = 1, #ids do
-        k.ids[from + i] = ids[i]
-        all[#all + 1] = ids[i]
-        owner[#all] = k
+      if from == 0 then
+        k.ids = ids
+      else
+        local kids = k.ids
+        for i = 1, m do
+          kids[from + i] = ids[i]
+        end
+      end
+      k.nread, lens[j] = from + m, m
+      if #ks == 1 then
+        all, n = ids, m
+      else
+        for i = 1, m do
+          all[n + i] = ids[i]
+        end
+        n = n + m
       end
     end
-    if #all > 0 then
+    if n > 0 then
       local dues = fetch_many('ZMSCORE', K_DUE, all)
-      for i = 1, #all do
-        local k, due = owner[i], dues[i]
-        local n = #k.dues + 1
-        k.dues[n] = due
-        k.ats[n] = due and tonumber(due)
+      local c = 0
+      for j, k in ipairs(ks) do
+        local m = lens[j]
+        local from = k.nread - m
+        if from == 0 and #ks == 1 then
+          k.dues = dues
+        else
+          local kdues = k.dues
+          for i = 1, m do
+            kdues[from + i] = dues[c + i]
+          end
+        end
+        c = c + m
       end
     end
   end
@@ -412,7 +433,7 @@ local function fair_helpers()
   local function next_entry(k, more, took_ids)
     while true do
       local i = k.pos
-      if i > #k.ids then
+      if i > k.nread then
         if k.whole then
           return nil
         end
@@ -458,8 +479,9 @@ local function fair_helpers()
     redis.call('ZREMRANGEBYSCORE', K_FHOLD, '-inf', now)
     local any_hold = redis.call('EXISTS', K_FHOLD) == 1
     local taken, served = 0, nil
-    -- Ids claimed here (and, as a set, `took_ids`: an id met again under another key is stale there).
-    local claimed, took_ids = {}, {}
+    -- Ids claimed here (`nclaimed` of them), and, as a set, `took_ids`: an id met again under another
+    -- key is stale there (a key served last and alone adds none: no key comes after it).
+    local claimed, nclaimed, took_ids = {}, 0, {}
     -- Each turn claims jobs or files a key elsewhere: bounded.
     local turns = 4 * want + 16
     while taken < want and turns > 0 do
@@ -469,7 +491,7 @@ local function fair_helpers()
       end
       local ks, names, bound = {}, {}, nil
       for i = 1, #popped, 2 do
-        local k = { name = popped[i], tag = tonumber(popped[i + 1]), ids = {}, ats = {}, dues = {}, pos = 1, took = 0 }
+        local k = { name = popped[i], tag = tonumber(popped[i + 1]), ids = {}, dues = {}, nread = 0, pos = 1, took = 0 }
         if i + 1 == #popped and #popped == 2 * (want - taken + 1) then
           bound = k
         else
@@ -531,22 +553,23 @@ local function fair_helpers()
         end
         turns = turns - 1
         local k = heap_pop(heap)
-        local cap = 1
-        if #heap == 0 and not bound then
-          cap = want - taken
-        end
-        cap = math.min(cap, k.cap)
-        local took = 0
+        -- The last key left takes all it may.
+        local alone = #heap == 0 and not bound
+        local cap = math.min(alone and want - taken or 1, k.cap)
+        local took, ngot = 0, #got
         while took < cap do
           local i = next_entry(k, cap - took, took_ids)
-          if not i or k.ats[i] > now then
+          local due = i and k.dues[i]
+          if not i or tonumber(due) > now then
             break
           end
           local id = k.ids[i]
-          got[#got + 1] = id
-          got[#got + 1] = k.dues[i]
-          claimed[#claimed + 1] = id
-          took_ids[id] = true
+          got[ngot + 1], got[ngot + 2], ngot = id, due, ngot + 2
+          nclaimed = nclaimed + 1
+          claimed[nclaimed] = id
+          if not alone then
+            took_ids[id] = true
+          end
           k.pos = i + 1
           took = took + 1
         end
@@ -556,7 +579,7 @@ local function fair_helpers()
           k.took, k.cap, k.tag = k.took + took, k.cap - took, k.tag + 1
         end
         local i = k.cap > 0 and next_entry(k, 1, took_ids)
-        if i and k.ats[i] <= now then
+        if i and tonumber(k.dues[i]) <= now then
           heap_push(heap, k)
         end
       end
@@ -567,18 +590,18 @@ local function fair_helpers()
       for _, k in ipairs(ks) do
         -- Where it goes depends on its first job left (stale entries before it go too).
         local head = nil
-        while k.pos <= #k.ids and not (k.dues[k.pos] and not took_ids[k.ids[k.pos]]) do
+        while k.pos <= k.nread and not (k.dues[k.pos] and not took_ids[k.ids[k.pos]]) do
           k.pos = k.pos + 1
         end
         local drop = k.pos - 1
-        if drop > 0 and k.whole and drop == #k.ids then
+        if drop > 0 and k.whole and drop == k.nread then
           -- All of its queue goes: deleted with the others' below.
           emptied[#emptied + 1] = K_FQ .. k.name
         elseif drop > 0 then
           redis.call('ZREMRANGEBYRANK', K_FQ .. k.name, 0, drop - 1)
         end
-        if k.pos <= #k.ids then
-          head = k.ats[k.pos]
+        if k.pos <= k.nread then
+          head = tonumber(k.dues[k.pos])
         elseif not k.whole then
           -- Every entry read was claimed or stale, and there are more: the next one decides.
           local nxt = redis.call('ZRANGE', K_FQ .. k.name, 0, 0, 'WITHSCORES')
@@ -633,7 +656,7 @@ local function fair_helpers()
         break
       end
     end
-    if #claimed > 0 then
+    if nclaimed > 0 then
       call_many('ZREM', K_DUE, claimed, 1)
     end
     if served then
