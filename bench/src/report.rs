@@ -98,6 +98,10 @@ pub(crate) struct Report {
     /// `fairness`: the quiet keys' start lag p99, ms (as `p99_ms`, under its own name).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) quiet_p99_ms: Option<f64>,
+    /// `fairness`: the flood's jobs and the quiet keys' that started meanwhile, per second of the
+    /// flood (the throughput it shares with them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) all_jobs_per_sec: Option<f64>,
     /// `batch`: ms from the last member's end to the success callback's start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) callback_after_last_ms: Option<f64>,

@@ -39,6 +39,8 @@ struct Seen {
     drained: Option<oneshot::Sender<Instant>>,
     /// Quiet jobs' start lag, ms.
     quiet: Vec<f64>,
+    /// Quiet jobs that had started when the flood's last job did.
+    quiet_in_flood: usize,
 }
 
 type Shared = Arc<Mutex<Seen>>;
@@ -48,6 +50,7 @@ async fn handle<J: TenantJob>(job: J, _ctx: JobContext, seen: Shared) -> Result<
     if job.tenant() == "flood" {
         s.flood_done += 1;
         if s.flood_done == s.flood_total {
+            s.quiet_in_flood = s.quiet.len();
             if let Some(tx) = s.drained.take() {
                 let _ = tx.send(Instant::now());
             }
@@ -60,15 +63,15 @@ async fn handle<J: TenantJob>(job: J, _ctx: JobContext, seen: Shared) -> Result<
 }
 
 /// `fairness`.
-pub(super) async fn run(args: &Args, _probe: &mut Probe) -> BoxResult<Report> {
+pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     if args.no_keys {
-        run_with::<PlainTenant>(args).await
+        run_with::<PlainTenant>(args, probe).await
     } else {
-        run_with::<Tenant>(args).await
+        run_with::<Tenant>(args, probe).await
     }
 }
 
-async fn run_with<J: TenantJob>(args: &Args) -> BoxResult<Report> {
+async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     let n = args.jobs;
     let client = client(args).await?;
     let origin = Instant::now();
@@ -84,7 +87,9 @@ async fn run_with<J: TenantJob>(args: &Args) -> BoxResult<Report> {
         flood_total: n,
         drained: Some(tx),
         quiet: Vec::new(),
+        quiet_in_flood: 0,
     }));
+    let redis_cpu = probe.cpu_s().await?;
     let running = super::spawn_worker(args, seen.clone(), |w| w.handle(handle::<J>)).await?;
     let started = Instant::now();
 
@@ -109,6 +114,7 @@ async fn run_with<J: TenantJob>(args: &Args) -> BoxResult<Report> {
     let drained_at = tokio::time::timeout(TIMEOUT, rx)
         .await
         .map_err(|_| "the flood was not drained in time")??;
+    let redis_cpu = probe.cpu_s().await? - redis_cpu;
     producing.store(false, std::sync::atomic::Ordering::Relaxed);
     let mut quiet_sent = 0;
     while let Some(done) = producers.join_next().await {
@@ -127,7 +133,12 @@ async fn run_with<J: TenantJob>(args: &Args) -> BoxResult<Report> {
     running.stop().await?;
 
     let secs = drained_at.saturating_duration_since(started).as_secs_f64();
-    let mut quiet = std::mem::take(&mut seen.lock().unwrap_or_else(|p| p.into_inner()).quiet);
+    let (mut quiet, quiet_in_flood) = {
+        let mut s = seen.lock().unwrap_or_else(|p| p.into_inner());
+        (std::mem::take(&mut s.quiet), s.quiet_in_flood as u64)
+    };
+    // Every job that ran while the flood drained: the flood's and the quiet keys'.
+    let all = n + quiet_in_flood;
     quiet.sort_by(f64::total_cmp);
     let (p50, p99) = (percentile(&quiet, 50.0), percentile(&quiet, 99.0));
     let max = quiet.last().copied().unwrap_or(f64::NAN);
@@ -135,6 +146,11 @@ async fn run_with<J: TenantJob>(args: &Args) -> BoxResult<Report> {
         "  flood of {n} jobs drained in {secs:.3} s ({:.0} jobs/s, concurrency {}) beside {QUIET_KEYS} quiet keys",
         rate(n, secs),
         args.concurrency
+    );
+    println!(
+        "  with the {quiet_in_flood} quiet jobs that started meanwhile: {:.0} jobs/s; Redis CPU {redis_cpu:.3} s ({:.1} us/job)",
+        rate(all, secs),
+        redis_cpu * 1e6 / all as f64
     );
     println!(
         "  quiet jobs: {} ran; start lag p50 {p50:.1} / p99 {p99:.1} / max {max:.1} ms ({})",
@@ -152,6 +168,9 @@ async fn run_with<J: TenantJob>(args: &Args) -> BoxResult<Report> {
         p99_ms: Some(round(p99, 3)),
         max_ms: Some(round(max, 3)),
         quiet_p99_ms: Some(round(p99, 3)),
+        all_jobs_per_sec: Some(round(rate(all, secs), 0)),
+        redis_cpu_s: Some(round(redis_cpu, 3)),
+        redis_us_per_job: Some(round(redis_cpu * 1e6 / all as f64, 2)),
         ok,
         ..Report::default()
     })
