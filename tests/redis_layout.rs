@@ -346,3 +346,44 @@ async fn fair_keys_live_in_the_topic_slot_and_go_once_their_jobs_end() {
     let left = server.fairness_keys();
     assert!(left.is_empty(), "per-key state left: {left:?}");
 }
+
+#[tokio::test]
+async fn a_dead_keyed_jobs_key_stays_with_its_death_until_its_record_goes() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    let keyed = job("order:1", Due::In(0)).with_key(Some("acme".into()));
+    s.enqueue(T, vec![keyed]).await.unwrap();
+    let batch = s.claim(T, claim(1)).await.unwrap();
+    let dead = Finish::Dead {
+        record: b"dead".to_vec(),
+        reason: "boom".into(),
+    };
+    let job = &batch.jobs[0];
+    s.finish(T, vec![FinishItem::new(job.id.clone(), job.token, dead)])
+        .await
+        .unwrap();
+    let dead_keys = "postpone:{shop:orders.close}:dead_keys";
+    assert!(
+        server.keys().iter().any(|k| k == dead_keys),
+        "{:?}",
+        server.keys()
+    );
+    // Purged, the death is listed no more, but its hook is pending: record and key stay.
+    assert_eq!(s.dead_purge(T, DeadSelection::All).await.unwrap(), 1);
+    assert!(
+        server.keys().iter().any(|k| k == dead_keys),
+        "{:?}",
+        server.keys()
+    );
+    // Its hook succeeded: both go.
+    let pending = s.dead_claim(T, 10, 60_000).await.unwrap();
+    let deaths: Vec<_> = pending.iter().map(|e| e.death()).collect();
+    assert_eq!(deaths.len(), 1);
+    s.dead_ack(T, &deaths).await.unwrap();
+    let left: Vec<_> = server
+        .keys()
+        .into_iter()
+        .filter(|k| k.contains("dead"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use postpone::store::{
     CancelOutcome, ClaimBatch, ClaimRequest, Due, EnqueueOutcome, Finish, FinishOutcome, Keyed,
-    KeyedJob, KeyedOutcome, NewJob, RescheduleOutcome, Store,
+    KeyedJob, KeyedOutcome, NewJob, RequeueOutcome, RescheduleOutcome, Store,
 };
 use postpone::{KeyLimits, RateLimit};
 
@@ -681,6 +681,61 @@ pub(crate) async fn fair_key_limit_an_expired_lease_frees_its_keys_slot(store: A
     }
     let none = claim_limited(s, t, 10, LONG, limits).await;
     assert!(none.jobs.is_empty(), "one of a runs again: {none:?}");
+}
+
+pub(crate) async fn fair_key_limit_a_dead_letter_requeued_keeps_its_key(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_key_limit_requeued"));
+    let limits = KeyLimits::new().max_running(1);
+    s.enqueue(t, flood("a", 3)).await.unwrap();
+    // a-0000 dies by its handler's last failure, a-0001 of stalls (its lease expired once, with a
+    // stall limit of 0).
+    let first = claim_limited(s, t, 10, LONG, limits).await;
+    assert_eq!(per_key(&first), counts_of(&[("a", 1)]), "{first:?}");
+    let job = &first.jobs[0];
+    assert_eq!(
+        finish(s, t, job, dead(REC, "boom")).await,
+        FinishOutcome::Applied
+    );
+    let request = ClaimRequest::new(10, SHORT, 100, 0).key_limits(limits);
+    let stalled = s.claim(t, request).await.unwrap();
+    assert_eq!(per_key(&stalled), counts_of(&[("a", 1)]), "{stalled:?}");
+    wait_past(s, stalled.now_ms() + SHORT as i64).await;
+    let running = s.claim(t, request).await.unwrap();
+    assert_eq!(running.swept_dead, 1, "{running:?}");
+    let ids: Vec<_> = running.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["a-0002"], "the key's one slot, free again");
+
+    // Both come back under their key: while a-0002 runs, the key is at its max, and neither is
+    // claimed (without their key they would be, under no limit).
+    let deaths = s.dead_list(t, 0, 10).await.unwrap();
+    assert_eq!(deaths.len(), 2, "{deaths:?}");
+    for entry in &deaths {
+        let requeued = s.dead_requeue(t, &entry.death(), REC.to_vec()).await;
+        assert!(
+            matches!(requeued, Ok(RequeueOutcome::Requeued { .. })),
+            "{requeued:?}"
+        );
+    }
+    let none = claim_limited(s, t, 10, LONG, limits).await;
+    assert!(none.jobs.is_empty(), "a is at its max running: {none:?}");
+    assert_eq!(
+        finish(s, t, &running.jobs[0], Finish::Done).await,
+        FinishOutcome::Applied
+    );
+    for _ in 0..2 {
+        let next = claim_limited(s, t, 10, LONG, limits).await;
+        assert_eq!(
+            per_key(&next),
+            counts_of(&[("a", 1)]),
+            "one at a time: {next:?}"
+        );
+        assert_eq!(
+            finish(s, t, &next.jobs[0], Finish::Done).await,
+            FinishOutcome::Applied
+        );
+    }
+    let gone = claim_limited(s, t, 10, LONG, limits).await;
+    assert!(gone.jobs.is_empty(), "{gone:?}");
 }
 
 pub(crate) async fn fair_key_limit_rate_per_key_lets_each_key_go_at_its_rate(

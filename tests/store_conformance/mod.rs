@@ -201,6 +201,7 @@ macro_rules! store_conformance {
             fair_key_limit_max_running_holds_per_key_while_other_keys_run_freely,
             fair_key_limit_a_finish_that_frees_a_parked_key_wakes_claimers,
             fair_key_limit_an_expired_lease_frees_its_keys_slot,
+            fair_key_limit_a_dead_letter_requeued_keeps_its_key,
             fair_key_limit_rate_per_key_lets_each_key_go_at_its_rate,
             fair_key_limit_next_due_is_a_rate_held_keys_go_time_or_none_when_all_are_parked,
             fair_key_limit_a_rate_limited_finish_holds_only_its_key,

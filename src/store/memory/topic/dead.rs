@@ -65,10 +65,12 @@ impl Topic {
         if self.jobs.contains_key(&death.id) {
             return (RequeueOutcome::LiveJobExists, None);
         }
+        // It comes back under the key it died with (a job that had none, in a topic with keyed jobs,
+        // under the key "").
+        let key = self.graves.get(&member).and_then(|g| g.key.clone());
         self.unlist(&member);
         let hint = self.is_earliest(now).then_some(now);
-        // A topic with keyed jobs files it under the key "" (its key, if it had one, ended with it).
-        self.fair.set_key(&death.id, None, false, now);
+        self.fair.set_key(&death.id, key, false, now);
         self.put_due(&death.id, now, now);
         self.jobs.insert(death.id.clone(), record);
         let hint = self.fair_hint(hint, now);

@@ -30,13 +30,14 @@ use crate::store::{
 };
 use crate::time::add_ms;
 
-/// One death's record and reason.
+/// One death's record and reason, and the job's key for fairness (it keeps it when requeued).
 #[derive(Debug)]
 struct Grave {
     death: Death,
     record: Vec<u8>,
     reason: String,
     died_at_ms: i64,
+    key: Option<String>,
 }
 
 impl Grave {
@@ -156,6 +157,11 @@ impl Topic {
     /// Moves a live job to the dead letters as a new death (numbered by the `dead_total` counter),
     /// listed and pending its hook.
     fn bury(&mut self, id: &str, record: Vec<u8>, reason: String, now: i64) {
+        let key = self
+            .fair
+            .key_of(id)
+            .filter(|k| !k.is_empty())
+            .map(str::to_owned);
         self.forget(id, now);
         self.announce_death(id, &reason, now);
         self.counters.dead_total += 1;
@@ -170,6 +176,7 @@ impl Topic {
             record,
             reason,
             died_at_ms: now,
+            key,
         };
         self.graves.insert(member, grave);
     }

@@ -114,9 +114,11 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
     forget_prio(ended)
   end
   -- A keyed job's lease ended (its key runs one fewer); back in `due`, it is filed again under its
-  -- key; one that ended forgets it (see fair.lua).
+  -- key; one that ended forgets it (see fair.lua), and one that died keeps it with its death.
+  local dead_keys = nil
   if redis.call('HGET', K_STATS, 'fair') then
     fair_helpers()
+    dead_keys = fetch_many('HMGET', K_FKEY, dead_ids)
     fair_release(expired, now)
     local b_ids, b_dues, ended = {}, {}, {}
     for i = 1, #back, 2 do
@@ -135,7 +137,7 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
   if n_cancelled > 0 then
     redis.call('HINCRBY', K_STATS, 'cancelled', n_cancelled)
   end
-  kill_many(dead_ids, dead_recs, dead_reasons, now)
+  kill_many(dead_ids, dead_recs, dead_reasons, now, dead_keys)
   if #dead_ids > 0 then
     tally(now, 0, 0, 0, 0, #dead_ids)
   end
@@ -364,7 +366,7 @@ elseif max > 0 and next_due and next_due <= now then
       end
     end
     if #lost_ids > 0 then
-      kill_many(lost_ids, lost_recs, lost_reasons, now)
+      kill_many(lost_ids, lost_recs, lost_reasons, now, has_fair and fetch_many('HMGET', K_FKEY, lost_ids) or nil)
       tally(now, 0, 0, 0, 0, #lost_ids)
       -- Ended here: announced and their followers told as in finish.lua.
       local flags = redis.call('HMGET', K_STATS, 'waits', 'progress', 'follow')

@@ -10,13 +10,21 @@ end
 if redis.call('ZSCORE', K_DUE, id) or redis.call('ZSCORE', K_ACTIVE, id) then
   return { 2, 0 }
 end
+-- The job comes back under the key it died with (read before the death leaves the listing, which may
+-- bury its record and key).
+local key = redis.call('HGET', K_DEAD_KEYS, death)
 unlist_many({ death })
 local now = now_ms()
 local first = earliest(K_DUE)
 redis.call('HSET', K_JOBS, id, rec)
 redis.call('ZADD', K_DUE, now, id)
--- A topic with keyed jobs files it under the key '' (its key, if it had one, ended with it: fair.lua).
-if redis.call('EXISTS', K_FKEY) == 1 then
+if key then
+  fair_helpers()
+  if fair_file({ id }, { key }, { now }, now) then
+    first = nil
+  end
+elseif redis.call('EXISTS', K_FKEY) == 1 then
+  -- A job without a key, in a topic with keyed jobs: under the key '' (fair.lua).
   fair_helpers()
   if fair_file_unkeyed({ id }, { now }, now) then
     first = nil

@@ -158,10 +158,15 @@ if (#retry_due > 0 or #ended > 0) and flags[2] then
     call_many('HDEL', K_PRIO, ended, 1)
   end
 end
--- Keyed jobs keep their keys through a retry; jobs that end forget them (fair.lua).
+-- Keyed jobs keep their keys through a retry; jobs that end forget them (fair.lua), and those that die
+-- keep them with their deaths.
 -- A key made ready (a parked key's lease ended, or a retry is due now) wakes the claimers, once.
+local dead_keys = nil
 if #gone > 0 and flags[7] then
   fair_helpers()
+  if #dead_ids > 0 then
+    dead_keys = fetch_many('HMGET', K_FKEY, dead_ids)
+  end
   local readied = fair_release(gone, now)
   local r_ids, r_dues = {}, {}
   for i = 1, #retry_due, 2 do
@@ -175,7 +180,7 @@ if #gone > 0 and flags[7] then
   fair_forget(ended)
 end
 if #dead_ids > 0 then
-  kill_many(dead_ids, dead_recs, dead_reasons, now)
+  kill_many(dead_ids, dead_recs, dead_reasons, now, dead_keys)
   redis.call('HINCRBY', K_STATS, 'failed', #dead_ids)
 end
 if processed > 0 then

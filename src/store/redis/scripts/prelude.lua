@@ -54,10 +54,15 @@ local function death_of(id, seq)
   return id .. '\n' .. string.format('%015d', seq)
 end
 
+-- Death -> the key for fairness its job had (a job with one keeps it when requeued; see fair.lua): a
+-- hash of the topic's slot, named from `due`'s name, with an entry while its death's record stays.
+local K_DEAD_KEYS = string.sub(K_DUE, 1, #K_DUE - 3) .. 'dead_keys'
+
 -- Adds jobs (already removed from due/active/jobs) to the dead letters, each a new death, listed and
 -- pending its hook from now. `dead_info` holds "<died at> <reason>". The death's sequence number is the
--- topic's `dead` counter.
-local function kill_many(ids, recs, reasons, now)
+-- topic's `dead` counter. `keys` (optional): each job's key for fairness, or false; kept with its death
+-- (`dead_keys`), so that the job is requeued under it.
+local function kill_many(ids, recs, reasons, now, keys)
   if #ids == 0 then
     return
   end
@@ -80,6 +85,18 @@ local function kill_many(ids, recs, reasons, now)
   call_many('ZADD', K_DEAD, died, 2)
   call_many('ZADD', K_DEAD_PENDING, died, 2)
   call_many('ZADD', K_DEAD_IDS, byid, 2)
+  if keys then
+    local kept = {}
+    for i = 1, #ids do
+      if keys[i] and keys[i] ~= '' then
+        kept[#kept + 1] = jobs[2 * i - 1]
+        kept[#kept + 1] = keys[i]
+      end
+    end
+    if #kept > 0 then
+      call_many('HSET', K_DEAD_KEYS, kept, 2)
+    end
+  end
 end
 
 -- Deletes the record and reason of each death that is not in `still` (the listing, or the hook's queue):
@@ -95,6 +112,7 @@ local function bury_unless_in(still, deaths)
   if #gone > 0 then
     call_many('HDEL', K_DEAD_JOBS, gone, 1)
     call_many('HDEL', K_DEAD_INFO, gone, 1)
+    call_many('HDEL', K_DEAD_KEYS, gone, 1)
   end
 end
 
