@@ -255,6 +255,66 @@ pub(crate) async fn fair_only_key_left_fills_the_whole_claim(store: Arc<dyn Stor
     assert_eq!(claimed_ids(s, t, 50).await, Vec::<String>::new());
 }
 
+pub(crate) async fn fair_claims_take_each_job_once_in_its_keys_order_however_the_keys_interleave(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_interleaved"));
+    // Key f's jobs first (the head of the due jobs), then g's and h's, then more of f's behind them,
+    // and a last run where the three alternate.
+    let mut order = Vec::new();
+    let mut next = BTreeMap::<&str, usize>::new();
+    let mut add = |key: &'static str, n: usize, order: &mut Vec<NewJob>| {
+        for _ in 0..n {
+            let i = next.entry(key).or_default();
+            order.push(keyed(&format!("{key}-{i:04}"), key, Due::In(0)));
+            *i += 1;
+        }
+    };
+    add("f", 150, &mut order);
+    add("g", 30, &mut order);
+    add("h", 30, &mut order);
+    add("f", 60, &mut order);
+    for _ in 0..20 {
+        for key in ["g", "f", "h"] {
+            add(key, 1, &mut order);
+        }
+    }
+    let total = order.len();
+    // One enqueue per run of jobs, each due after the one before.
+    for chunk in order.chunk_by(|a, b| key_of(&a.id) == key_of(&b.id)) {
+        s.enqueue(t, chunk.to_vec()).await.unwrap();
+        later(s).await;
+    }
+
+    let mut seen: Vec<String> = Vec::new();
+    for max in [7, 50, 3, 120, 1, 33].into_iter().cycle() {
+        let batch = claim(s, t, max, LONG).await;
+        if batch.jobs.is_empty() {
+            break;
+        }
+        assert!(batch.jobs.len() <= max, "{batch:?}");
+        for job in &batch.jobs {
+            seen.push(job.id.clone());
+            assert_eq!(
+                finish(s, t, job, Finish::Done).await,
+                FinishOutcome::Applied
+            );
+        }
+    }
+    assert_eq!(seen.len(), total, "every job once: {seen:?}");
+    let mut once = seen.clone();
+    once.sort_unstable();
+    once.dedup();
+    assert_eq!(once.len(), total, "a job claimed twice: {seen:?}");
+    for key in ["f", "g", "h"] {
+        let of_key: Vec<_> = seen.iter().filter(|id| key_of(id) == key).collect();
+        let mut sorted = of_key.clone();
+        sorted.sort_unstable();
+        assert_eq!(of_key, sorted, "key {key}'s jobs in due order");
+    }
+    assert_eq!(s.counts(t).await.unwrap().ready, 0);
+}
+
 pub(crate) async fn fair_retry_and_expired_lease_keep_the_key(store: Arc<dyn Store>) {
     let (s, t) = (&*store, &topic("fair_keeps_key"));
     s.enqueue(t, flood("flood", 1000)).await.unwrap();
@@ -736,6 +796,40 @@ pub(crate) async fn fair_key_limit_a_dead_letter_requeued_keeps_its_key(store: A
     }
     let gone = claim_limited(s, t, 10, LONG, limits).await;
     assert!(gone.jobs.is_empty(), "{gone:?}");
+}
+
+pub(crate) async fn fair_key_limit_a_key_takes_its_jobs_from_between_a_held_keys(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_key_limit_between"));
+    enqueue_one(s, t, keyed("a-0000", "a", Due::In(0))).await;
+    let first = claim(s, t, 10, LONG).await;
+    let hold = Finish::RateLimited {
+        record: REC.to_vec(),
+        delay_ms: 60_000,
+    };
+    assert_eq!(
+        finish(s, t, &first.jobs[0], hold).await,
+        FinishOutcome::Applied
+    );
+    // Due in this order while a is held: b's jobs between a's.
+    for id in ["b-0000", "b-0001", "a-0001", "b-0002", "a-0002", "b-0003"] {
+        later(s).await;
+        enqueue_one(s, t, keyed(id, key_of(id), Due::In(0))).await;
+    }
+    let b = claim(s, t, 3, LONG).await;
+    let ids: Vec<_> = b.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["b-0000", "b-0001", "b-0002"]);
+    let b = claim(s, t, 10, LONG).await;
+    let ids: Vec<_> = b.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["b-0003"]);
+    assert!(claim(s, t, 10, LONG).await.jobs.is_empty(), "a is held");
+    assert_eq!(s.counts(t).await.unwrap().ready, 2, "a's two are still due");
+    assert_eq!(
+        s.counts(t).await.unwrap().scheduled,
+        1,
+        "and a-0000 after the hold"
+    );
 }
 
 pub(crate) async fn fair_key_limit_rate_per_key_lets_each_key_go_at_its_rate(
