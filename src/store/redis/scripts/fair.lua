@@ -375,44 +375,14 @@ local function fair_helpers()
     return top
   end
 
-  -- Matches key `k`'s ids just read (`ids`, `m` of them, after its first `from`) with `due`'s ids from
-  -- rank `c.head` on (`c`: the claim's ids, see fair_claim): while they agree, `due`'s reply gives
-  -- their times, and those the claim takes leave `due` by rank, with no lookup and no removal by id
-  -- (`c.head_key`, the one key whose jobs may be `due`'s first; `c.head_next`, `c.head_end`: the
-  -- indexes of its ids still to take so). A key with most of the due jobs (a tenant's flood) has its
-  -- next jobs there. Returns how many agreed.
-  local function match_head(k, from, ids, m, c)
-    local d = redis.call('ZRANGE', K_DUE, c.head, c.head + m - 1, 'WITHSCORES')
-    local kids, kdues, h = k.ids, k.dues, 0
-    while h < m and d[2 * h + 1] == ids[h + 1] do
-      h = h + 1
-      kids[from + h], kdues[from + h] = ids[h], d[2 * h]
-    end
-    if h > 0 then
-      if not c.head_key then
-        c.head_key, c.head_next = k, from + 1
-      end
-      c.head, c.head_end = c.head + h, from + h
-    end
-    c.head_open = h == m
-    return h
-  end
-
   -- Reads the next `count` ids of the queues of keys `ks` (one ZRANGE each, from where the last read
   -- of each ended: `nread` entries read) and looks them up in `due` in one ZMSCORE: appends to each
   -- key's `ids`, and to its `dues` the due time `due` holds for each (as Redis wrote it, false when
   -- none). Every move of a keyed job in `due` files it again under its key (the same member, its score
   -- updated), so `due`'s time is the entry's; `whole` once a read came back short (the key's queue is
-  -- all read). A key's first read keeps the replies as they are (no copy): with one key, both. The
-  -- claim's first read (`c.head` 0, `c.head_open`) asks which key's next job is `due`'s first: that
-  -- key's ids are matched with `due`'s (match_head) rather than looked up.
-  local function read(ks, counts, c)
-    local all, lens, skips, n = {}, {}, {}, 0
-    local first = nil
-    if c and c.head_open and c.head == 0 then
-      first = redis.call('ZRANGE', K_DUE, 0, 0)[1]
-      c.head_open = false
-    end
+  -- all read). A key's first read keeps the replies as they are (no copy): with one key, both.
+  local function read(ks, counts)
+    local all, lens, n = {}, {}, 0
     for j, k in ipairs(ks) do
       local from = k.nread
       local ids = redis.call('ZRANGE', K_FQ .. k.name, from, from + counts[j] - 1)
@@ -420,102 +390,54 @@ local function fair_helpers()
       if m < counts[j] then
         k.whole = true
       end
-      local h = 0
-      if first and m > 0 and ids[1] == first then
-        first = nil
-        h = match_head(k, from, ids, m, c)
-      end
-      if from == 0 and h == 0 then
+      if from == 0 then
         k.ids = ids
       else
         local kids = k.ids
-        for i = h + 1, m do
+        for i = 1, m do
           kids[from + i] = ids[i]
         end
       end
-      k.nread, lens[j], skips[j] = from + m, m, h
-      if #ks == 1 and h == 0 then
+      k.nread, lens[j] = from + m, m
+      if #ks == 1 then
         all, n = ids, m
       else
-        for i = h + 1, m do
-          all[n + i - h] = ids[i]
+        for i = 1, m do
+          all[n + i] = ids[i]
         end
-        n = n + m - h
+        n = n + m
       end
     end
     if n > 0 then
       local dues = fetch_many('ZMSCORE', K_DUE, all)
-      local x = 0
+      local c = 0
       for j, k in ipairs(ks) do
-        local m, h = lens[j], skips[j]
+        local m = lens[j]
         local from = k.nread - m
-        if #ks == 1 and from == 0 and h == 0 then
+        if from == 0 and #ks == 1 then
           k.dues = dues
         else
           local kdues = k.dues
-          for i = h + 1, m do
-            kdues[from + i] = dues[x + i - h]
+          for i = 1, m do
+            kdues[from + i] = dues[c + i]
           end
         end
-        x = x + m - h
+        c = c + m
       end
     end
-  end
-
-  -- Reads the next `count` ids of the queue of key `k`, the last key a claim serves (`c`: the claim's
-  -- ids, see fair_claim), as read() does, but the ids it claimed so far leave `due` first: then, when
-  -- no key's jobs were found at `due`'s head yet and this key's next job is `due`'s first, or when its
-  -- ids read so far all were, its ids are matched with `due`'s (match_head) rather than looked up.
-  local function read_head(k, count, c)
-    if c.n > 0 then
-      call_many('ZREM', K_DUE, c.ids, 1)
-      c.ids, c.n = {}, 0
-    end
-    local from = k.nread
-    local ids = redis.call('ZRANGE', K_FQ .. k.name, from, from + count - 1)
-    local m = #ids
-    if m < count then
-      k.whole = true
-    end
-    local h = 0
-    if m > 0 and c.head == 0 then
-      -- One id says whether a range is worth reading.
-      if redis.call('ZRANGE', K_DUE, 0, 0)[1] == ids[1] then
-        h = match_head(k, from, ids, m, c)
-      end
-    elseif m > 0 and c.head_open and c.head_key == k and c.head_end == from then
-      h = match_head(k, from, ids, m, c)
-    end
-    if h < m then
-      local kids, kdues, rest = k.ids, k.dues, {}
-      for i = h + 1, m do
-        kids[from + i] = ids[i]
-        rest[i - h] = ids[i]
-      end
-      local dues = fetch_many('ZMSCORE', K_DUE, rest)
-      for i = 1, m - h do
-        kdues[from + h + i] = dues[i]
-      end
-    end
-    k.nread = from + m
   end
 
   -- The index of key `k`'s next job that stays in its queue (stale entries before it are passed:
   -- claimed, ended, moved or taken under another key), or nil when it has none; reads `more` entries
-  -- more (and the one after) when all those read were passed (with read_head when `c` is given: `k` is
-  -- the last key this claim serves).
-  local function next_entry(k, more, took_ids, c)
+  -- more (and the one after) when all those read were passed.
+  local function next_entry(k, more, took_ids)
     while true do
       local i = k.pos
       if i > k.nread then
         if k.whole then
           return nil
         end
-        if c then
-          read_head(k, more + 1, c)
-        else
-          read({ k }, { more + 1 })
-        end
+        read({ k }, { more + 1 })
       else
         if k.dues[i] and not took_ids[k.ids[i]] then
           return i
@@ -557,11 +479,9 @@ local function fair_helpers()
     redis.call('ZREMRANGEBYSCORE', K_FHOLD, '-inf', now)
     local any_hold = redis.call('EXISTS', K_FHOLD) == 1
     local taken, served = 0, nil
-    -- Ids claimed here: `c.ids` (`c.n` of them) leave `due` by id, and `c.taken_head` of `due`'s first
-    -- ids by rank (see match_head); as a set, `took_ids`: an id met again under another key is stale
-    -- there (a key served last and alone adds none: no key comes after it).
-    local c = { ids = {}, n = 0, head = 0, head_open = true, taken_head = 0 }
-    local took_ids = {}
+    -- Ids claimed here (`nclaimed` of them), and, as a set, `took_ids`: an id met again under another
+    -- key is stale there (a key served last and alone adds none: no key comes after it).
+    local claimed, nclaimed, took_ids = {}, 0, {}
     -- Each turn claims jobs or files a key elsewhere: bounded.
     local turns = 4 * want + 16
     while taken < want and turns > 0 do
@@ -619,7 +539,7 @@ local function fair_helpers()
       for i, k in ipairs(ks) do
         counts[i] = (k.cap > 0) and math.min(k.cap, share) + 1 or 1
       end
-      read(ks, counts, c)
+      read(ks, counts)
       local heap = {}
       for _, k in ipairs(ks) do
         if k.cap > 0 then
@@ -638,20 +558,15 @@ local function fair_helpers()
         local cap = math.min(alone and want - taken or 1, k.cap)
         local took, ngot = 0, #got
         while took < cap do
-          local i = next_entry(k, cap - took, took_ids, alone and c)
+          local i = next_entry(k, cap - took, took_ids)
           local due = i and k.dues[i]
           if not i or tonumber(due) > now then
             break
           end
           local id = k.ids[i]
           got[ngot + 1], got[ngot + 2], ngot = id, due, ngot + 2
-          if k == c.head_key and i == c.head_next and i <= c.head_end then
-            -- The next of `due`'s first ids (match_head): they leave it by rank, in order.
-            c.taken_head, c.head_next = c.taken_head + 1, i + 1
-          else
-            c.n = c.n + 1
-            c.ids[c.n] = id
-          end
+          nclaimed = nclaimed + 1
+          claimed[nclaimed] = id
           if not alone then
             took_ids[id] = true
           end
@@ -663,8 +578,7 @@ local function fair_helpers()
           served = k.tag
           k.took, k.cap, k.tag = k.took + took, k.cap - took, k.tag + 1
         end
-        -- (The last key is not served again: nothing to read for it.)
-        local i = not alone and k.cap > 0 and next_entry(k, 1, took_ids)
+        local i = k.cap > 0 and next_entry(k, 1, took_ids)
         if i and tonumber(k.dues[i]) <= now then
           heap_push(heap, k)
         end
@@ -742,12 +656,8 @@ local function fair_helpers()
         break
       end
     end
-    if c.taken_head > 0 then
-      -- `due`'s first ids (match_head): their ranks are unchanged, as only ids after them left.
-      redis.call('ZREMRANGEBYRANK', K_DUE, 0, c.taken_head - 1)
-    end
-    if c.n > 0 then
-      call_many('ZREM', K_DUE, c.ids, 1)
+    if nclaimed > 0 then
+      call_many('ZREM', K_DUE, claimed, 1)
     end
     if served then
       redis.call('HSET', K_FSTATS, 'vt', string.format('%d', served))
