@@ -13,8 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use postpone::store::{
-    CancelOutcome, ClaimBatch, ClaimRequest, Due, EnqueueOutcome, Finish, FinishOutcome, Keyed,
-    KeyedJob, KeyedOutcome, NewJob, RequeueOutcome, RescheduleOutcome, Store,
+    BatchCreated, BatchJob, CancelOutcome, ClaimBatch, ClaimRequest, Due, EnqueueOutcome, Finish,
+    FinishOutcome, Keyed, KeyedJob, KeyedOutcome, NewBatch, NewJob, RequeueOutcome,
+    RescheduleOutcome, Store,
 };
 use postpone::{KeyLimits, RateLimit};
 
@@ -313,6 +314,54 @@ pub(crate) async fn fair_claims_take_each_job_once_in_its_keys_order_however_the
         assert_eq!(of_key, sorted, "key {key}'s jobs in due order");
     }
     assert_eq!(s.counts(t).await.unwrap().ready, 0);
+}
+
+pub(crate) async fn fair_jobs_delivered_once_and_batch_members_keep_their_keys(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_once"));
+    let of = |ids: &[&str]| -> Vec<NewJob> {
+        ids.iter()
+            .map(|id| keyed(id, key_of(id), Due::In(0)))
+            .collect()
+    };
+    // Through an outbox's delivery: three jobs of a, one of b.
+    let jobs = of(&["a-0000", "a-0001", "a-0002", "b-0000"])
+        .into_iter()
+        .map(|job| (format!("tok-{}", job.id), job))
+        .collect();
+    let out = s.enqueue_once(t, jobs, LONG).await.unwrap();
+    assert!(
+        out.iter()
+            .all(|o| matches!(o, Some(EnqueueOutcome::Created { .. }))),
+        "{out:?}"
+    );
+    let first = claim(s, t, 2, LONG).await;
+    assert_eq!(
+        per_key(&first),
+        counts_of(&[("a", 1), ("b", 1)]),
+        "{first:?}"
+    );
+
+    // As a batch's members, in a topic of their own.
+    let tb = topic("fair_batch");
+    let mut batch = NewBatch::default();
+    batch.jobs = of(&["c-0000", "c-0001", "c-0002", "d-0000"])
+        .into_iter()
+        .map(|job| BatchJob::new(tb.clone(), job))
+        .collect();
+    batch.close = true;
+    let created = s
+        .batch_create(&topic("fair_batch_id"), batch)
+        .await
+        .unwrap();
+    assert_eq!(created, BatchCreated::Created);
+    let first = claim(s, &tb, 2, LONG).await;
+    assert_eq!(
+        per_key(&first),
+        counts_of(&[("c", 1), ("d", 1)]),
+        "{first:?}"
+    );
 }
 
 pub(crate) async fn fair_retry_and_expired_lease_keep_the_key(store: Arc<dyn Store>) {

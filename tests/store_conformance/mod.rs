@@ -190,6 +190,7 @@ macro_rules! store_conformance {
             fair_only_key_left_fills_the_whole_claim,
             fair_claims_take_each_job_once_in_its_keys_order_however_the_keys_interleave,
             fair_retry_and_expired_lease_keep_the_key,
+            fair_jobs_delivered_once_and_batch_members_keep_their_keys,
             fair_reschedule_and_cancel_of_keyed_jobs,
             fair_a_job_from_before_the_first_key_moved_later_is_still_claimed,
             fair_future_jobs_of_a_key_join_when_due,

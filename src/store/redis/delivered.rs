@@ -51,7 +51,8 @@ impl RedisStore {
                         .arg(kind)
                         .arg(value)
                         .arg(u8::from(job.replace))
-                        .arg(job.priority);
+                        .arg(job.priority)
+                        .arg(job.key.as_deref().unwrap_or(""));
                 }
             })
             .await?;

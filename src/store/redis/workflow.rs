@@ -72,22 +72,29 @@ struct Entry {
 }
 
 /// Encodes a member (`m`) or callback (`c`) as staged: `"<m|c> <topic> <id len> <record len> <in|at>
-/// <value> <priority> <replace 0|1>\n<id><record>"`. Only this module reads it; the scripts keep it
-/// as is.
+/// <value> <priority> <replace 0|1>[ <key len>]\n<id><record>[<key>]"`, the key for fairness when
+/// the job has one. Only this module reads it; the scripts keep it as is.
 fn encode_entry(member: bool, job: &BatchJob) -> Vec<u8> {
     let (kind, value) = due_args(job.job.due);
     let mut out = format!(
-        "{} {} {} {} {kind} {value} {} {}\n",
+        "{} {} {} {} {kind} {value} {} {}",
         if member { 'm' } else { 'c' },
         job.topic,
         job.job.id.len(),
         job.job.record.len(),
         job.job.priority,
         u8::from(job.job.replace),
-    )
-    .into_bytes();
+    );
+    if let Some(key) = &job.job.key {
+        out.push_str(&format!(" {}", key.len()));
+    }
+    out.push('\n');
+    let mut out = out.into_bytes();
     out.extend_from_slice(job.job.id.as_bytes());
     out.extend_from_slice(&job.job.record);
+    if let Some(key) = &job.job.key {
+        out.extend_from_slice(key.as_bytes());
+    }
     out
 }
 
@@ -107,17 +114,31 @@ fn decode_entry(number: u64, bytes: &[u8]) -> Option<Entry> {
     let value: i64 = f.next()?.parse().ok()?;
     let priority: u8 = f.next()?.parse().ok()?;
     let replace = f.next()? == "1";
+    let key_len: Option<usize> = match f.next() {
+        Some(n) => Some(n.parse().ok()?),
+        None => None,
+    };
     let body = &bytes[newline + 1..];
-    if body.len() != id_len + rec_len {
+    if body.len() != id_len + rec_len + key_len.unwrap_or(0) {
         return None;
     }
+    let key = match key_len {
+        Some(_) => Some(
+            std::str::from_utf8(&body[id_len + rec_len..])
+                .ok()?
+                .to_owned(),
+        ),
+        None => None,
+    };
     let id = std::str::from_utf8(&body[..id_len]).ok()?.to_owned();
     let due = match kind {
         "in" => Due::In(u64::try_from(value).ok()?),
         "at" => Due::At(value),
         _ => return None,
     };
-    let job = NewJob::new(id, body[id_len..].to_vec(), due, replace).priority(priority);
+    let job = NewJob::new(id, body[id_len..id_len + rec_len].to_vec(), due, replace)
+        .priority(priority)
+        .with_key(key);
     Some(Entry {
         number,
         member,
@@ -315,7 +336,8 @@ impl RedisStore {
                         .arg(kind)
                         .arg(value)
                         .arg(u8::from(e.job.replace))
-                        .arg(e.job.priority);
+                        .arg(e.job.priority)
+                        .arg(e.job.key.as_deref().unwrap_or(""));
                 }
             })
             .await?;
@@ -910,6 +932,21 @@ mod tests {
                 .job
                 .replace
         );
+    }
+
+    #[test]
+    fn entries_keep_a_key_for_fairness_and_read_those_staged_without_one() {
+        let keyed = NewJob::new("j1".into(), vec![1, 2], Due::In(0), false)
+            .with_key(Some("tenant 7\n".into()));
+        let e = decode_entry(1, &encode_entry(true, &BatchJob::new("mail", keyed))).unwrap();
+        assert_eq!(e.job.key.as_deref(), Some("tenant 7\n"));
+        assert_eq!(e.job.record, vec![1, 2]);
+        // Staged before keys: no key field.
+        let old = decode_entry(1, b"m mail 1 1 in 0 0 0\nab").unwrap();
+        assert_eq!((old.job.key, old.job.record), (None, b"b".to_vec()));
+        // A key length that does not add up.
+        assert!(decode_entry(1, b"m mail 1 1 in 0 0 0 3\nabxy").is_none());
+        assert!(decode_entry(1, b"m mail 1 1 in 0 0 0 x\nab").is_none());
     }
 
     #[test]

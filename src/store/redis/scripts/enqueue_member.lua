@@ -4,7 +4,7 @@
 -- outcomes.lua, `record_ends`). A member whose id is live already (due or running) is that job.
 -- KEYS: the topic's sixteen, its `delivered` zset, its `follows` hash.
 -- ARGV: channel, topic, keep (ms), the follower's ref ("b:<batch id>"; '' for callbacks: nothing
--- follows them), then per job enqueue_once.lua's seven fields (token, then enqueue.lua's six).
+-- follows them), then per job enqueue_once.lua's eight fields (token, then enqueue.lua's seven).
 -- Returns enqueue_once.lua's reply: two integers per job, 0 0 for a token delivered before.
 local K_FOLLOWS = KEYS[18]
 local ref = ARGV[4]
@@ -16,9 +16,9 @@ local out = enqueue_once_jobs(args)
 if ref ~= '' then
   -- Only the jobs whose token was new: a token delivered before made its job a member already.
   local ids = {}
-  for i = 1, (#args - 3) / 7 do
+  for i = 1, (#args - 3) / 8 do
     if out[2 * i - 1] ~= 0 then
-      ids[#ids + 1] = args[3 + (i - 1) * 7 + 2]
+      ids[#ids + 1] = args[3 + (i - 1) * 8 + 2]
     end
   end
   if #ids > 0 then
