@@ -40,6 +40,49 @@ async fn busiest_keys_counts_each_key_over_partitions(client: Client) {
     );
 }
 
+/// A batch's keyed members keep their keys, and their generated ids land in their keys' partitions,
+/// as an enqueue's do.
+async fn keyed_members_of_a_batch_are_filed_by_key_in_their_keys_partition(client: Client) {
+    let shops = ["acme", "acme", "acme", "acme", "globex", "globex"];
+    let batch = client
+        .batch()
+        .add_all(shops.iter().map(|shop| Sync {
+            shop: shop.to_string(),
+        }))
+        .enqueue()
+        .await
+        .unwrap();
+    let page = client.ops().busiest_keys("ops.sync", 10).await.unwrap();
+    let keys: Vec<(&str, u64)> = page
+        .keys
+        .iter()
+        .map(|k| (k.key.as_str(), k.queued))
+        .collect();
+    assert_eq!(keys, [("acme", 4), ("globex", 2)], "{page:?}");
+    let members = batch.members(0, 10).await.unwrap();
+    assert_eq!(members.len(), 6);
+    for shop in ["acme", "globex"] {
+        let mut partitions = Vec::new();
+        for m in &members {
+            let job = client
+                .topic::<Sync>()
+                .job(&m.id)
+                .await
+                .unwrap()
+                .expect("live");
+            if job.job::<Sync>().unwrap().shop == shop {
+                partitions.push(postpone::partition_of(&m.id, 2));
+            }
+        }
+        partitions.dedup();
+        assert_eq!(
+            partitions.len(),
+            1,
+            "{shop}'s jobs in one partition: {partitions:?}"
+        );
+    }
+}
+
 /// Enqueues `n` jobs of the shop acme.
 async fn enqueue_acme(client: &Client, n: usize) {
     for _ in 0..n {
@@ -145,6 +188,8 @@ macro_rules! on_both {
 
 on_both!(busiest_keys_counts_each_key_over_partitions:
     ops_busiest_keys_fair_on_memory, ops_busiest_keys_fair_on_redis);
+on_both!(keyed_members_of_a_batch_are_filed_by_key_in_their_keys_partition:
+    ops_batch_members_fair_by_key_on_memory, ops_batch_members_fair_by_key_on_redis);
 on_both!(busiest_keys_show_the_limits_per_key_workers_claim_under:
     ops_busiest_keys_show_the_key_limits_on_memory, ops_busiest_keys_show_the_key_limits_on_redis);
 

@@ -39,8 +39,8 @@ impl Statements {
         // One round trip: the row, and the notification that wakes relays at commit.
         let insert = format!(
             "WITH row AS (INSERT INTO {} (topic, partitions, job_id, op, record, due_in_ms, \
-             due_at_ms, replace, priority) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq) \
-             SELECT pg_notify($10, '') FROM row",
+             due_at_ms, replace, priority, fair_key) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+             $10) RETURNING seq) SELECT pg_notify($11, '') FROM row",
             table.name
         );
         Statements {
@@ -140,6 +140,7 @@ impl Outbox {
             .bind(due_at)
             .bind(job.replace)
             .bind(i16::from(job.priority))
+            .bind(job.key.as_deref().filter(|_| op == Op::Enqueue))
             .bind(&self.sql.table.channel)
             .execute(conn)
             .await?;
@@ -206,6 +207,13 @@ impl<'a, J: Job> OutboxEnqueue<'a, J> {
     /// Claims this job before due jobs of a lower priority (see [`EnqueueItem::priority`]).
     pub fn priority(mut self, priority: u8) -> Self {
         self.item = self.item.priority(priority);
+        self
+    }
+
+    /// Gives the job this key for fairness (see [`EnqueueItem::key`]): within its topic, due jobs of
+    /// different keys are claimed round-robin, each key under its own limits.
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.item = self.item.key(key);
         self
     }
 

@@ -19,7 +19,7 @@ pub(crate) enum Op {
 
 /// The columns the relay reads, in its SELECT's order.
 pub(crate) const COLUMNS: &str = "seq, token, topic, partitions, job_id, op, record, due_in_ms, \
-    due_at_ms, replace, priority, failures, \
+    due_at_ms, replace, priority, fair_key, failures, \
     (EXTRACT(EPOCH FROM (clock_timestamp() - created_at)) * 1000)::BIGINT AS age_ms";
 
 /// A row read by the relay.
@@ -36,6 +36,8 @@ pub(crate) struct Row {
     pub(crate) due_at_ms: Option<i64>,
     pub(crate) replace: bool,
     pub(crate) priority: i16,
+    /// The job's key for fairness (an enqueue's), if any.
+    pub(crate) fair_key: Option<String>,
     pub(crate) failures: i32,
     /// How long ago the row was written, by PostgreSQL's clock.
     pub(crate) age_ms: i64,
@@ -63,6 +65,7 @@ impl Row {
             due_at_ms: row.try_get("due_at_ms")?,
             replace: row.try_get("replace")?,
             priority: row.try_get("priority")?,
+            fair_key: row.try_get("fair_key")?,
             failures: row.try_get("failures")?,
             age_ms: row.try_get::<Option<i64>, _>("age_ms")?.unwrap_or(0),
         })
@@ -105,8 +108,9 @@ impl Row {
             (Op::Enqueue, Some(record)) => record.clone(),
             _ => Vec::new(),
         };
-        let job =
-            NewJob::new(self.job_id.clone(), record, self.due(), self.replace).priority(priority);
+        let job = NewJob::new(self.job_id.clone(), record, self.due(), self.replace)
+            .priority(priority)
+            .with_key(self.fair_key.clone().filter(|_| op == Op::Enqueue));
         client
             .check_delivery(&self.topic, self.partitions(), &job)
             .map_err(|e| e.report().to_string())?;

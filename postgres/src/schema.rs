@@ -59,7 +59,8 @@ impl Table {
 /// - `topic`, `partitions`, `job_id`: where the job goes; `op`: 1 enqueue, 2 cancel, 3 reschedule;
 /// - `record`: the job as postpone encodes it (payload, retry schedule, metadata);
 /// - `due_in_ms` (a delay, counted from `created_at` by PostgreSQL's clock, the rest by Redis's) or
-///   `due_at_ms` (an absolute time, ms since the epoch); `replace`, `priority`: the enqueue's options;
+///   `due_at_ms` (an absolute time, ms since the epoch); `replace`, `priority`, `fair_key` (its key for
+///   fairness, if any; added by an `ALTER TABLE` to a table made before it): the enqueue's options;
 /// - `failures`, `last_error`, `retry_at`: a row the relay could not deliver (reported, kept, tried
 ///   again later; the rows of its job id after it wait behind it).
 pub fn migration_sql(table: &str) -> String {
@@ -77,12 +78,14 @@ pub fn migration_sql(table: &str) -> String {
     due_at_ms  BIGINT,
     replace    BOOLEAN NOT NULL DEFAULT FALSE,
     priority   SMALLINT NOT NULL DEFAULT 0,
+    fair_key   TEXT,
     created_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
     failures   INTEGER NOT NULL DEFAULT 0,
     last_error TEXT,
     retry_at   TIMESTAMPTZ
 );
 CREATE INDEX IF NOT EXISTS {index}_by_job ON {table} (topic, job_id, seq);
+ALTER TABLE {table} ADD COLUMN IF NOT EXISTS fair_key TEXT;
 "
     )
 }

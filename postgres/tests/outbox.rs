@@ -139,6 +139,57 @@ async fn outbox_job_is_queued_when_its_transaction_commits_and_never_on_rollback
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_jobs_keep_their_keys_for_fairness_even_in_a_table_made_before_keys() {
+    let (db, server) = (TestDb::new().await, RedisServer::start());
+    // A table made before the key column: the migration adds it.
+    let mut conn = db.pool.acquire().await.unwrap();
+    let old = format!("ALTER TABLE {} DROP COLUMN fair_key", db.table);
+    sqlx::query(AssertSqlSafe(old))
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    postpone_postgres::migrate(&mut conn, &db.table)
+        .await
+        .unwrap();
+    drop(conn);
+
+    let client = redis_client(&server, None).await;
+    let outbox = Outbox::new(&client).table(&db.table).unwrap();
+    let mut tx = db.pool.begin().await.unwrap();
+    for (i, key) in ["acme", "acme", "acme", "globex"].into_iter().enumerate() {
+        outbox
+            .enqueue(close(i as u64))
+            .key(key)
+            .write(&mut tx)
+            .await
+            .unwrap();
+    }
+    outbox
+        .enqueue(close(9))
+        .id("no-key")
+        .write(&mut tx)
+        .await
+        .unwrap();
+    let bad = outbox.enqueue(close(10)).key("").write(&mut tx).await;
+    assert!(
+        matches!(bad, Err(Error::Job(postpone::Error::InvalidKey { .. }))),
+        "{bad:?}"
+    );
+    tx.commit().await.unwrap();
+    let relay = Relay::new(&outbox, db.pool.clone());
+    assert_eq!(relay.deliver().await.unwrap().delivered, 5);
+
+    let page = client.topic::<CloseOrder>().busiest_keys(10).await.unwrap();
+    let queued: Vec<_> = page
+        .keys
+        .iter()
+        .map(|k| (k.key.as_str(), k.queued))
+        .collect();
+    assert_eq!(queued, [("acme", 3), ("", 1), ("globex", 1)], "{page:?}");
+    db.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outbox_refuses_bad_input_inside_the_transaction() {
     let (db, server) = (TestDb::new().await, RedisServer::start());
     let client = redis_client(&server, Some(256)).await;

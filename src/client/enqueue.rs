@@ -791,6 +791,16 @@ impl Prepared {
     /// Fails when the job has a key for fairness: `what` (a batch member, a job that waits for jobs, an
     /// outbox's job, a periodic job) does not file jobs by key yet, and a key must never be dropped
     /// silently.
+    /// Draws the random id this job was given again, so that a keyed job on a partitioned topic lands
+    /// in its key's partition (a key's jobs stay together), as an enqueue's generated id does. For an
+    /// id the caller did not give.
+    pub(super) fn random_id_by_key(&mut self, partitions: u16) {
+        if let (Some(key), true) = (&self.job.key, partitions > 1) {
+            self.job.id =
+                crate::partition::id_with_key(key, partitions, crate::id::generate_random);
+        }
+    }
+
     pub(super) fn refuse_key(&self, topic: &str, what: &str) -> Result<()> {
         match &self.job.key {
             Some(key) => Err(Error::InvalidConfig {

@@ -54,19 +54,22 @@ impl Client {
     /// Validates and encodes a job as [`Client::enqueue`] does (id, payload size, metadata, priority,
     /// retry schedule), without sending it: the error an enqueue would give comes here, at the call
     /// inside the application's transaction, never later at delivery. A job without an id gets a
-    /// random one.
+    /// random one (with a key for fairness, on a partitioned topic: one in its key's partition).
     pub fn prepare<J: Job>(&self, item: EnqueueItem<J>) -> Result<PreparedJob> {
         self.check_topic::<J>()?;
-        let item = if item.has_id() {
-            item
-        } else {
+        let generated = !item.has_id();
+        let item = if generated {
             item.id(crate::id::generate_random())
+        } else {
+            item
         };
         let carried = trace::context_meta(&tracing::Span::current());
         let default_first_delay = J::retry_schedule().delay_before(1);
         let now_ms = Utc::now().timestamp_millis();
-        let prepared = self.prepare_item(item, now_ms, default_first_delay, &carried)?;
-        prepared.refuse_key(J::TOPIC, "a job enqueued through an outbox")?;
+        let mut prepared = self.prepare_item(item, now_ms, default_first_delay, &carried)?;
+        if generated {
+            prepared.random_id_by_key(J::partitions());
+        }
         if prepared.keyed.is_some() {
             return Err(crate::Error::InvalidConfig {
                 reason: format!(
@@ -92,6 +95,9 @@ impl Client {
         crate::validate::validate_topic(topic)?;
         crate::partition::validate_partitions(topic, partitions)?;
         crate::validate::validate_id(&job.id)?;
+        if let Some(key) = &job.key {
+            crate::validate::validate_key(key)?;
+        }
         if job.priority > crate::store::MAX_PRIORITY {
             return Err(crate::Error::InvalidConfig {
                 reason: format!(
