@@ -3,7 +3,7 @@
 
 mod support;
 
-use postpone::{Client, Job, JobContext, JobError, KeyLimits, Worker};
+use postpone::{Client, EnqueueStatus, Job, JobContext, JobError, KeyLimits, Worker};
 use serde::{Deserialize, Serialize};
 use support::redis_server::RedisServer;
 
@@ -81,6 +81,41 @@ async fn keyed_members_of_a_batch_are_filed_by_key_in_their_keys_partition(clien
             "{shop}'s jobs in one partition: {partitions:?}"
         );
     }
+}
+
+#[derive(Serialize, Deserialize, Job)]
+#[job(topic = "ops.refresh", key = "tenant", unique = ["shop"], unique_for = "10m")]
+struct Refresh {
+    tenant: String,
+    shop: u64,
+}
+
+/// Unique jobs with a key for fairness: a duplicate is refused as before, the others are filed by key.
+async fn unique_jobs_with_a_key_are_filed_by_key(client: Client) {
+    let mut statuses = Vec::new();
+    for (tenant, shop) in [("acme", 1), ("acme", 2), ("acme", 1), ("globex", 3)] {
+        let job = Refresh {
+            tenant: tenant.into(),
+            shop,
+        };
+        statuses.push(client.enqueue(job).await.unwrap().status);
+    }
+    assert_eq!(
+        statuses,
+        [
+            EnqueueStatus::Created,
+            EnqueueStatus::Created,
+            EnqueueStatus::Duplicate,
+            EnqueueStatus::Created
+        ]
+    );
+    let page = client.ops().busiest_keys("ops.refresh", 10).await.unwrap();
+    let keys: Vec<(&str, u64)> = page
+        .keys
+        .iter()
+        .map(|k| (k.key.as_str(), k.queued))
+        .collect();
+    assert_eq!(keys, [("acme", 2), ("globex", 1)], "{page:?}");
 }
 
 /// Enqueues `n` jobs of the shop acme.
@@ -190,6 +225,8 @@ on_both!(busiest_keys_counts_each_key_over_partitions:
     ops_busiest_keys_fair_on_memory, ops_busiest_keys_fair_on_redis);
 on_both!(keyed_members_of_a_batch_are_filed_by_key_in_their_keys_partition:
     ops_batch_members_fair_by_key_on_memory, ops_batch_members_fair_by_key_on_redis);
+on_both!(unique_jobs_with_a_key_are_filed_by_key:
+    ops_unique_jobs_fair_by_key_on_memory, ops_unique_jobs_fair_by_key_on_redis);
 on_both!(busiest_keys_show_the_limits_per_key_workers_claim_under:
     ops_busiest_keys_show_the_key_limits_on_memory, ops_busiest_keys_show_the_key_limits_on_redis);
 

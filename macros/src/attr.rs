@@ -297,29 +297,6 @@ fn parse_job_attr(attr: &Attribute) -> syn::Result<JobAttr> {
             ),
         ));
     }
-    // Enqueue refuses a job with a key for fairness that is also unique (`Client::enqueue`): refused
-    // here, every enqueue of the type would fail.
-    if let (Some(key), true) = (&key_field, seen.contains(&Key::Unique)) {
-        errors.push(syn::Error::new(
-            key.span(),
-            "key and unique do not go together yet: a job with a key for fairness cannot be unique or \
-             debounced, so every enqueue of this type would fail; drop one of them",
-        ));
-    }
-    // Limits per key need no `key` (an enqueue may give one), but a unique type's jobs can have none:
-    // the limits would never apply. With `key` too, the error above says it.
-    if seen.contains(&Key::Unique) && !seen.contains(&Key::Fairness) {
-        for ident in key_limit_keys {
-            errors.push(syn::Error::new(
-                ident.span(),
-                format!(
-                    "{ident} and unique do not go together yet: a unique or debounced job cannot have a \
-                     key for fairness, so no job of this type would be under limits per key; drop one \
-                     of them"
-                ),
-            ));
-        }
-    }
     errors.check()?;
     let topic = topic.ok_or_else(|| missing_topic(attr))?;
     Ok(JobAttr {

@@ -447,14 +447,6 @@ impl Client {
         let key = match item.key.or_else(|| item.job.key()) {
             Some(key) => {
                 crate::validate::validate_key(&key)?;
-                if keyed.is_some() {
-                    return Err(Error::InvalidConfig {
-                        reason: format!(
-                            "a job of topic {:?} with a key for fairness cannot be unique or debounced (yet)",
-                            J::TOPIC
-                        ),
-                    });
-                }
                 Some(key)
             }
             None => None,

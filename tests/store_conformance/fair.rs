@@ -15,7 +15,7 @@ use std::time::Duration;
 use postpone::store::{
     BatchCreated, BatchJob, CancelOutcome, ClaimBatch, ClaimRequest, Due, EnqueueOutcome, Finish,
     FinishOutcome, Keyed, KeyedJob, KeyedOutcome, NewBatch, NewJob, RequeueOutcome,
-    RescheduleOutcome, Store,
+    RescheduleOutcome, Store, UniqueStates,
 };
 use postpone::{KeyLimits, RateLimit};
 
@@ -606,6 +606,71 @@ pub(crate) async fn fair_a_debounced_job_pushed_back_keeps_its_turn(store: Arc<d
         ids.iter().any(|id| id == "d1"),
         "its turn once due: {ids:?}"
     );
+}
+
+pub(crate) async fn fair_unique_and_debounced_jobs_keep_their_keys(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_unique"));
+    s.enqueue(t, flood("a", 3)).await.unwrap();
+    let unique = Keyed::Unique {
+        key: "u".into(),
+        window_ms: 60_000,
+        states: UniqueStates::ALL,
+    };
+    let debounce = Keyed::Debounce {
+        key: "d".into(),
+        quiet_ms: 50,
+        max_wait_ms: 0,
+        replace: false,
+    };
+    let jobs = vec![
+        KeyedJob::new(keyed("b-0000", "b", Due::In(0)), Some(unique.clone())),
+        KeyedJob::new(keyed("c-0000", "c", Due::In(0)), Some(debounce.clone())),
+    ];
+    let out = s.enqueue_keyed(t, jobs).await.unwrap();
+    assert!(
+        out.iter()
+            .all(|o| matches!(o, KeyedOutcome::Enqueued(EnqueueOutcome::Created { .. }))),
+        "{out:?}"
+    );
+    // Their keys' turns: one of each key, not the flood's three first.
+    let first = claim(s, t, 3, LONG).await;
+    assert_eq!(
+        per_key(&first),
+        counts_of(&[("a", 1), ("b", 1), ("c", 1)]),
+        "{first:?}"
+    );
+    // A duplicate is refused as before; a debounced job pushed back keeps its key.
+    let again = vec![
+        KeyedJob::new(keyed("b-0001", "b", Due::In(0)), Some(unique)),
+        KeyedJob::new(keyed("c-0001", "c", Due::In(0)), Some(debounce.clone())),
+    ];
+    let out = s.enqueue_keyed(t, again).await.unwrap();
+    assert!(matches!(out[0], KeyedOutcome::Duplicate { .. }), "{out:?}");
+    assert!(
+        matches!(
+            out[1],
+            KeyedOutcome::Enqueued(EnqueueOutcome::Created { .. })
+        ),
+        "c-0000 ran: a new job of the key: {out:?}"
+    );
+    later(s).await;
+    let pushed = s
+        .enqueue_keyed(
+            t,
+            vec![KeyedJob::new(
+                keyed("c-0002", "c", Due::In(0)),
+                Some(debounce),
+            )],
+        )
+        .await
+        .unwrap();
+    let due = match &pushed[..] {
+        [KeyedOutcome::Debounced { id, due_at_ms }] if id == "c-0001" => *due_at_ms,
+        other => panic!("{other:?}"),
+    };
+    wait_past(s, due - 1).await;
+    let next = claim(s, t, 2, LONG).await;
+    assert_eq!(per_key(&next), counts_of(&[("a", 1), ("c", 1)]), "{next:?}");
 }
 
 /// Replaced under another key at the same due time, a job is claimed once.

@@ -75,6 +75,7 @@ impl Batched for KeyedEnqueues {
                             .arg(*max_wait_ms)
                             .arg(u8::from(*replace)),
                     };
+                    inv.arg(job.key.as_deref().unwrap_or(""));
                 }
             })
             .await?;

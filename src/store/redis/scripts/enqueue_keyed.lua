@@ -3,9 +3,11 @@
 -- KEYS: the topic's sixteen, then `unique` (hash key -> "<id> <window end ms>"), `unique_until` (zset
 -- key -> window end), `debounce` (hash key -> "<id> <created ms>"), `debounce_at` (zset key -> last
 -- touched ms), all in the topic's slot.
--- ARGV: channel, topic, then per job eleven fields: enqueue.lua's six, then mode ('-' none, 'u' unique,
+-- ARGV: channel, topic, then per job twelve fields: enqueue.lua's six, then mode ('-' none, 'u' unique,
 -- 'd' debounce), key, and three more: for 'u' window (ms), states (bits: 1 scheduled, 2 running,
--- 4 finished), unused; for 'd' quiet (ms), max wait (ms, 0: none), '1' to replace the record.
+-- 4 finished), unused; for 'd' quiet (ms), max wait (ms, 0: none), '1' to replace the record; then
+-- the job's key for fairness ('': none; a debounced job pushed back keeps the key it was created
+-- with).
 -- Returns three fields per job: code, time, id: 1-4 as enqueue.lua (time: due), 5 duplicate (time: its
 -- due, or -1 running), 6 throttled (time: the window's end), 7 debounced (time: the new due); the id
 -- of the job that holds the key for 5-7, else ''.
@@ -13,7 +15,7 @@
 -- call.
 local K_UNIQUE, K_UNIQUE_UNTIL, K_DEBOUNCE, K_DEBOUNCE_AT = KEYS[17], KEYS[18], KEYS[19], KEYS[20]
 local channel, topic = ARGV[1], ARGV[2]
-local n = (#ARGV - 2) / 11
+local n = (#ARGV - 2) / 12
 local now = now_ms()
 
 local ended = redis.call('ZRANGEBYSCORE', K_UNIQUE_UNTIL, '-inf', now, 'LIMIT', 0, 100)
@@ -50,7 +52,7 @@ local function reply(code, at, id)
 end
 
 for i = 1, n do
-  local b = 2 + (i - 1) * 11
+  local b = 2 + (i - 1) * 12
   local mode, key = ARGV[b + 7], ARGV[b + 8]
   local a, c = tonumber(ARGV[b + 9]), ARGV[b + 11]
   local done = false
@@ -92,8 +94,8 @@ for i = 1, n do
         redis.call('ZREM', K_PRIO_WAIT, id)
         file_prio({ id }, { at }, { prio }, now)
       end
-      -- Filed under the key '' when the topic had keyed jobs: filed again by its new due time (else
-      -- its entry, stale, would be dropped and the job never claimed: fair.lua).
+      -- Filed under its key (or the key '' when it has none, in a topic with keyed jobs): filed again
+      -- by its new due time (fair.lua).
       if redis.call('HEXISTS', K_STATS, 'fair') == 1 then
         fair_helpers()
         fair_refile({ id }, { at }, now)
@@ -111,8 +113,7 @@ for i = 1, n do
     for k = 1, 6 do
       args[k + 2] = ARGV[b + k]
     end
-    -- No key for fairness (the client refuses one with a unique or debounce key).
-    args[9] = ''
+    args[9] = ARGV[b + 12]
     local r = enqueue_jobs(args)
     reply(r[1], r[2], '')
     if r[1] == 1 or r[1] == 2 then
