@@ -122,7 +122,6 @@ impl Client {
         let default_first_delay = J::retry_schedule().delay_before(1);
         let now_ms = Utc::now().timestamp_millis();
         let prepared = self.prepare_item(item, now_ms, default_first_delay, &carried)?;
-        prepared.refuse_key(J::TOPIC, "a job that waits for jobs")?;
         let job = prepared.job;
         let id = job.id.clone();
         trace::enqueued_id(&span, &id);

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use postpone::store::{
-    BatchCreated, BatchJob, CancelOutcome, ClaimBatch, ClaimRequest, Due, EnqueueOutcome, Finish,
-    FinishOutcome, Keyed, KeyedJob, KeyedOutcome, NewBatch, NewJob, RequeueOutcome,
-    RescheduleOutcome, Store, UniqueStates,
+    AfterOutcome, BatchCreated, BatchJob, CancelOutcome, ClaimBatch, ClaimRequest, Due,
+    EnqueueOutcome, Finish, FinishOutcome, Keyed, KeyedJob, KeyedOutcome, NewBatch, NewJob,
+    OnParentFailure, RequeueOutcome, RescheduleOutcome, Retention, Store, UniqueStates,
 };
 use postpone::{KeyLimits, RateLimit};
 
@@ -671,6 +671,58 @@ pub(crate) async fn fair_unique_and_debounced_jobs_keep_their_keys(store: Arc<dy
     wait_past(s, due - 1).await;
     let next = claim(s, t, 2, LONG).await;
     assert_eq!(per_key(&next), counts_of(&[("a", 1), ("c", 1)]), "{next:?}");
+}
+
+pub(crate) async fn fair_a_job_that_waits_for_jobs_takes_its_keys_turn_once_released(
+    store: Arc<dyn Store>,
+) {
+    let (s, t, tp) = (&*store, &topic("fair_after"), &topic("fair_after_parents"));
+    s.enqueue(t, flood("a", 3)).await.unwrap();
+    // b-0000 waits for a parent; b-0001 for a parent that ended already (due at once).
+    let p = live_parent(s, tp, "p").await;
+    let waiting = after(
+        s,
+        t,
+        keyed("b-0000", "b", Due::In(0)),
+        &[&p],
+        OnParentFailure::DeadLetter,
+    )
+    .await;
+    assert_eq!(waiting, AfterOutcome::Waiting { parents_left: 1 });
+    end_parent(s, &p, Finish::Done).await;
+    later(s).await;
+    // A parent whose end is kept: the job is due at once.
+    s.retain(tp, Some(Retention::new(3_600_000, 100)), 100)
+        .await
+        .unwrap();
+    let q = live_parent(s, tp, "q").await;
+    let job = claim_id(s, tp, "q", LONG).await;
+    assert_eq!(
+        finish(s, tp, &job, Finish::Done).await,
+        FinishOutcome::Applied
+    );
+    let at_once = after(
+        s,
+        t,
+        keyed("c-0000", "c", Due::In(0)),
+        &[&q],
+        OnParentFailure::DeadLetter,
+    )
+    .await;
+    assert!(
+        matches!(
+            at_once,
+            AfterOutcome::Enqueued(EnqueueOutcome::Created { .. })
+        ),
+        "{at_once:?}"
+    );
+    // Each takes its key's turn beside the older flood.
+    let first = claim(s, t, 3, LONG).await;
+    assert_eq!(
+        per_key(&first),
+        counts_of(&[("a", 1), ("b", 1), ("c", 1)]),
+        "{first:?}"
+    );
 }
 
 /// Replaced under another key at the same due time, a job is claimed once.

@@ -200,6 +200,7 @@ macro_rules! store_conformance {
             fair_a_key_that_joins_late_does_not_make_up_for_missed_turns,
             fair_a_debounced_job_pushed_back_keeps_its_turn,
             fair_unique_and_debounced_jobs_keep_their_keys,
+            fair_a_job_that_waits_for_jobs_takes_its_keys_turn_once_released,
             fair_a_job_replaced_under_another_key_is_claimed_once,
             fair_key_limit_max_running_holds_per_key_while_other_keys_run_freely,
             fair_key_limit_a_finish_that_frees_a_parked_key_wakes_claimers,

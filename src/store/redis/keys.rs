@@ -43,7 +43,7 @@
 //!                                             followed jobs not yet delivered (`ends` in stats)
 //! postpone:{<ns>:<topic>}:end_info      hash  end number -> "<s|c|d> <id len> <refs len>\n<id><refs><reason>"
 //! postpone:{<ns>:<topic>}:waiting       hash  id -> "<nonce> <policy> <parents left> <in|at> <due value>
-//!                                             <priority>\n<parent refs>": jobs waiting for jobs, which
+//!                                             <priority>[ <key>]\n<parent refs>": jobs waiting for jobs, which
 //!                                             are in `due` at MAX_DUE_MS + 1 (see deps.lua)
 //! postpone:{<ns>:<topic>}:heard         hash  "<id>\n<parent ref>": parent ends counted; "<id>\n<nonce>\n
 //!                                             <parent ref>" -> "<s|c|d><reason>": an end that came

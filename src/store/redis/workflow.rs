@@ -863,7 +863,8 @@ impl WorkflowStore for RedisStore {
                     .arg(value)
                     .arg(job.priority)
                     .arg(on_failure.as_str())
-                    .arg(&nonce);
+                    .arg(&nonce)
+                    .arg(job.key.as_deref().unwrap_or(""));
                 for (parent, state, reason) in &states {
                     inv.arg(member_ref(&parent.topic, &parent.id))
                         .arg(*state)

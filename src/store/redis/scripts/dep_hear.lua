@@ -22,7 +22,7 @@ for i = 3, #ARGV, 4 do
       if w.left <= 0 then
         redis.call('HDEL', K_WAITING, id)
         forget_heard(id, w)
-        make_due(channel, topic, id, w.kind, w.value, w.prio, now)
+        make_due(channel, topic, id, w.kind, w.value, w.prio, w.key, now)
       else
         redis.call('HSET', K_WAITING, id, waiting_info(w))
       end

@@ -3,7 +3,8 @@
 --
 -- A waiting job is in `due` at WAITING_MS (later than any due time: never claimed, and an enqueue of
 -- its id finds it), its record in `jobs`, and in `waiting` (KEYS[25]): "<nonce> <policy> <left> <in|at>
--- <due value> <priority>\n<parent refs, one per line>" (a ref is "<store topic>\t<id>"). `heard`
+-- <due value> <priority>[ <key for fairness>]\n<parent refs, one per line>" (a ref is "<store
+-- topic>\t<id>"; a key holds no control character). `heard`
 -- (KEYS[26]) holds "<id>\n<ref>" for each parent end counted (so a delivery repeated after a crash
 -- counts once), and "<id>\n<nonce>\n<ref>" -> "<kind><reason>" for an end that arrived before its job
 -- was parked (the few ms between following the parents and parking the job), listed in `preheard`
@@ -39,13 +40,18 @@ local function take_preheard(field)
   return ended
 end
 
--- A waiting job's info, parsed: nonce, policy, left, due kind, due value, priority, refs.
+-- A waiting job's info, parsed: nonce, policy, left, due kind, due value, priority, key ('' for none),
+-- refs.
 local function parse_waiting(info)
   local head, rest = string.match(info, '^([^\n]*)\n(.*)$')
   if not head then
     return nil
   end
-  local nonce, policy, left, kind, value, prio = string.match(head, '^(%S+) (%S+) (%d+) (%a+) (%-?%d+) (%d+)$')
+  local nonce, policy, left, kind, value, prio, key = string.match(head, '^(%S+) (%S+) (%d+) (%a+) (%-?%d+) (%d+) (.+)$')
+  if not nonce then
+    nonce, policy, left, kind, value, prio = string.match(head, '^(%S+) (%S+) (%d+) (%a+) (%-?%d+) (%d+)$')
+    key = ''
+  end
   if not nonce then
     return nil
   end
@@ -53,12 +59,13 @@ local function parse_waiting(info)
   for ref in string.gmatch(rest, '[^\n]+') do
     refs[#refs + 1] = ref
   end
-  return { nonce = nonce, policy = policy, left = tonumber(left), kind = kind, value = tonumber(value), prio = prio, refs = refs }
+  return { nonce = nonce, policy = policy, left = tonumber(left), kind = kind, value = tonumber(value), prio = prio, key = key, refs = refs }
 end
 
 local function waiting_info(w)
+  local key = w.key ~= '' and ' ' .. w.key or ''
   return w.nonce .. ' ' .. w.policy .. ' ' .. string.format('%d', w.left) .. ' ' .. w.kind .. ' ' ..
-    string.format('%d', w.value) .. ' ' .. w.prio .. '\n' .. table.concat(w.refs, '\n')
+    string.format('%d', w.value) .. ' ' .. w.prio .. key .. '\n' .. table.concat(w.refs, '\n')
 end
 
 -- "parent <topic>/<id> died: <reason>" or "... was cancelled", from a ref and an end.
@@ -82,13 +89,19 @@ local function forget_heard(id, w)
   end
 end
 
--- Makes a job due at its asked time (its priority filed), from waiting or new; returns the due time.
-local function make_due(channel, topic, id, kind, value, prio, now)
+-- Makes a job due at its asked time (its priority filed, and its key for fairness: '' for none), from
+-- waiting or new; returns the due time.
+local function make_due(channel, topic, id, kind, value, prio, key, now)
   local first = earliest(K_DUE)
   local at = resolve_due(now, kind, value)
   redis.call('ZADD', K_DUE, string.format('%d', at), id)
-  -- A topic with keyed jobs files it under the key '' (fair.lua).
-  if redis.call('EXISTS', K_FKEY) == 1 then
+  if key ~= '' then
+    fair_helpers()
+    if fair_file({ id }, { key }, { at }, now) then
+      first = nil
+    end
+  elseif redis.call('EXISTS', K_FKEY) == 1 then
+    -- A topic with keyed jobs files it under the key '' (fair.lua).
     fair_helpers()
     if fair_file_unkeyed({ id }, { at }, now) then
       first = nil
