@@ -3,9 +3,12 @@
 
 mod support;
 
-use postpone::{Client, EnqueueStatus, Job, JobContext, JobError, KeyLimits, Worker};
+use std::time::Duration;
+
+use postpone::{Client, EnqueueStatus, Job, JobContext, JobError, KeyLimits, Periodic, Worker};
 use serde::{Deserialize, Serialize};
 use support::redis_server::RedisServer;
+use support::wait::eventually;
 
 #[derive(Serialize, Deserialize, Job)]
 #[job(topic = "ops.sync", key = "shop", partitions = 2)]
@@ -118,6 +121,55 @@ async fn unique_jobs_with_a_key_are_filed_by_key(client: Client) {
     assert_eq!(keys, [("acme", 2), ("globex", 1)], "{page:?}");
 }
 
+#[derive(Serialize, Deserialize, Job)]
+#[job(topic = "ops.digest", key = "tenant")]
+struct Digest {
+    tenant: String,
+}
+
+/// A periodic job whose type has a key: each tick's job is filed under it (before, every tick was
+/// skipped with a logged error).
+async fn a_periodic_jobs_ticks_are_filed_by_key(client: Client) {
+    let hourly = Periodic::every("acme-digest", Duration::from_secs(3600))
+        .unwrap()
+        .job(|_| Digest {
+            tenant: "acme".into(),
+        });
+    let worker = Worker::builder(&client)
+        .handle(|_: Digest, _: JobContext| async { Ok::<(), JobError>(()) })
+        .periodic(hourly)
+        .poll_interval(Duration::from_millis(20))
+        .build()
+        .unwrap();
+    let stop = worker.shutdown_handle();
+    let running = tokio::spawn(worker.run());
+    let topic = client.topic::<Digest>();
+    eventually("the schedule to be stored", || async {
+        (!topic.schedules().await.unwrap().is_empty()).then_some(())
+    })
+    .await;
+    // Paused: the triggered tick's job waits in the queue, where its key can be seen.
+    client.ops().pause("ops.digest").await.unwrap();
+    topic
+        .trigger_schedule("acme-digest")
+        .await
+        .unwrap()
+        .expect("stored");
+    let seen = eventually("the triggered tick's job", || async {
+        let page = client.ops().busiest_keys("ops.digest", 10).await.unwrap();
+        let keys: Vec<_> = page
+            .keys
+            .iter()
+            .map(|k| (k.key.clone(), k.queued))
+            .collect();
+        (!keys.is_empty()).then_some(keys)
+    })
+    .await;
+    assert_eq!(seen, [("acme".to_owned(), 1)]);
+    stop.shutdown();
+    running.await.unwrap().unwrap();
+}
+
 /// Enqueues `n` jobs of the shop acme.
 async fn enqueue_acme(client: &Client, n: usize) {
     for _ in 0..n {
@@ -227,6 +279,8 @@ on_both!(keyed_members_of_a_batch_are_filed_by_key_in_their_keys_partition:
     ops_batch_members_fair_by_key_on_memory, ops_batch_members_fair_by_key_on_redis);
 on_both!(unique_jobs_with_a_key_are_filed_by_key:
     ops_unique_jobs_fair_by_key_on_memory, ops_unique_jobs_fair_by_key_on_redis);
+on_both!(a_periodic_jobs_ticks_are_filed_by_key:
+    ops_periodic_jobs_fair_by_key_on_memory, ops_periodic_jobs_fair_by_key_on_redis);
 on_both!(busiest_keys_show_the_limits_per_key_workers_claim_under:
     ops_busiest_keys_show_the_key_limits_on_memory, ops_busiest_keys_show_the_key_limits_on_redis);
 

@@ -780,9 +780,6 @@ fn keyed_to_enqueued(id: String, outcome: KeyedOutcome) -> Enqueued {
 }
 
 impl Prepared {
-    /// Fails when the job has a key for fairness: `what` (a batch member, a job that waits for jobs, an
-    /// outbox's job, a periodic job) does not file jobs by key yet, and a key must never be dropped
-    /// silently.
     /// Draws the random id this job was given again, so that a keyed job on a partitioned topic lands
     /// in its key's partition (a key's jobs stay together), as an enqueue's generated id does. For an
     /// id the caller did not give.
@@ -790,19 +787,6 @@ impl Prepared {
         if let (Some(key), true) = (&self.job.key, partitions > 1) {
             self.job.id =
                 crate::partition::id_with_key(key, partitions, crate::id::generate_random);
-        }
-    }
-
-    pub(super) fn refuse_key(&self, topic: &str, what: &str) -> Result<()> {
-        match &self.job.key {
-            Some(key) => Err(Error::InvalidConfig {
-                reason: format!(
-                    "job {:?} of topic {topic:?} has the key {key:?} for fairness, and {what} cannot \
-                     have one yet",
-                    self.job.id
-                ),
-            }),
-            None => Ok(()),
         }
     }
 }

@@ -82,14 +82,13 @@ impl Topic {
 }
 
 impl Client {
-    /// A periodic tick's job, encoded as [`Client::enqueue`] encodes it, under `id`.
-    pub(crate) fn encode_job<J: Job>(&self, job: J, id: String) -> Result<(String, Vec<u8>)> {
+    /// A periodic tick's job, encoded as [`Client::enqueue`] encodes it, under `id`, with its key for
+    /// fairness (the type's [`Job::key`]).
+    pub(crate) fn encode_job<J: Job>(&self, job: J, id: String) -> Result<crate::store::NewJob> {
         let now_ms = Utc::now().timestamp_millis();
         // A tick is no request's work: it carries no trace context.
         let none = crate::meta::Meta::new();
         let prepared = self.prepare_item(EnqueueItem::new(job).id(id), now_ms, None, &none)?;
-        prepared.refuse_key(J::TOPIC, "a periodic job")?;
-        let new = prepared.job;
-        Ok((new.id, new.record))
+        Ok(prepared.job)
     }
 }

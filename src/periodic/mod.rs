@@ -276,8 +276,8 @@ pub(crate) trait Scheduled: Send + Sync + fmt::Debug {
     fn topic(&self) -> &'static str;
     /// The schedule.
     fn schedule(&self) -> &Periodic;
-    /// The id and encoded record of the job of the tick at `tick_ms`.
-    fn job_at(&self, client: &Client, tick_ms: i64) -> Result<(String, Vec<u8>)>;
+    /// The job of the tick at `tick_ms`: its id, encoded record and key for fairness.
+    fn job_at(&self, client: &Client, tick_ms: i64) -> Result<crate::store::NewJob>;
 }
 
 impl<J: Job> Scheduled for PeriodicJob<J> {
@@ -289,7 +289,7 @@ impl<J: Job> Scheduled for PeriodicJob<J> {
         &self.schedule
     }
 
-    fn job_at(&self, client: &Client, tick_ms: i64) -> Result<(String, Vec<u8>)> {
+    fn job_at(&self, client: &Client, tick_ms: i64) -> Result<crate::store::NewJob> {
         let id = tick_id(&self.schedule.name, tick_ms);
         let make = || (self.make)(ms_to_time(tick_ms));
         let job = std::panic::catch_unwind(std::panic::AssertUnwindSafe(make)).map_err(|_| {

@@ -54,16 +54,24 @@ pub struct TickJob {
     pub id: String,
     /// Its encoded record.
     pub record: Vec<u8>,
+    /// Its key for fairness ([`Job::key`](crate::Job::key)), if any.
+    pub key: Option<String>,
 }
 
 impl TickJob {
-    /// A tick's job.
+    /// A tick's job, without a key for fairness.
     pub fn new(tick_ms: i64, id: String, record: Vec<u8>) -> Self {
         TickJob {
             tick_ms,
             id,
             record,
+            key: None,
         }
+    }
+
+    /// The same job with key `key` for fairness (`None`: none).
+    pub fn with_key(self, key: Option<String>) -> Self {
+        TickJob { key, ..self }
     }
 }
 

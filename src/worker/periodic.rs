@@ -79,7 +79,7 @@ impl TickLoop {
     /// The job of the tick at `tick_ms`, or `None` (logged) when it cannot be encoded.
     fn job(&self, tick_ms: i64) -> Option<TickJob> {
         match self.scheduled.job_at(&self.client, tick_ms) {
-            Ok((id, record)) => Some(TickJob::new(tick_ms, id, record)),
+            Ok(job) => Some(TickJob::new(tick_ms, job.id, job.record).with_key(job.key)),
             Err(e) => {
                 tracing::error!(topic = self.topic(), schedule = self.name(), tick_ms, error = %e, "periodic job could not be built: this tick is skipped");
                 None

@@ -218,6 +218,7 @@ macro_rules! store_conformance {
             periodic_tick_skips_a_tick_later_than_its_grace,
             periodic_overlap_skips_while_the_previous_ticks_job_is_due_or_active,
             periodic_trigger_enqueues_a_run_now_once,
+            periodic_ticks_and_a_trigger_keep_their_keys_for_fairness,
             periodic_tick_of_a_live_id_or_another_definition_changes_nothing,
             periodic_tick_and_trigger_send_hints,
             // results, waiters, progress, kept finished jobs

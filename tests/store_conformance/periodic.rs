@@ -331,3 +331,43 @@ pub(crate) async fn periodic_tick_and_trigger_send_hints(store: Arc<dyn Store>) 
     let at = s.schedule_trigger(t, "s").await.unwrap().unwrap();
     assert_eq!(hints_for(s, &mut rx, t).await, [at]);
 }
+
+pub(crate) async fn periodic_ticks_and_a_trigger_keep_their_keys_for_fairness(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("periodic_keys"));
+    let flood: Vec<_> = (0..3)
+        .map(|i| new_job(&format!("a-{i}"), REC, Due::In(0)).with_key(Some("a".into())))
+        .collect();
+    s.enqueue(t, flood).await.unwrap();
+    let now = now(s).await;
+    let first = now - MINUTE;
+    let schedule = stored(s, t, first).await;
+    let trigger = s.schedule_trigger(t, "s").await.unwrap().unwrap();
+    let mut p = plan(&schedule, &[], now + MINUTE);
+    p.runs = vec![job(first).with_key(Some("b".into()))];
+    let tick = job(trigger).with_key(Some("c".into()));
+    let out = s
+        .schedule_tick(t, request(Some(p), Some(tick)))
+        .await
+        .unwrap();
+    assert_eq!((out.status, out.enqueued), (TickStatus::Advanced, 2));
+    // Filed under their keys, each due now beside the flood.
+    let page = s.busiest_keys(t, 10, 1000).await.unwrap();
+    let keys: Vec<_> = page
+        .keys
+        .iter()
+        .map(|k| (k.key.as_str(), k.queued))
+        .collect();
+    assert_eq!(keys, [("a", 3), ("b", 1), ("c", 1)], "{page:?}");
+    let mut ids = claimed_ids(s, t, 3).await;
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        [
+            "a-0".to_owned(),
+            format!("s:{first}"),
+            format!("s:{trigger}")
+        ]
+    );
+}

@@ -33,7 +33,8 @@ fn put(state: &mut Topic, job: &TickJob, now: i64) -> (Option<i64>, bool) {
         job.record.clone(),
         Due::At(job.tick_ms),
         false,
-    );
+    )
+    .with_key(job.key.clone());
     match state.enqueue(new, now) {
         (EnqueueOutcome::Created { .. }, hint) => (hint, true),
         _ => (None, false),

@@ -77,8 +77,12 @@ impl PeriodicStore for RedisStore {
                     .arg(&request.name)
                     .arg(&request.definition);
                 match &request.trigger {
-                    Some(t) => inv.arg(t.tick_ms).arg(&t.id).arg(&t.record[..]),
-                    None => inv.arg("").arg("").arg(""),
+                    Some(t) => inv
+                        .arg(t.tick_ms)
+                        .arg(&t.id)
+                        .arg(&t.record[..])
+                        .arg(t.key.as_deref().unwrap_or("")),
+                    None => inv.arg("").arg("").arg("").arg(""),
                 };
                 let Some(plan) = &request.plan else {
                     inv.arg("0");
@@ -96,7 +100,10 @@ impl PeriodicStore for RedisStore {
                     None => inv.arg("-"),
                 };
                 for run in &plan.runs {
-                    inv.arg(run.tick_ms).arg(&run.id).arg(&run.record[..]);
+                    inv.arg(run.tick_ms)
+                        .arg(&run.id)
+                        .arg(&run.record[..])
+                        .arg(run.key.as_deref().unwrap_or(""));
                 }
             })
             .await?;

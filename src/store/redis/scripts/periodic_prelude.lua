@@ -23,10 +23,11 @@ local function schedule_str(s)
   return string.format('%d', s.next) .. ' ' .. ms_or_dash(s.last) .. ' ' .. ms_or_dash(s.trigger) .. ' ' .. s.def
 end
 
--- Enqueues a tick's job as enqueue_one.lua does, due at `tick` (in the past: so due now): nothing
--- changes when the id is live (due or active). Returns the due time when it created the job (the
--- caller counts the jobs it created in the history, with `tally`).
-local function put_tick(now, id, rec, tick)
+-- Enqueues a tick's job as enqueue_one.lua does, due at `tick` (in the past: so due now), under its key
+-- for fairness (`key`, '' for none): nothing changes when the id is live (due or active). Returns the
+-- due time when it created the job (the caller counts the jobs it created in the history, with
+-- `tally`).
+local function put_tick(now, id, rec, tick, key)
   if redis.call('HSETNX', K_JOBS, id, rec) == 0 then
     if redis.call('ZSCORE', K_ACTIVE, id) or redis.call('ZSCORE', K_DUE, id) then
       return nil
@@ -36,8 +37,11 @@ local function put_tick(now, id, rec, tick)
   end
   local at = resolve_due(now, 'at', tick)
   redis.call('ZADD', K_DUE, string.format('%d', at), id)
-  -- A topic with keyed jobs files it under the key '' (fair.lua).
-  if redis.call('EXISTS', K_FKEY) == 1 then
+  if key ~= '' then
+    fair_helpers()
+    fair_file({ id }, { key }, { at }, now)
+  elseif redis.call('EXISTS', K_FKEY) == 1 then
+    -- A topic with keyed jobs files it under the key '' (fair.lua).
     fair_helpers()
     fair_file_unkeyed({ id }, { at }, now)
   end

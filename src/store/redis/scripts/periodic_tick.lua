@@ -3,10 +3,10 @@
 -- and this server's clock, and applies it: enqueues its due ticks' jobs and advances the next tick.
 -- KEYS: the topic's keys, then its schedules hash (last).
 -- ARGV: channel, topic, name, definition,
---       trigger tick ms|'', trigger job id, trigger record,
+--       trigger tick ms|'', trigger job id, trigger record, trigger job's key for fairness|'',
 --       plan '1'|'0', expected next, expected last|'-', the last tick's job id, new next,
 --       overlap skip '1'|'0', grace ms|'-',
---       then three per run, oldest first: tick ms, job id, record.
+--       then four per run, oldest first: tick ms, job id, record, key for fairness|''.
 -- Returns: status (0 no plan, 1 advanced, 2 moved, 3 early, 4 behind, 5 superseded, 6 gone), now,
 -- jobs created, the stored schedule after the call ('' when gone).
 -- redis.call: TIME, HGET, ZRANGE (earliest), then per job HSETNX and ZADD (and HEXISTS for an overlap
@@ -24,8 +24,8 @@ if s.def ~= def then
 end
 local first = earliest(K_DUE)
 local hint, created, changed = nil, 0, false
-local function put(id, rec, tick)
-  local at = put_tick(now, id, rec, tick)
+local function put(id, rec, tick, key)
+  local at = put_tick(now, id, rec, tick, key)
   if at then
     created = created + 1
     if hint == nil or at < hint then
@@ -38,20 +38,20 @@ local trigger = tonumber(ARGV[5])
 if trigger and s.trigger == trigger then
   -- An empty id: the caller could not build the job; the trigger is dropped.
   if ARGV[6] ~= '' then
-    put(ARGV[6], ARGV[7], trigger)
+    put(ARGV[6], ARGV[7], trigger, ARGV[8])
   end
   s.trigger = nil
   changed = true
 end
 
 local status = 0
-if ARGV[8] == '1' then
-  local expect, expect_last, last_id = tonumber(ARGV[9]), tonumber(ARGV[10]), ARGV[11]
-  local new_next, overlap, grace = tonumber(ARGV[12]), ARGV[13] == '1', tonumber(ARGV[14])
-  local runs = (#ARGV - 14) / 3
+if ARGV[9] == '1' then
+  local expect, expect_last, last_id = tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12]
+  local new_next, overlap, grace = tonumber(ARGV[13]), ARGV[14] == '1', tonumber(ARGV[15])
+  local runs = (#ARGV - 15) / 4
   local newest = expect
   if runs > 0 then
-    newest = tonumber(ARGV[14 + (runs - 1) * 3 + 1])
+    newest = tonumber(ARGV[15 + (runs - 1) * 4 + 1])
   end
   if s.next ~= expect or s.last ~= expect_last then
     status = 2
@@ -65,12 +65,12 @@ if ARGV[8] == '1' then
       prev = last_id
     end
     for i = 1, runs do
-      local b = 14 + (i - 1) * 3
-      local tick, id, rec = tonumber(ARGV[b + 1]), ARGV[b + 2], ARGV[b + 3]
+      local b = 15 + (i - 1) * 4
+      local tick, id, rec, key = tonumber(ARGV[b + 1]), ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
       local late = grace and now - tick > grace
       local busy = overlap and prev and redis.call('HEXISTS', K_JOBS, prev) == 1
       if not late and not busy then
-        put(id, rec, tick)
+        put(id, rec, tick, key)
         s.last = tick
         prev = id
       end
