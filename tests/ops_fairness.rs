@@ -43,6 +43,20 @@ async fn busiest_keys_counts_each_key_over_partitions(client: Client) {
     );
 }
 
+/// A topic's busiest keys as (key, jobs queued), busiest first.
+async fn queued_by_key(client: &Client, topic: &str) -> Vec<(String, u64)> {
+    let page = client.ops().busiest_keys(topic, 10).await.unwrap();
+    page.keys
+        .iter()
+        .map(|k| (k.key.clone(), k.queued))
+        .collect()
+}
+
+/// `(key, queued)` pairs as `queued_by_key` gives them.
+fn owned(pairs: &[(&str, u64)]) -> Vec<(String, u64)> {
+    pairs.iter().map(|(k, n)| (k.to_string(), *n)).collect()
+}
+
 /// A batch's keyed members keep their keys, and their generated ids land in their keys' partitions,
 /// as an enqueue's do.
 async fn keyed_members_of_a_batch_are_filed_by_key_in_their_keys_partition(client: Client) {
@@ -55,13 +69,10 @@ async fn keyed_members_of_a_batch_are_filed_by_key_in_their_keys_partition(clien
         .enqueue()
         .await
         .unwrap();
-    let page = client.ops().busiest_keys("ops.sync", 10).await.unwrap();
-    let keys: Vec<(&str, u64)> = page
-        .keys
-        .iter()
-        .map(|k| (k.key.as_str(), k.queued))
-        .collect();
-    assert_eq!(keys, [("acme", 4), ("globex", 2)], "{page:?}");
+    assert_eq!(
+        queued_by_key(&client, "ops.sync").await,
+        owned(&[("acme", 4), ("globex", 2)])
+    );
     let members = batch.members(0, 10).await.unwrap();
     assert_eq!(members.len(), 6);
     for shop in ["acme", "globex"] {
@@ -112,13 +123,10 @@ async fn unique_jobs_with_a_key_are_filed_by_key(client: Client) {
             EnqueueStatus::Created
         ]
     );
-    let page = client.ops().busiest_keys("ops.refresh", 10).await.unwrap();
-    let keys: Vec<(&str, u64)> = page
-        .keys
-        .iter()
-        .map(|k| (k.key.as_str(), k.queued))
-        .collect();
-    assert_eq!(keys, [("acme", 2), ("globex", 1)], "{page:?}");
+    assert_eq!(
+        queued_by_key(&client, "ops.refresh").await,
+        owned(&[("acme", 2), ("globex", 1)])
+    );
 }
 
 #[derive(Serialize, Deserialize, Job)]
@@ -156,16 +164,11 @@ async fn a_periodic_jobs_ticks_are_filed_by_key(client: Client) {
         .unwrap()
         .expect("stored");
     let seen = eventually("the triggered tick's job", || async {
-        let page = client.ops().busiest_keys("ops.digest", 10).await.unwrap();
-        let keys: Vec<_> = page
-            .keys
-            .iter()
-            .map(|k| (k.key.clone(), k.queued))
-            .collect();
+        let keys = queued_by_key(&client, "ops.digest").await;
         (!keys.is_empty()).then_some(keys)
     })
     .await;
-    assert_eq!(seen, [("acme".to_owned(), 1)]);
+    assert_eq!(seen, owned(&[("acme", 1)]));
     stop.shutdown();
     running.await.unwrap().unwrap();
 }

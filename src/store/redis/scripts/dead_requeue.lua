@@ -18,17 +18,8 @@ local now = now_ms()
 local first = earliest(K_DUE)
 redis.call('HSET', K_JOBS, id, rec)
 redis.call('ZADD', K_DUE, now, id)
-if key then
-  fair_helpers()
-  if fair_file({ id }, { key }, { now }, now) then
-    first = nil
-  end
-elseif redis.call('EXISTS', K_FKEY) == 1 then
-  -- A job without a key, in a topic with keyed jobs: under the key '' (fair.lua).
-  fair_helpers()
-  if fair_file_unkeyed({ id }, { now }, now) then
-    first = nil
-  end
+if fair_file_one(id, key or '', now, now) then
+  first = nil
 end
 hint_if_earlier(channel, topic, first, now)
 return { 1, now }

@@ -95,17 +95,8 @@ local function make_due(channel, topic, id, kind, value, prio, key, now)
   local first = earliest(K_DUE)
   local at = resolve_due(now, kind, value)
   redis.call('ZADD', K_DUE, string.format('%d', at), id)
-  if key ~= '' then
-    fair_helpers()
-    if fair_file({ id }, { key }, { at }, now) then
-      first = nil
-    end
-  elseif redis.call('EXISTS', K_FKEY) == 1 then
-    -- A topic with keyed jobs files it under the key '' (fair.lua).
-    fair_helpers()
-    if fair_file_unkeyed({ id }, { at }, now) then
-      first = nil
-    end
+  if fair_file_one(id, key, at, now) then
+    first = nil
   end
   if prio ~= '0' then
     redis.call('HSET', K_PRIO, id, prio)

@@ -40,17 +40,8 @@ end
 redis.call('ZADD', K_DUE, string.format('%d', at), id)
 -- A job with a key is filed under it (fair.lua; never with a replace), and in a topic with keyed jobs
 -- one without under the key ''.
-local key = ARGV[8] or ''
-if key ~= '' then
-  fair_helpers()
-  if fair_file({ id }, { key }, { at }, now) then
-    first = nil
-  end
-elseif redis.call('EXISTS', K_FKEY) == 1 then
-  fair_helpers()
-  if fair_file_unkeyed({ id }, { at }, now) then
-    first = nil
-  end
+if fair_file_one(id, ARGV[8] or '', at, now) then
+  first = nil
 end
 if outcome == 1 then
   tally(now, 1, 0, 0, 0, 0)

@@ -664,3 +664,17 @@ local function fair_helpers()
     end
   end
 end
+
+-- Files one job just put in `due` at `at` under its key (`key`; '' for none: then under the key '' when
+-- the topic has keyed jobs, else nowhere). Returns true when a key became ready (the claimers want a
+-- hint). For the scripts that create one job at a time.
+local function fair_file_one(id, key, at, now)
+  if key ~= '' then
+    fair_helpers()
+    return fair_file({ id }, { key }, { at }, now)
+  elseif redis.call('EXISTS', K_FKEY) == 1 then
+    fair_helpers()
+    return fair_file_unkeyed({ id }, { at }, now)
+  end
+  return false
+end

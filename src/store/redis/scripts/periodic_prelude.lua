@@ -37,13 +37,6 @@ local function put_tick(now, id, rec, tick, key)
   end
   local at = resolve_due(now, 'at', tick)
   redis.call('ZADD', K_DUE, string.format('%d', at), id)
-  if key ~= '' then
-    fair_helpers()
-    fair_file({ id }, { key }, { at }, now)
-  elseif redis.call('EXISTS', K_FKEY) == 1 then
-    -- A topic with keyed jobs files it under the key '' (fair.lua).
-    fair_helpers()
-    fair_file_unkeyed({ id }, { at }, now)
-  end
+  fair_file_one(id, key, at, now)
   return at
 end
