@@ -249,8 +249,11 @@ async fn key_limits_hold_per_tenant_across_three_worker_processes() {
         most > 2,
         "tenants run beside each other: at most {most} at once"
     );
+    // The limit held across processes: more than one ran the tenants' jobs. (Not necessarily all
+    // three: two workers' 3 slots each can hold all 6 the limits allow, and a worker that frees a slot
+    // usually takes it again before the others' claims, so the third may run none.)
     let pids: BTreeSet<u32> = runs.values().map(|(_, _, pid)| *pid).collect();
-    assert_eq!(pids.len(), 3, "all three workers ran jobs");
+    assert!(pids.len() >= 2, "the jobs ran in {} worker(s)", pids.len());
     for slot in slots {
         rig.kill9(slot);
     }
