@@ -14,7 +14,8 @@
 //! postpone:{<ns>:<topic>}:dead_jobs     hash  death -> final record
 //! postpone:{<ns>:<topic>}:dead_info     hash  death -> "<died at ms> <why it died>"
 //! postpone:{<ns>:<topic>}:dead_keys     hash  death -> its job's key for fairness (deaths of keyed
-//!                                             jobs, while their record stays; named in prelude.lua)
+//!                                             jobs, while their record stays; named in prelude.lua;
+//!                                             touched only once `dkeys` is set in stats)
 //! postpone:{<ns>:<topic>}:dead_pending  zset  death -> when its hook may next run (ms)
 //! postpone:{<ns>:<topic>}:stats         hash  counters (`dead` numbers the deaths), `paused`, and
 //!                                             flow control: `flow` (the limits claimed under),

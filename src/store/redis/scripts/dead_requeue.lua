@@ -12,7 +12,7 @@ if redis.call('ZSCORE', K_DUE, id) or redis.call('ZSCORE', K_ACTIVE, id) then
 end
 -- The job comes back under the key it died with (read before the death leaves the listing, which may
 -- bury its record and key).
-local key = redis.call('HGET', K_DEAD_KEYS, death)
+local key = redis.call('HGET', K_STATS, 'dkeys') and redis.call('HGET', K_DEAD_KEYS, death)
 unlist_many({ death })
 local now = now_ms()
 local first = earliest(K_DUE)

@@ -380,49 +380,26 @@ local function fair_helpers()
   -- key's `ids`, and to its `dues` the due time `due` holds for each (as Redis wrote it, false when
   -- none). Every move of a keyed job in `due` files it again under its key (the same member, its score
   -- updated), so `due`'s time is the entry's; `whole` once a read came back short (the key's queue is
-  -- all read). A key's first read keeps the replies as they are (no copy): with one key, both.
+  -- all read).
   local function read(ks, counts)
-    local all, lens, n = {}, {}, 0
+    local all, owner, at = {}, {}, {}
     for j, k in ipairs(ks) do
       local from = k.nread
       local ids = redis.call('ZRANGE', K_FQ .. k.name, from, from + counts[j] - 1)
-      local m = #ids
-      if m < counts[j] then
+      if #ids < counts[j] then
         k.whole = true
       end
-      if from == 0 then
-        k.ids = ids
-      else
-        local kids = k.ids
-        for i = 1, m do
-          kids[from + i] = ids[i]
-        end
+      for i = 1, #ids do
+        k.ids[from + i] = ids[i]
+        all[#all + 1] = ids[i]
+        owner[#all], at[#all] = k, from + i
       end
-      k.nread, lens[j] = from + m, m
-      if #ks == 1 then
-        all, n = ids, m
-      else
-        for i = 1, m do
-          all[n + i] = ids[i]
-        end
-        n = n + m
-      end
+      k.nread = from + #ids
     end
-    if n > 0 then
+    if #all > 0 then
       local dues = fetch_many('ZMSCORE', K_DUE, all)
-      local c = 0
-      for j, k in ipairs(ks) do
-        local m = lens[j]
-        local from = k.nread - m
-        if from == 0 and #ks == 1 then
-          k.dues = dues
-        else
-          local kdues = k.dues
-          for i = 1, m do
-            kdues[from + i] = dues[c + i]
-          end
-        end
-        c = c + m
+      for i = 1, #all do
+        owner[i].dues[at[i]] = dues[i]
       end
     end
   end

@@ -56,7 +56,15 @@ end
 
 -- Death -> the key for fairness its job had (a job with one keeps it when requeued; see fair.lua): a
 -- hash of the topic's slot, named from `due`'s name, with an entry while its death's record stays.
+-- `dkeys` in stats is set once a keyed job died in the topic: a topic without one never touches it.
 local K_DEAD_KEYS = string.sub(K_DUE, 1, #K_DUE - 3) .. 'dead_keys'
+
+-- Deletes the keys kept with deaths whose record goes (when any keyed job ever died here).
+local function bury_keys(deaths)
+  if #deaths > 0 and redis.call('HGET', K_STATS, 'dkeys') then
+    call_many('HDEL', K_DEAD_KEYS, deaths, 1)
+  end
+end
 
 -- Adds jobs (already removed from due/active/jobs) to the dead letters, each a new death, listed and
 -- pending its hook from now. `dead_info` holds "<died at> <reason>". The death's sequence number is the
@@ -95,6 +103,7 @@ local function kill_many(ids, recs, reasons, now, keys)
     end
     if #kept > 0 then
       call_many('HSET', K_DEAD_KEYS, kept, 2)
+      redis.call('HSET', K_STATS, 'dkeys', '1')
     end
   end
 end
@@ -112,7 +121,7 @@ local function bury_unless_in(still, deaths)
   if #gone > 0 then
     call_many('HDEL', K_DEAD_JOBS, gone, 1)
     call_many('HDEL', K_DEAD_INFO, gone, 1)
-    call_many('HDEL', K_DEAD_KEYS, gone, 1)
+    bury_keys(gone)
   end
 end
 
