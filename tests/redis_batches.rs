@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 use postpone::store::{
-    BatchCreated, BatchJob, CallbackKind, Due, Finish, FinishItem, JobStore, NewBatch, WorkerStore,
-    WorkflowStore,
+    BatchCreated, BatchJob, CallbackKind, Due, Finish, FinishItem, JobStore, NewBatch, OpsStore,
+    WorkerStore, WorkflowStore,
 };
 use support::redis_server::RedisServer;
 use support::store::{claim, job, store};
@@ -208,4 +208,36 @@ async fn a_completed_batch_expires_and_jobs_in_no_batch_leave_no_batch_keys() {
     assert!(s.batch("run-1").await.unwrap().is_none());
     assert!(s.batches(0, 10).await.unwrap().is_empty());
     assert!(!server.keys().iter().any(|k| k.ends_with(":batches")));
+}
+
+#[tokio::test]
+async fn a_keyed_members_key_survives_a_dispatch_finished_by_recovery() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    // As above: the dispatch to the second topic fails, recovery enqueues its member later, from the
+    // batch's staged entry; that entry carries the member's key for fairness.
+    server
+        .cli(&["SET", "postpone:{shop:sms}:delivered", "in the way"])
+        .unwrap();
+    let keyed = |topic: &str, id: &str, key: &str| {
+        BatchJob::new(topic, job(id, Due::In(0)).with_key(Some(key.to_owned())))
+    };
+    let jobs = vec![keyed("mail", "a", "acme"), keyed("sms", "c", "globex")];
+    s.batch_create("run-2", batch_of(jobs)).await.unwrap_err();
+    server
+        .cli(&["DEL", "postpone:{shop:sms}:delivered"])
+        .unwrap();
+    server
+        .cli(&["ZADD", "postpone:{shop}:batch_check", "0", "run-2"])
+        .unwrap();
+    assert_eq!(s.recover_batches(10).await.unwrap(), 1);
+    for (topic, key) in [("mail", "acme"), ("sms", "globex")] {
+        let page = s.busiest_keys(topic, 10, 1000).await.unwrap();
+        let keys: Vec<_> = page
+            .keys
+            .iter()
+            .map(|k| (k.key.as_str(), k.queued))
+            .collect();
+        assert_eq!(keys, [(key, 1)], "{topic}: {page:?}");
+    }
 }

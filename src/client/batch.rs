@@ -121,17 +121,9 @@ impl Stamp {
             ));
         }
         // Random in full: a generated id that met a live job would make that job the member.
-        let generated = !item.has_id();
-        let item = match generated {
-            false => item,
-            true => item.id(crate::id::generate_random()),
-        };
         let item = item.meta(BATCH_KEY, batch_id);
         let first_delay = J::retry_schedule().delay_before(1);
-        let mut prepared = client.prepare_item(item, self.now_ms, first_delay, &self.carried)?;
-        if generated {
-            prepared.random_id_by_key(J::partitions());
-        }
+        let prepared = client.prepare_random_id(item, self.now_ms, first_delay, &self.carried)?;
         self.topics.insert(J::TOPIC, J::partitions());
         let p = partition_of(&prepared.job.id, J::partitions());
         Ok(BatchJob::new(store_topic(J::TOPIC, p), prepared.job))

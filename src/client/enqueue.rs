@@ -779,15 +779,29 @@ fn keyed_to_enqueued(id: String, outcome: KeyedOutcome) -> Enqueued {
     }
 }
 
-impl Prepared {
-    /// Draws the random id this job was given again, so that a keyed job on a partitioned topic lands
-    /// in its key's partition (a key's jobs stay together), as an enqueue's generated id does. For an
-    /// id the caller did not give.
-    pub(super) fn random_id_by_key(&mut self, partitions: u16) {
-        if let (Some(key), true) = (&self.job.key, partitions > 1) {
-            self.job.id =
-                crate::partition::id_with_key(key, partitions, crate::id::generate_random);
+impl Client {
+    /// [`prepare_item`](Self::prepare_item) for a job that must not meet a live job by a generated
+    /// id (a batch's member, an outbox's job): one without an id gets a random one, drawn on a
+    /// partitioned topic to land in its key's partition when it has a key for fairness, as an
+    /// enqueue's generated id does.
+    pub(super) fn prepare_random_id<J: Job>(
+        &self,
+        item: EnqueueItem<J>,
+        now_ms: i64,
+        default_first_delay: Option<Duration>,
+        carried: &Meta,
+    ) -> Result<Prepared> {
+        let generated = !item.has_id();
+        let item = match generated {
+            false => item,
+            true => item.id(crate::id::generate_random()),
+        };
+        let mut prepared = self.prepare_item(item, now_ms, default_first_delay, carried)?;
+        if let (true, Some(key), true) = (generated, &prepared.job.key, J::partitions() > 1) {
+            prepared.job.id =
+                crate::partition::id_with_key(key, J::partitions(), crate::id::generate_random);
         }
+        Ok(prepared)
     }
 }
 

@@ -57,19 +57,10 @@ impl Client {
     /// random one (with a key for fairness, on a partitioned topic: one in its key's partition).
     pub fn prepare<J: Job>(&self, item: EnqueueItem<J>) -> Result<PreparedJob> {
         self.check_topic::<J>()?;
-        let generated = !item.has_id();
-        let item = if generated {
-            item.id(crate::id::generate_random())
-        } else {
-            item
-        };
         let carried = trace::context_meta(&tracing::Span::current());
         let default_first_delay = J::retry_schedule().delay_before(1);
         let now_ms = Utc::now().timestamp_millis();
-        let mut prepared = self.prepare_item(item, now_ms, default_first_delay, &carried)?;
-        if generated {
-            prepared.random_id_by_key(J::partitions());
-        }
+        let prepared = self.prepare_random_id(item, now_ms, default_first_delay, &carried)?;
         if prepared.keyed.is_some() {
             return Err(crate::Error::InvalidConfig {
                 reason: format!(
