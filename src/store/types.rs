@@ -446,6 +446,16 @@ pub struct StoredJob {
     pub result: Option<Vec<u8>>,
     /// A running job's progress, when its handler reported some.
     pub progress: Option<super::Progress>,
+    /// Its key for fairness ([`NewJob::key`]), when it has one: a live job's (waiting, due or running),
+    /// or a dead letter's (a requeue files it under it). `None` for a job without a key, and for a kept
+    /// finished job (its key is forgotten when it ends).
+    pub key: Option<String>,
+    /// A due or running job's key as claims see it now: its jobs queued and running, and until when
+    /// it is held back. `None` for a job without a key and in other states.
+    pub key_load: Option<super::KeyLoad>,
+    /// The limits per key the topic's workers last claimed its keyed jobs under (see
+    /// [`KeysPage::limits`](super::KeysPage::limits)), beside [`StoredJob::key_load`].
+    pub key_limits: Option<crate::flow::KeyLimits>,
 }
 
 impl StoredJob {
@@ -458,6 +468,9 @@ impl StoredJob {
             holder: None,
             result: None,
             progress: None,
+            key: None,
+            key_load: None,
+            key_limits: None,
         }
     }
 }

@@ -1196,3 +1196,108 @@ pub(crate) async fn fair_a_job_from_before_the_first_key_moved_later_is_still_cl
     }
     assert_eq!(seen.len(), 4, "each job once: {seen:?}");
 }
+
+/// Job `id`'s key for fairness as the store finds the job by id.
+async fn stored_key(s: &dyn Store, t: &str, id: &str) -> Option<String> {
+    let job = s.job(t, id).await.unwrap();
+    job.unwrap_or_else(|| panic!("{id:?} not found")).key
+}
+
+/// A job found by id shows its key while it waits for jobs, once released, while it runs and once
+/// dead; a job without a key, and a finished one, show none.
+pub(crate) async fn fair_a_jobs_key_is_found_with_it_in_every_state(store: Arc<dyn Store>) {
+    let (s, t, tp) = (
+        &*store,
+        &topic("fair_key_found"),
+        &topic("fair_key_found_p"),
+    );
+    // A key may hold spaces.
+    let key = "tenant 7";
+    let p = live_parent(s, tp, "p").await;
+    let waiting = after(
+        s,
+        t,
+        keyed("w", key, Due::In(0)),
+        &[&p],
+        OnParentFailure::DeadLetter,
+    )
+    .await;
+    assert_eq!(waiting, AfterOutcome::Waiting { parents_left: 1 });
+    assert_eq!(stored_key(s, t, "w").await.as_deref(), Some(key), "waiting");
+    end_parent(s, &p, Finish::Done).await;
+    assert_eq!(
+        stored_key(s, t, "w").await.as_deref(),
+        Some(key),
+        "released"
+    );
+    enqueue_one(s, t, new_job("plain", REC, Due::In(60_000))).await;
+    assert_eq!(stored_key(s, t, "plain").await, None, "no key");
+
+    let job = claim_id(s, t, "w", LONG).await;
+    assert_eq!(stored_key(s, t, "w").await.as_deref(), Some(key), "running");
+    assert_eq!(
+        finish(s, t, &job, dead(REC, "boom")).await,
+        FinishOutcome::Applied
+    );
+    assert_eq!(stored_key(s, t, "w").await.as_deref(), Some(key), "dead");
+
+    s.retain(t, Some(Retention::new(3_600_000, 100)), 100)
+        .await
+        .unwrap();
+    enqueue_one(s, t, keyed("k", "acme", Due::In(0))).await;
+    assert_eq!(stored_key(s, t, "k").await.as_deref(), Some("acme"), "due");
+    let job = claim_id(s, t, "k", LONG).await;
+    assert_eq!(
+        finish(s, t, &job, Finish::Done).await,
+        FinishOutcome::Applied
+    );
+    assert_eq!(stored_key(s, t, "k").await, None, "finished: forgotten");
+}
+
+/// A job found by id shows its key's load as claims see it: its key's jobs queued and running (at
+/// its max running per key, with the limits the claim was under), then held by a rate-limited finish.
+pub(crate) async fn fair_key_limit_a_jobs_key_load_shows_its_key_held_back(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_key_limit_load"));
+    let limits = KeyLimits::new().max_running(1);
+    s.enqueue(t, flood("a", 3)).await.unwrap();
+    let first = claim_limited(s, t, 1, LONG, limits).await;
+    let ids: Vec<_> = first.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["a-0000"], "{first:?}");
+    enqueue_one(s, t, new_job("plain", REC, Due::In(60_000))).await;
+
+    let job = s.job(t, "a-0001").await.unwrap().unwrap();
+    let load = job.key_load.expect("a due keyed job's key load");
+    assert_eq!(
+        (
+            load.key.as_str(),
+            load.queued,
+            load.running,
+            load.held_until_ms
+        ),
+        ("a", 2, 1, None),
+        "a's two due jobs queued, one running: {load:?}"
+    );
+    assert_eq!(job.key_limits, Some(limits));
+    let running = s.job(t, "a-0000").await.unwrap().unwrap();
+    assert_eq!(
+        running.key_load.map(|l| l.running),
+        Some(1),
+        "the running job's key"
+    );
+    let plain = s.job(t, "plain").await.unwrap().unwrap();
+    assert_eq!((plain.key, plain.key_load), (None, None), "no key, no load");
+
+    let before = now(s).await;
+    let hold = Finish::RateLimited {
+        record: REC.to_vec(),
+        delay_ms: 60_000,
+    };
+    assert_eq!(
+        finish(s, t, &first.jobs[0], hold).await,
+        FinishOutcome::Applied
+    );
+    let load = s.job(t, "a-0001").await.unwrap().unwrap().key_load.unwrap();
+    let until = load.held_until_ms.expect("a held");
+    assert!(until >= before + 60_000, "{until} against {before}");
+    assert_eq!((load.queued, load.running), (3, 0), "{load:?}");
+}

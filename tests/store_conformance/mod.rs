@@ -201,6 +201,7 @@ macro_rules! store_conformance {
             fair_a_debounced_job_pushed_back_keeps_its_turn,
             fair_unique_and_debounced_jobs_keep_their_keys,
             fair_a_job_that_waits_for_jobs_takes_its_keys_turn_once_released,
+            fair_a_jobs_key_is_found_with_it_in_every_state,
             fair_a_job_replaced_under_another_key_is_claimed_once,
             fair_key_limit_max_running_holds_per_key_while_other_keys_run_freely,
             fair_key_limit_a_finish_that_frees_a_parked_key_wakes_claimers,
@@ -210,6 +211,7 @@ macro_rules! store_conformance {
             fair_key_limit_rate_per_key_lets_each_key_go_at_its_rate,
             fair_key_limit_next_due_is_a_rate_held_keys_go_time_or_none_when_all_are_parked,
             fair_key_limit_a_rate_limited_finish_holds_only_its_key,
+            fair_key_limit_a_jobs_key_load_shows_its_key_held_back,
             fair_key_limit_the_key_of_jobs_without_a_key_is_not_limited,
             // periodic schedules
             periodic_upsert_is_idempotent_and_a_changed_definition_replaces,

@@ -252,7 +252,7 @@ impl JobStore for MemoryStore {
     }
 
     async fn job(&self, topic: &str, id: &str) -> Result<Option<StoredJob>> {
-        Ok(self.read_topic(topic, |state, _| state.job(id)))
+        Ok(self.read_topic(topic, |state, now| state.job(id, now)))
     }
 
     async fn counts(&self, topic: &str) -> Result<TopicCounts> {

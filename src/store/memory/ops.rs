@@ -135,7 +135,7 @@ impl OpsStore for MemoryStore {
         limit: usize,
         _sample: usize,
     ) -> Result<crate::store::KeysPage> {
-        Ok(self.read_topic(topic, |state, _| state.busiest_keys(limit)))
+        Ok(self.read_topic(topic, |state, now| state.busiest_keys(limit, now)))
     }
 
     async fn history(&self, topic: &str, minutes: u32) -> Result<Vec<MinuteCounts>> {

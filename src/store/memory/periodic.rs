@@ -19,9 +19,9 @@ use crate::store::{
 pub(super) type Schedules = Mutex<HashMap<String, BTreeMap<String, StoredSchedule>>>;
 
 /// Whether a live (due or active) job has this id.
-fn live(state: &Topic, id: &str) -> bool {
+fn live(state: &Topic, id: &str, now: i64) -> bool {
     state
-        .job(id)
+        .job(id, now)
         .is_some_and(|j| !matches!(j.state, StoredState::Dead { .. }))
 }
 
@@ -68,7 +68,7 @@ fn apply(
         let late = plan.grace_ms.is_some_and(|g| {
             now.saturating_sub(run.tick_ms) > i64::try_from(g).unwrap_or(i64::MAX)
         });
-        let busy = plan.overlap_skip && prev.as_deref().is_some_and(|p| live(state, p));
+        let busy = plan.overlap_skip && prev.as_deref().is_some_and(|p| live(state, p, now));
         if late || busy {
             continue;
         }

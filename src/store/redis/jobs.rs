@@ -12,9 +12,32 @@ use super::{due_args, RedisStore};
 use crate::error::{Error, Result};
 use crate::store::{
     parse_told, Announcement, CancelOutcome, Death, DoneState, Due, Ended, EnqueueOutcome,
-    FlowCounts, JobStore, Kept, KeyedJob, KeyedOutcome, Lookup, NewJob, ParentRef, Progress,
-    RescheduleOutcome, StoredJob, StoredState, TopicCounts, Watch, MAX_DUE_MS,
+    FlowCounts, JobStore, Kept, KeyLoad, KeyedJob, KeyedOutcome, Lookup, NewJob, ParentRef,
+    Progress, RescheduleOutcome, StoredJob, StoredState, TopicCounts, Watch, MAX_DUE_MS,
 };
+
+/// A job's key for fairness as the job script replies it (`''`: none).
+fn key_of(r: &mut Reply) -> Result<Option<String>> {
+    let key = r.bytes()?;
+    Ok((!key.is_empty()).then(|| String::from_utf8_lossy(&key).into_owned()))
+}
+
+/// A live job's key and its key's state as the job script replies them (see job.lua).
+fn key_facts(r: &mut Reply, job: &mut StoredJob) -> Result<()> {
+    job.key = key_of(r)?;
+    let (queued, running, held) = (r.int()?, r.int()?, r.int()?);
+    let limits = String::from_utf8_lossy(&r.bytes()?).into_owned();
+    if let Some(key) = &job.key {
+        job.key_load = Some(KeyLoad {
+            key: key.clone(),
+            queued: queued.max(0) as u64,
+            running: running.max(0) as u64,
+            held_until_ms: (held > 0).then_some(held),
+        });
+        job.key_limits = crate::flow::KeyLimits::from_label(&limits);
+    }
+    Ok(())
+}
 
 /// A kept finished job as found by id.
 pub(super) fn kept_job(kept: Kept) -> StoredJob {
@@ -145,7 +168,9 @@ impl JobStore for RedisStore {
                 reason,
                 delivered: r.int()? == 1,
             };
-            return Ok(Some(StoredJob::new(state, record)));
+            let mut job = StoredJob::new(state, record);
+            job.key = key_of(&mut r)?;
+            return Ok(Some(job));
         }
         let at = r.int()?;
         let Some(record) = r.opt_bytes()? else {
@@ -153,7 +178,6 @@ impl JobStore for RedisStore {
         };
         let stalls = u32::try_from(r.int()?.max(0)).unwrap_or(u32::MAX);
         let mut job = match code {
-            1 => StoredJob::new(StoredState::Due { due_at_ms: at }, record),
             5 => {
                 let refs = String::from_utf8_lossy(&r.bytes()?).into_owned();
                 let parents = refs
@@ -161,13 +185,21 @@ impl JobStore for RedisStore {
                     .filter_map(|r| r.split_once('\t'))
                     .map(|(topic, id)| ParentRef::new(topic, id))
                     .collect();
-                StoredJob::new(StoredState::Waiting { parents }, record)
+                let mut job = StoredJob::new(StoredState::Waiting { parents }, record);
+                job.key = key_of(&mut r)?;
+                job
+            }
+            1 => {
+                let mut job = StoredJob::new(StoredState::Due { due_at_ms: at }, record);
+                key_facts(&mut r, &mut job)?;
+                job
             }
             _ => {
                 let state = StoredState::Active {
                     lease_deadline_ms: at,
                 };
                 let mut job = StoredJob::new(state, record);
+                key_facts(&mut r, &mut job)?;
                 job.holder = u64::try_from(r.int()?).ok().filter(|h| *h != 0);
                 job
             }

@@ -33,6 +33,8 @@ struct Waiting {
     /// The due time its enqueue asked for, resolved when it is released.
     due: Due,
     priority: u8,
+    /// Its key for fairness, filed under once it is released.
+    key: Option<String>,
     /// The parents not yet done, in the order given.
     parents: Vec<ParentRef>,
 }
@@ -66,6 +68,11 @@ impl Waits {
     /// How many jobs wait.
     pub(super) fn len(&self) -> usize {
         self.jobs.len()
+    }
+
+    /// Waiting job `id`'s key for fairness, when it has one.
+    pub(super) fn key_of(&self, id: &str) -> Option<&str> {
+        self.jobs.get(id).and_then(|w| w.key.as_deref())
     }
 }
 
@@ -111,6 +118,7 @@ impl Topic {
             policy,
             due: job.due,
             priority: job.priority,
+            key: job.key,
             parents,
         };
         self.waits.jobs.insert(job.id.clone(), waiting);
@@ -186,8 +194,8 @@ impl Topic {
         }
         let waiting = self.waits.jobs.remove(id)?;
         self.due.remove(id);
-        // A topic with keyed jobs files it under the key "".
-        self.fair.set_key(id, None, false, now);
+        // Filed under its key (a job without one under the key "" when the topic has keyed jobs).
+        self.fair.set_key(id, waiting.key, false, now);
         self.schedule(id, resolve(waiting.due, now), waiting.priority, now)
     }
 }

@@ -459,17 +459,34 @@ impl Fair {
 
 /// What operators see of the keys (see [`OpsStore::busiest_keys`](crate::store::OpsStore::busiest_keys)).
 impl Fair {
+    /// Key `key`'s load as operators see it (as [`Fair::busiest`] and `fair_keys.lua` say it): its jobs
+    /// queued, running, and until when it is held back (a hold, or its rate when that is later).
+    pub(super) fn load_of(&self, key: &str, now: i64) -> crate::store::KeyLoad {
+        let mut held = self.held.score(key).unwrap_or(0);
+        if let Some(waits) = self.waiting.score(key).filter(|w| *w > held) {
+            if self.tat.contains(key) {
+                held = waits;
+            }
+        }
+        crate::store::KeyLoad {
+            key: key.to_owned(),
+            queued: self.queues.get(key).map_or(0, |q| q.len() as u64),
+            running: u64::from(self.running.get(key).copied().unwrap_or(0)),
+            held_until_ms: (held > now).then_some(held),
+        }
+    }
+
+    /// The limits per key of the last claim of keyed jobs (see [`crate::store::KeysPage::limits`]).
+    pub(super) fn limits(&self) -> Option<KeyLimits> {
+        self.limits
+    }
+
     /// The busiest keys by jobs queued (then by key), at most `limit`.
-    pub(super) fn busiest(&self, limit: usize) -> crate::store::KeysPage {
+    pub(super) fn busiest(&self, limit: usize, now: i64) -> crate::store::KeysPage {
         let mut keys: Vec<crate::store::KeyLoad> = self
             .queues
-            .iter()
-            .map(|(key, queue)| crate::store::KeyLoad {
-                key: key.clone(),
-                queued: queue.len() as u64,
-                running: 0,
-                held_until_ms: None,
-            })
+            .keys()
+            .map(|key| self.load_of(key, now))
             .collect();
         keys.sort_by(|a, b| b.queued.cmp(&a.queued).then_with(|| a.key.cmp(&b.key)));
         let total = keys.len() as u64;
@@ -478,7 +495,7 @@ impl Fair {
             keys,
             total,
             sampled: false,
-            running_counted: false,
+            running_counted: !self.running.is_empty(),
             limits: self.limits,
         }
     }

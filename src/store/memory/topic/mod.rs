@@ -490,8 +490,25 @@ impl Topic {
         }
     }
 
+    /// Live job `id`'s key for fairness, when it has one (a waiting job's, or the one it is filed under).
+    fn key_of(&self, id: &str) -> Option<String> {
+        self.waits
+            .key_of(id)
+            .or_else(|| self.fair.key_of(id).filter(|k| !k.is_empty()))
+            .map(str::to_owned)
+    }
+
+    /// Fills in a due or running job's key load and the limits per key, when it has a key.
+    fn with_key_load(&self, mut job: StoredJob, now: i64) -> StoredJob {
+        if let Some(key) = &job.key {
+            job.key_load = Some(self.fair.load_of(key, now));
+            job.key_limits = self.fair.limits();
+        }
+        job
+    }
+
     /// The live job with this id, else the dead one.
-    pub(super) fn job(&self, id: &str) -> Option<StoredJob> {
+    pub(super) fn job(&self, id: &str, now: i64) -> Option<StoredJob> {
         let state = if let Some(due_at_ms) = self.due.score(id) {
             if deps::is_waiting(due_at_ms) {
                 let parents = self.parents_left(id);
@@ -507,7 +524,8 @@ impl Topic {
             job.stalls = self.stalls.get(id).copied().unwrap_or(0);
             job.holder = self.leases.get(id).map(|l| l.holder).filter(|h| *h != 0);
             job.progress = self.progress_of(id);
-            return Some(job);
+            job.key = self.key_of(id);
+            return Some(self.with_key_load(job, now));
         } else {
             let grave = self
                 .deaths_of(id)
@@ -525,11 +543,17 @@ impl Topic {
                 reason: grave.reason.clone(),
                 delivered: !self.dead_pending.contains(member),
             };
-            return Some(StoredJob::new(state, grave.record.clone()));
+            let mut job = StoredJob::new(state, grave.record.clone());
+            job.key = grave.key.clone();
+            return Some(job);
         };
         let mut job = StoredJob::new(state, self.jobs.get(id).cloned().unwrap_or_default());
         job.stalls = self.stalls.get(id).copied().unwrap_or(0);
         job.progress = self.progress_of(id);
+        job.key = self.key_of(id);
+        if matches!(job.state, StoredState::Due { .. }) {
+            job = self.with_key_load(job, now);
+        }
         Some(job)
     }
 
@@ -559,8 +583,8 @@ impl Topic {
     }
 
     /// The busiest keys of its keyed jobs (see [`crate::store::OpsStore::busiest_keys`]).
-    pub(super) fn busiest_keys(&self, limit: usize) -> crate::store::KeysPage {
-        self.fair.busiest(limit)
+    pub(super) fn busiest_keys(&self, limit: usize, now: i64) -> crate::store::KeysPage {
+        self.fair.busiest(limit, now)
     }
 
     /// Whether the topic holds any per-job state (for tests that nothing is left behind). Claim records

@@ -1,15 +1,51 @@
 -- Finds a job by id: live first, then the newer of its kept finish and its newest listed death.
 -- ARGV: id.
--- Returns {0} not found, {1, due time, record, stalls, progress} due, {2, lease deadline, record, stalls,
--- holder, progress} active,
--- {3, death, record, info ("<died at> <reason>"), delivered (0|1)} dead (its newest listed death),
+-- Returns {0} not found, {1, due time, record, stalls, <key facts>, progress} due, {2, lease deadline,
+-- record, stalls, <key facts>, holder, progress} active,
+-- {3, death, record, info ("<died at> <reason>"), delivered (0|1), key} dead (its newest listed death),
 -- {4, kept value (outcomes.lua)} kept, {5, due time, record, stalls, parents left ("<topic>\t<id>" per
--- line)} waiting for jobs.
+-- line), key} waiting for jobs. `key` is the job's key for fairness, '' for none; <key facts> are its
+-- key, that key's jobs queued, its running jobs, until when it is held back (ms, 0: not held; as
+-- fair_keys.lua says it) and the limits per key of the last claim (`kflow`, '' when none).
 local id = ARGV[1]
+-- A live job's key and its key's state (see above); `fkey` holds '' for a job filed under the key ''
+-- (none).
+local function key_facts(id)
+  local key = redis.call('HGET', K_FKEY, id) or ''
+  if key == '' then
+    return { '', 0, 0, 0, '' }
+  end
+  fair_helpers()
+  local name = redis.sha1hex(key)
+  local held = tonumber(redis.call('ZSCORE', K_FHOLD, name) or '0')
+  local waits = tonumber(redis.call('ZSCORE', K_FWAIT, name) or '0')
+  if waits > held and redis.call('ZSCORE', K_FTAT, name) then
+    held = waits
+  end
+  return {
+    key,
+    redis.call('ZCARD', K_FQ .. name),
+    tonumber(redis.call('HGET', K_FRUN, name) or '0'),
+    held > now_ms() and held or 0,
+    redis.call('HGET', K_STATS, 'kflow') or '',
+  }
+end
+-- `reply` with `facts` and `rest` appended (`rest` may end early: a missing value).
+local function with_facts(reply, facts, ...)
+  for _, v in ipairs(facts) do
+    reply[#reply + 1] = v
+  end
+  for _, v in ipairs({ ... }) do
+    reply[#reply + 1] = v
+  end
+  return reply
+end
 local s = redis.call('ZSCORE', K_DUE, id)
 if s and tonumber(s) > MAX_MS then
   -- Waiting for jobs (deps.lua): the parents not yet counted, one per line.
   local info = redis.call('HGET', KEYS[25], id) or ''
+  -- Its key ends the entry's first line (deps.lua).
+  local key = string.match(string.match(info, '^[^\n]*'), '^%S+ %S+ %d+ %a+ %-?%d+ %d+ (.+)$') or ''
   local left = {}
   for ref in string.gmatch(string.match(info, '\n(.*)$') or '', '[^\n]+') do
     if redis.call('HEXISTS', KEYS[26], id .. '\n' .. ref) == 0 then
@@ -22,27 +58,26 @@ if s and tonumber(s) > MAX_MS then
     redis.call('HGET', K_JOBS, id),
     tonumber(redis.call('HGET', K_STALLS, id) or 0),
     table.concat(left, '\n'),
+    key,
   }
 end
 if s then
-  return {
-    1,
-    tonumber(s),
-    redis.call('HGET', K_JOBS, id),
-    tonumber(redis.call('HGET', K_STALLS, id) or 0),
-    redis.call('HGET', K_PROGRESS, id),
-  }
+  local record = redis.call('HGET', K_JOBS, id)
+  if not record then
+    return { 1, tonumber(s) }
+  end
+  local head = { 1, tonumber(s), record, tonumber(redis.call('HGET', K_STALLS, id) or 0) }
+  return with_facts(head, key_facts(id), redis.call('HGET', K_PROGRESS, id))
 end
 s = redis.call('ZSCORE', K_ACTIVE, id)
 if s then
-  return {
-    2,
-    tonumber(s),
-    redis.call('HGET', K_JOBS, id),
-    tonumber(redis.call('HGET', K_STALLS, id) or 0),
-    lease_holder(redis.call('HGET', K_LEASES, id)),
-    redis.call('HGET', K_PROGRESS, id),
-  }
+  local record = redis.call('HGET', K_JOBS, id)
+  if not record then
+    return { 2, tonumber(s) }
+  end
+  local head = { 2, tonumber(s), record, tonumber(redis.call('HGET', K_STALLS, id) or 0) }
+  local holder = lease_holder(redis.call('HGET', K_LEASES, id))
+  return with_facts(head, key_facts(id), holder, redis.call('HGET', K_PROGRESS, id))
 end
 local newest = redis.call('ZRANGE', K_DEAD_IDS, '(' .. id .. '\v', '[' .. id .. '\n', 'BYLEX', 'REV', 'LIMIT', 0, 1)
 local kept = redis.call('HGET', K_DONE_JOBS, id)
@@ -62,6 +97,7 @@ if newest[1] then
     redis.call('HGET', K_DEAD_JOBS, d),
     redis.call('HGET', K_DEAD_INFO, d),
     pending and 0 or 1,
+    redis.call('HGET', K_DEAD_KEYS, d) or '',
   }
 end
 if kept then
