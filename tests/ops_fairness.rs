@@ -287,10 +287,8 @@ on_both!(a_periodic_jobs_ticks_are_filed_by_key:
 on_both!(busiest_keys_show_the_limits_per_key_workers_claim_under:
     ops_busiest_keys_show_the_key_limits_on_memory, ops_busiest_keys_show_the_key_limits_on_redis);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ops_busiest_keys_show_running_jobs_under_a_key_limit_on_redis() {
-    let server = RedisServer::start();
-    let client = on_redis(&server).await;
+/// A key at its max running per key: its running jobs counted, and the key counted among the keys.
+async fn busiest_keys_show_running_jobs_under_a_key_limit(client: Client) {
     enqueue_acme(&client, 4).await;
     // Jobs wait until the test lets them all go.
     let mut worker = Gated::start(&client, 4, KeyLimits::new().max_running(2));
@@ -316,3 +314,45 @@ async fn ops_busiest_keys_show_running_jobs_under_a_key_limit_on_redis() {
     }
     worker.stop().await;
 }
+
+on_both!(busiest_keys_show_running_jobs_under_a_key_limit:
+    ops_busiest_keys_show_running_jobs_under_a_key_limit_on_memory,
+    ops_busiest_keys_show_running_jobs_under_a_key_limit_on_redis);
+
+/// A job's detail names its key, its key's load, and says when the key holds it back: at its key's
+/// max running, the "why" line says so (not "waiting for a free slot").
+async fn a_jobs_detail_says_its_key_holds_it_back(client: Client) {
+    enqueue_acme(&client, 1).await;
+    let last = client
+        .enqueue(Sync {
+            shop: "acme".into(),
+        })
+        .await
+        .unwrap();
+    let mut worker = Gated::start(&client, 4, KeyLimits::new().max_running(1));
+    worker.started.recv().await.unwrap();
+    // The first runs (its claim counted it against its key): the second waits for its key.
+    let ops = client.ops();
+    let detail = ops.job("ops.sync", &last.id).await.unwrap().expect("live");
+    let load = detail.key_load.as_ref().expect("its key's load");
+    assert_eq!((load.queued, load.running), (1, 1), "{load:?}");
+    assert_eq!(detail.key.as_deref(), Some("acme"));
+    assert_eq!(detail.key_limits, Some(KeyLimits::new().max_running(1)));
+    assert!(
+        detail.why.contains(
+            "waiting for its key: key \"acme\" runs its most at once (1, max running per key, \
+             across every worker); the topic's other keys run"
+        ),
+        "{}",
+        detail.why
+    );
+    let json = serde_json::to_value(&detail).unwrap();
+    assert_eq!(json["key"], "acme", "{json}");
+    assert_eq!(json["key_load"]["running"], 1, "{json}");
+    worker.release.add_permits(2);
+    worker.started.recv().await.unwrap();
+    worker.stop().await;
+}
+
+on_both!(a_jobs_detail_says_its_key_holds_it_back:
+    ops_job_detail_key_limit_on_memory, ops_job_detail_key_limit_on_redis);

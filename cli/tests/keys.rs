@@ -301,3 +301,34 @@ async fn keys_show_running_jobs_under_a_key_limit_and_a_held_key() {
     stop.shutdown();
     running.await.unwrap().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_shows_its_key_for_fairness_in_text_and_json() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let ns = "jobkey";
+    let client = client(&server, ns).await;
+    let keyed = client
+        .enqueue(Notify { user: 1 })
+        .key("acme corp")
+        .await
+        .unwrap();
+    let plain = client.enqueue(Notify { user: 2 }).await.unwrap();
+
+    let run = postpone(&url, ns, &["job", "cli.notify", &keyed.id]);
+    run.expect(0);
+    println!("{}", run.stdout);
+    assert!(run.stdout.contains("\n  key       acme corp\n"), "{run:#?}");
+    let json = postpone(&url, ns, &["job", "cli.notify", &keyed.id, "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(json["key"], "acme corp", "{json}");
+
+    let run = postpone(&url, ns, &["job", "cli.notify", &plain.id]);
+    run.expect(0);
+    assert!(!run.stdout.contains("\n  key "), "{run:#?}");
+    let json = postpone(&url, ns, &["job", "cli.notify", &plain.id, "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(json["key"], Value::Null, "{json}");
+}

@@ -241,6 +241,35 @@ async fn dashboard_job_page_shows_a_unique_key_and_window_and_a_debounce_key() {
 }
 
 #[tokio::test]
+async fn dashboard_job_page_shows_a_jobs_key_for_fairness_escaped() {
+    let client = client().await;
+    let keyed = client
+        .enqueue(CloseOrder { order_id: 44 })
+        .key("<b>acme</b> & co")
+        .await
+        .unwrap();
+    let plain = client.enqueue(CloseOrder { order_id: 45 }).await.unwrap();
+    let app = Dashboard::new(client).router();
+
+    let page = |id: &str| format!("/job?topic=orders.close&id={id}");
+    let (status, body) = send(&app, get(&page(&keyed.id))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        body.contains(
+            "<dt>Key</dt><dd id=\"key\"><span class=\"mono\">&#60;b&#62;acme&#60;/b&#62; &#38; co</span>"
+        ),
+        "the key, escaped: {body}"
+    );
+    assert!(
+        body.contains("href=\"topic?name=orders.close&#38;state=keys\">busiest keys</a>"),
+        "a link to the topic's keys: {body}"
+    );
+    let (status, body) = send(&app, get(&page(&plain.id))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(!body.contains("id=\"key\""), "no key, no row: {body}");
+}
+
+#[tokio::test]
 async fn dashboard_batch_pages_without_batches_say_so() {
     let app = Dashboard::new(client().await).router();
     let (status, body) = send(&app, get("/batches")).await;

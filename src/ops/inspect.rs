@@ -46,6 +46,16 @@ pub struct JobDetail {
     pub enqueued_at: DateTime<Utc>,
     /// Its payload as JSON (a string when it is not JSON).
     pub payload: serde_json::Value,
+    /// Its key for fairness (see [`Job::key`](crate::Job::key) and
+    /// [`Enqueue::key`](crate::Enqueue::key)): while it waits, is due or runs, and as a dead letter (a
+    /// requeue files it under it again); `None` for a job without one and for a kept finished job.
+    pub key: Option<String>,
+    /// A due or running job's key as claims see it now: its jobs queued and running, and until when it
+    /// is held back (as [`Ops::busiest_keys`](crate::ops::Ops::busiest_keys) shows keys).
+    pub key_load: Option<crate::store::KeyLoad>,
+    /// The limits per key its topic's workers last claimed keyed jobs under, beside
+    /// [`key_load`](Self::key_load).
+    pub key_limits: Option<crate::KeyLimits>,
     /// Errors of its failed attempts, oldest first.
     pub errors: Vec<AttemptError>,
     /// How often its lease expired.
@@ -134,6 +144,42 @@ impl Facts<'_> {
         }
     }
 
+    /// Why a due job of a key waits, when its key's limits hold it back (a hold, its rate, its max
+    /// running).
+    fn key_held_back(&self, due: i64) -> Option<String> {
+        let (now, load) = (self.now_ms, self.stored.key_load.as_ref()?);
+        let (ago, key) = (span(due, now), &load.key);
+        if let Some(until) = load.held_until_ms.filter(|u| *u > now) {
+            return Some(format!(
+                "due {ago} ago, but its key {key:?} is held back until {} UTC (in {}): by its rate \
+                 per key, or a handler's rate_limited for that key; the topic's other keys run",
+                ms_to_time(until).format("%H:%M:%S"),
+                span(now, until)
+            ));
+        }
+        let max = self
+            .stored
+            .key_limits
+            .map(|l| l.max_running_per_key())
+            .filter(|m| *m > 0 && load.running >= u64::from(*m))?;
+        Some(format!(
+            "due {ago} ago, waiting for its key: key {key:?} runs its most at once ({max}, max \
+             running per key, across every worker); the topic's other keys run"
+        ))
+    }
+
+    /// Where a due job of a key stands among its key's jobs, for the line of a job that waits for a
+    /// slot.
+    fn key_turn(&self) -> String {
+        match &self.stored.key_load {
+            Some(load) => format!(
+                " (its key {:?} takes its turn among the topic's keys: {} of its jobs queued)",
+                load.key, load.queued
+            ),
+            None => String::new(),
+        }
+    }
+
     fn stall_limit(&self) -> Option<u32> {
         self.serving().map(|w| w.stall_limit).min()
     }
@@ -189,7 +235,7 @@ impl Facts<'_> {
                         _ => "the store's clock",
                     };
                     format!("due in {} ({when}, by {clock})", span(now, due))
-                } else if let Some(held) = self.held_back(due) {
+                } else if let Some(held) = self.held_back(due).or_else(|| self.key_held_back(due)) {
                     held
                 } else {
                     let n = self.serving().count();
@@ -200,8 +246,9 @@ impl Facts<'_> {
                             self.topic.name()
                         ),
                         _ => format!(
-                            "due {} ago, waiting for a free slot on the {n} worker(s) serving it",
-                            span(due, now)
+                            "due {} ago, waiting for a free slot on the {n} worker(s) serving it{}",
+                            span(due, now),
+                            self.key_turn()
                         ),
                     }
                 }
@@ -281,6 +328,11 @@ impl JobDetail {
         };
         let result = stored.result.as_deref().and_then(result_json);
         let progress = stored.progress.clone();
+        let (key, key_load, key_limits) = (
+            stored.key.clone(),
+            stored.key_load.clone(),
+            stored.key_limits,
+        );
         let state = JobState::of(stored.state);
         Ok(JobDetail {
             topic: topic.name().to_owned(),
@@ -297,6 +349,9 @@ impl JobDetail {
             retry_ms,
             enqueued_at: ms_to_time(record.enqueued_at_ms),
             payload: payload_json(&record.payload),
+            key,
+            key_load,
+            key_limits,
             errors: record.errors,
             stalls: stored.stalls,
             worker: stored.holder.map(worker_id),

@@ -241,6 +241,9 @@ fn print_detail(out: &Out, job: &JobDetail) {
         line("progress", text);
     }
     line("why", job.why.clone());
+    if let Some(key) = &job.key {
+        line("key", key.clone());
+    }
     if let Some(batch) = job.batch_id() {
         line("batch", batch.to_owned());
     }

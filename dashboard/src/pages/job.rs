@@ -61,6 +61,8 @@ pub(crate) struct JobPage {
     pub(crate) topic_link: String,
     pub(crate) list_link: String,
     pub(crate) groups_link: String,
+    /// The topic's busiest keys (shown beside a keyed job's key).
+    pub(crate) keys_link: String,
     pub(crate) here: String,
     /// The page without a death: where a requeue goes back to.
     pub(crate) live_link: String,
@@ -175,6 +177,7 @@ pub(crate) async fn page(
         topic_link: links::topic(&job.topic, PageState::Scheduled),
         list_link: links::topic(&job.topic, list_state),
         groups_link: links::dead(&job.topic),
+        keys_link: links::topic_keys(&job.topic),
         here: links::dead_letter(&job.topic, &job.id, job.death),
         other_death,
         live_link: links::job(&job.topic, &job.id),

@@ -56,10 +56,14 @@ async fn dashboard_busiest_keys_tab_shows_keys_running_and_held_fair() {
         ])
     );
 
+    let mut hostile = Vec::new();
     for (shop, n) in [("acme", 5), (IMG, 3), ("globex", 2)] {
         for _ in 0..n {
             let job = Sync { shop: shop.into() };
-            h.client.enqueue(job).key(shop).await.unwrap();
+            let enqueued = h.client.enqueue(job).key(shop).await.unwrap();
+            if shop == IMG {
+                hostile.push(enqueued.id);
+            }
         }
     }
     // A job without a key, due in an hour: the jobs without one take their turn as one more key.
@@ -143,6 +147,25 @@ async fn dashboard_busiest_keys_tab_shows_keys_running_and_held_fair() {
         "{footer}"
     );
     h.screenshot("topic-keys").await;
+
+    // A job's page shows its key, as text, with a link to the busiest keys.
+    h.goto(&format!("job?topic=fair.sync&id={}", hostile[2]))
+        .await;
+    assert_eq!(h.text("#key .mono").await, IMG);
+    // The first of its key's jobs runs: this one waits for its key, not for a slot.
+    let why = h.text("#why").await;
+    assert!(
+        why.contains(&format!(
+            "waiting for its key: key {IMG:?} runs its most at once"
+        )),
+        "{why}"
+    );
+    assert_eq!(h.count("dl.facts img").await, 0);
+    assert!(!h.alert_open().await);
+    h.screenshot("job-key").await;
+    h.click("#key a").await;
+    h.wait_for("the keys tab", "location.search.includes('state=keys')")
+        .await;
 
     gate.add_permits(10);
     stop.shutdown();
