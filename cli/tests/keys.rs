@@ -331,4 +331,23 @@ async fn job_shows_its_key_for_fairness_in_text_and_json() {
         .expect(0)
         .json();
     assert_eq!(json["key"], Value::Null, "{json}");
+
+    // The listing: a KEY column once a job of the page has a key, `-` for one without.
+    let run = postpone(&url, ns, &["jobs", "cli.notify"]);
+    let text = &run.expect(0).stdout;
+    println!("{text}");
+    assert!(text.starts_with("ID          KEY"), "{text}");
+    assert_eq!(row(text, &keyed.id)[1..3], ["acme", "corp"], "{text}");
+    assert_eq!(row(text, &plain.id)[1], "-", "{text}");
+    let json = postpone(&url, ns, &["jobs", "cli.notify", "--json"])
+        .expect(0)
+        .json();
+    let keys: Vec<&Value> = json["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| &j["key"])
+        .collect();
+    assert!(keys.contains(&&json!("acme corp")), "{json}");
+    assert!(keys.contains(&&Value::Null), "{json}");
 }

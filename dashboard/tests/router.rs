@@ -267,6 +267,19 @@ async fn dashboard_job_page_shows_a_jobs_key_for_fairness_escaped() {
     let (status, body) = send(&app, get(&page(&plain.id))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(!body.contains("id=\"key\""), "no key, no row: {body}");
+
+    // The listing: a Key column, as a job of the page has a key; `-` for the one without.
+    let (status, body) = send(&app, get("/topic?name=orders.close")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body.contains("<th>Id</th><th>Key</th>"), "{body}");
+    assert!(
+        body.contains("<td class=\"mono key\">&#60;b&#62;acme&#60;/b&#62; &#38; co</td>"),
+        "the key, escaped: {body}"
+    );
+    assert!(
+        body.contains("<td class=\"mono key\"><span class=\"small\">-</span></td>"),
+        "{body}"
+    );
 }
 
 #[tokio::test]

@@ -205,6 +205,9 @@ pub struct JobSummary {
     pub finished: Option<Finished>,
     /// A kept succeeded job's result as JSON (a string when it is not JSON), when its type returns one.
     pub result: Option<serde_json::Value>,
+    /// Its key for fairness (see [`JobDetail::key`](super::JobDetail::key)); `None` for a job without
+    /// one and for a kept finished job.
+    pub key: Option<String>,
 }
 
 impl JobSummary {
@@ -235,6 +238,7 @@ impl JobSummary {
             last_error: record.and_then(|r| r.errors.last().map(|e| e.message.clone())),
             finished,
             result,
+            key: e.key,
             id: e.id,
         }
     }

@@ -89,6 +89,9 @@ pub struct PageEntry {
     /// result (encoded; empty when its type returns none), or [`Ended::Cancelled`]. `None` in other
     /// listings.
     pub ended: Option<Ended>,
+    /// Its key for fairness (a live job's, or a dead letter's); `None` for a job without one and for a
+    /// kept finished job.
+    pub key: Option<String>,
 }
 
 impl PageEntry {

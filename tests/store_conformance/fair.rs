@@ -15,7 +15,8 @@ use std::time::Duration;
 use postpone::store::{
     AfterOutcome, BatchCreated, BatchJob, CancelOutcome, ClaimBatch, ClaimRequest, Due,
     EnqueueOutcome, Finish, FinishOutcome, Keyed, KeyedJob, KeyedOutcome, NewBatch, NewJob,
-    OnParentFailure, RequeueOutcome, RescheduleOutcome, Retention, Store, UniqueStates,
+    OnParentFailure, PageQuery, PageState, RequeueOutcome, RescheduleOutcome, Retention, Store,
+    UniqueStates,
 };
 use postpone::{KeyLimits, RateLimit};
 
@@ -1203,8 +1204,20 @@ async fn stored_key(s: &dyn Store, t: &str, id: &str) -> Option<String> {
     job.unwrap_or_else(|| panic!("{id:?} not found")).key
 }
 
-/// A job found by id shows its key while it waits for jobs, once released, while it runs and once
-/// dead; a job without a key, and a finished one, show none.
+/// The key of job `id` in the listing of `state`, and in a search of that state by the id's prefix.
+async fn listed_key(s: &dyn Store, t: &str, state: PageState, id: &str) -> Option<String> {
+    let page = s.page(t, &PageQuery::new(state, 100)).await.unwrap();
+    let entry = page.iter().find(|e| e.id == id);
+    let listed = entry.unwrap_or_else(|| panic!("{id:?} not listed in {state:?}: {page:?}"));
+    let found = s.find_prefix(t, state, id, None, 1000).await.unwrap();
+    let searched = found.entries.iter().find(|e| e.id == id);
+    let searched = searched.unwrap_or_else(|| panic!("{id:?} not found in {state:?}: {found:?}"));
+    assert_eq!(listed.key, searched.key, "{listed:?} against {searched:?}");
+    listed.key.clone()
+}
+
+/// A job found by id (and listed, and searched by id) shows its key while it waits for jobs, once
+/// released, while it runs and once dead; a job without a key, and a finished one, show none.
 pub(crate) async fn fair_a_jobs_key_is_found_with_it_in_every_state(store: Arc<dyn Store>) {
     let (s, t, tp) = (
         &*store,
@@ -1224,22 +1237,31 @@ pub(crate) async fn fair_a_jobs_key_is_found_with_it_in_every_state(store: Arc<d
     .await;
     assert_eq!(waiting, AfterOutcome::Waiting { parents_left: 1 });
     assert_eq!(stored_key(s, t, "w").await.as_deref(), Some(key), "waiting");
+    let listed = listed_key(s, t, PageState::Waiting, "w").await;
+    assert_eq!(listed.as_deref(), Some(key), "listed waiting");
     end_parent(s, &p, Finish::Done).await;
     assert_eq!(
         stored_key(s, t, "w").await.as_deref(),
         Some(key),
         "released"
     );
+    let listed = listed_key(s, t, PageState::Scheduled, "w").await;
+    assert_eq!(listed.as_deref(), Some(key), "listed due");
     enqueue_one(s, t, new_job("plain", REC, Due::In(60_000))).await;
     assert_eq!(stored_key(s, t, "plain").await, None, "no key");
+    assert_eq!(listed_key(s, t, PageState::Scheduled, "plain").await, None);
 
     let job = claim_id(s, t, "w", LONG).await;
     assert_eq!(stored_key(s, t, "w").await.as_deref(), Some(key), "running");
+    let listed = listed_key(s, t, PageState::Running, "w").await;
+    assert_eq!(listed.as_deref(), Some(key), "listed running");
     assert_eq!(
         finish(s, t, &job, dead(REC, "boom")).await,
         FinishOutcome::Applied
     );
     assert_eq!(stored_key(s, t, "w").await.as_deref(), Some(key), "dead");
+    let listed = listed_key(s, t, PageState::Dead, "w").await;
+    assert_eq!(listed.as_deref(), Some(key), "listed dead");
 
     s.retain(t, Some(Retention::new(3_600_000, 100)), 100)
         .await

@@ -73,9 +73,14 @@ fn print_page(out: &Out, topic: &str, state: StateArg, page: &JobPage, later_pag
         }
     } else {
         let partitioned = page.jobs.iter().any(|j| j.partition > 0);
+        // Keys for fairness, when a job of the page has one.
+        let keyed = page.jobs.iter().any(|j| j.key.is_some());
         let mut headers = vec!["ID"];
         if partitioned {
             headers.push("PART");
+        }
+        if keyed {
+            headers.push("KEY");
         }
         headers.extend(match state {
             StateArg::Scheduled => {
@@ -91,7 +96,7 @@ fn print_page(out: &Out, topic: &str, state: StateArg, page: &JobPage, later_pag
         });
         let mut table = out.table(&headers);
         for j in &page.jobs {
-            table.add_row(row(out, state, j, partitioned));
+            table.add_row(row(out, state, j, partitioned, keyed));
         }
         out.print_table(&table);
         if state == StateArg::Waiting {
@@ -111,10 +116,13 @@ fn print_page(out: &Out, topic: &str, state: StateArg, page: &JobPage, later_pag
     }
 }
 
-fn row(out: &Out, state: StateArg, j: &JobSummary, partitioned: bool) -> Vec<String> {
+fn row(out: &Out, state: StateArg, j: &JobSummary, partitioned: bool, keyed: bool) -> Vec<String> {
     let mut cells = vec![j.id.clone()];
     if partitioned {
         cells.push(j.partition.to_string());
+    }
+    if keyed {
+        cells.push(cut(j.key.as_deref().unwrap_or("-"), 24));
     }
     if state == StateArg::Done {
         let finished = j.finished.map_or("?", |f| f.as_str());

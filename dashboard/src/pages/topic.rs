@@ -54,6 +54,8 @@ pub(crate) struct Row {
     pub(crate) finished: Option<&'static str>,
     /// A kept succeeded job's result (JSON, cut), when its type returns one.
     pub(crate) result: Option<String>,
+    /// Its key for fairness, when it has one.
+    pub(crate) key: Option<String>,
 }
 
 /// A key's row on the keys tab.
@@ -128,6 +130,8 @@ pub(crate) struct TopicPage {
     pub(crate) counts: TopicCounts,
     pub(crate) tabs: Vec<Tab>,
     pub(crate) rows: Vec<Row>,
+    /// Whether a job of the page has a key for fairness (then the table has a Key column).
+    pub(crate) keyed: bool,
     pub(crate) prefix: String,
     pub(crate) next: Option<String>,
     pub(crate) first: Option<String>,
@@ -149,6 +153,7 @@ fn row(topic: &str, j: JobSummary) -> Row {
         worker: j.worker,
         stalls: j.stalls,
         error: j.reason.or(j.last_error),
+        key: j.key,
         id: j.id,
     }
 }
@@ -260,6 +265,7 @@ pub(crate) async fn page(
         },
         counts,
         tabs,
+        keyed: rows.iter().any(|r: &Row| r.key.is_some()),
         rows,
         prefix,
         next,

@@ -167,6 +167,20 @@ async fn dashboard_busiest_keys_tab_shows_keys_running_and_held_fair() {
     h.wait_for("the keys tab", "location.search.includes('state=keys')")
         .await;
 
+    // The topic's listing has a Key column: each job's key as text, `-` for the job without one.
+    h.goto("topic?name=fair.sync&state=scheduled").await;
+    assert_eq!(h.text("table.jobs thead th:nth-child(2)").await, "KEY");
+    let keys = h
+        .js("return [...document.querySelectorAll('table.jobs td.key')].map(c => c.textContent)")
+        .await;
+    let keys: Vec<String> = serde_json::from_value(keys).unwrap();
+    for key in ["acme", IMG, "globex", "-"] {
+        assert!(keys.iter().any(|k| k == key), "{key:?} in {keys:?}");
+    }
+    assert_eq!(h.count("table.jobs img").await, 0);
+    assert!(!h.alert_open().await);
+    h.screenshot("topic-keyed-jobs").await;
+
     gate.add_permits(10);
     stop.shutdown();
     running.await.unwrap().unwrap();

@@ -28,10 +28,10 @@ fn state_arg(state: PageState) -> &'static str {
     }
 }
 
-/// Reads page.lua's six fields per entry (a kept finished job's record and end are in its info: the
+/// Reads page.lua's seven fields per entry (a kept finished job's record and end are in its info: the
 /// stored value that [`Kept::parse`] reads; one whose value is gone meanwhile is left out).
 fn page_entries(r: &mut Reply, state: PageState) -> Result<Vec<PageEntry>> {
-    let mut out = Vec::with_capacity(r.remaining() / 6);
+    let mut out = Vec::with_capacity(r.remaining() / 7);
     while r.remaining() > 0 {
         let member = r.bytes()?;
         let score = r.int()?;
@@ -39,6 +39,8 @@ fn page_entries(r: &mut Reply, state: PageState) -> Result<Vec<PageEntry>> {
         let stalls = u32::try_from(r.int()?.max(0)).unwrap_or(u32::MAX);
         let holder = u64::try_from(r.int()?).ok().filter(|h| *h != 0);
         let info = r.bytes()?;
+        let key = r.bytes()?;
+        let key = (!key.is_empty()).then(|| String::from_utf8_lossy(&key).into_owned());
         let (id, death, record, ended) = match state {
             PageState::Dead => {
                 let Some(Death { id, seq }) = Death::parse(&member) else {
@@ -67,6 +69,7 @@ fn page_entries(r: &mut Reply, state: PageState) -> Result<Vec<PageEntry>> {
             holder,
             death,
             ended,
+            key,
         });
     }
     Ok(out)
@@ -217,7 +220,7 @@ impl OpsStore for RedisStore {
             return Ok(PrefixPage::default());
         }
         let reply = self
-            .eval(CONTEXT, &SCRIPTS.find_prefix, &keys, |inv| {
+            .eval_with(CONTEXT, &SCRIPTS.find_prefix, keys.with_outcomes(), |inv| {
                 inv.arg(state_arg(state))
                     .arg(prefix)
                     .arg(cursor.unwrap_or(""))

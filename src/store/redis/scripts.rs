@@ -149,7 +149,7 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     dead_ack: script(include_str!("scripts/dead_ack.lua")),
     dead_retry: script(include_str!("scripts/dead_retry.lua")),
     page: with_outcomes(include_str!("scripts/page.lua")),
-    find_prefix: script(include_str!("scripts/find_prefix.lua")),
+    find_prefix: with_outcomes(include_str!("scripts/find_prefix.lua")),
     history: script(include_str!("scripts/history.lua")),
     fair_keys: script(include_str!("scripts/fair_keys.lua")),
     set_paused: script(include_str!("scripts/set_paused.lua")),

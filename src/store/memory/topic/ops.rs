@@ -62,6 +62,7 @@ impl Topic {
             holder: self.leases.get(id).map(|l| l.holder).filter(|h| *h != 0),
             death: None,
             ended: None,
+            key: self.key_of(id),
         }
     }
 
@@ -76,6 +77,7 @@ impl Topic {
             holder: None,
             death: Some((grave.death.seq, grave.reason.clone())),
             ended: None,
+            key: grave.key.clone(),
         })
     }
 

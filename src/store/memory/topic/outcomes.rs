@@ -179,6 +179,7 @@ impl Topic {
             holder: None,
             death: None,
             ended: Some(kept.ended()),
+            key: None,
         })
     }
 

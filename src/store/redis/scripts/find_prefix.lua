@@ -1,7 +1,8 @@
 -- One bounded step of a search for a topic's jobs in one state whose id starts with a prefix (see
 -- OpsStore::find_prefix).
 -- ARGV: state ('due'|'waiting'|'active'|'dead'), prefix, cursor ('' for the first step), limit.
--- Returns the next cursor ('' when the search is complete), then page.lua's six fields per entry.
+-- Returns the next cursor ('' when the search is complete), then page.lua's seven fields per entry.
+-- Built with outcomes.lua: KEYS[25] is `waiting` (a waiting job's key for fairness is in its entry).
 -- Dead letters: a range of `dead_ids` by lex, at most `limit`, in id order; the cursor is the last
 -- member. Live jobs: one ZSCAN step of `due` or `active` (COUNT limit) matching the prefix; the cursor is
 -- ZSCAN's. Jobs waiting for jobs are the members of `due` past MAX_MS (deps.lua): a search of 'due'
@@ -47,4 +48,5 @@ end
 if #ids == 0 then
   return out
 end
-return live_entries(out, ids, scores, state == 'active')
+local keys = listed_keys(ids, state == 'waiting' and KEYS[25] or nil)
+return live_entries(out, ids, scores, state == 'active', keys)

@@ -44,8 +44,7 @@ local s = redis.call('ZSCORE', K_DUE, id)
 if s and tonumber(s) > MAX_MS then
   -- Waiting for jobs (deps.lua): the parents not yet counted, one per line.
   local info = redis.call('HGET', KEYS[25], id) or ''
-  -- Its key ends the entry's first line (deps.lua).
-  local key = string.match(string.match(info, '^[^\n]*'), '^%S+ %S+ %d+ %a+ %-?%d+ %d+ (.+)$') or ''
+  local key = waiting_key(info)
   local left = {}
   for ref in string.gmatch(string.match(info, '\n(.*)$') or '', '[^\n]+') do
     if redis.call('HEXISTS', KEYS[26], id .. '\n' .. ref) == 0 then

@@ -2,9 +2,10 @@
 -- after a given entry (see OpsStore::page): O(log n + page), whatever the backlog.
 -- ARGV: state ('due'|'waiting'|'active'|'dead'|'done'), order ('asc'|'desc'), limit, then, for a page
 -- that starts after an entry, its score and member.
--- Returns six fields per entry: member, score, record ('' when missing), stalls, holder (digits, '0'
+-- Returns seven fields per entry: member, score, record ('' when missing), stalls, holder (digits, '0'
 -- when unknown), info ('<died at> <reason>' for a dead letter; a kept finished job's whole `done_jobs`
--- value, record and result included, with record ''; else '').
+-- value, record and result included, with record ''; else ''), the job's key for fairness ('' for
+-- none; a kept finished job has none).
 -- Built with outcomes.lua (KEYS[17] to KEYS[20]) for the kept finished jobs; KEYS[25] is `waiting`.
 local state, desc, limit = ARGV[1], ARGV[2] == 'desc', tonumber(ARGV[3])
 local after_score, after = ARGV[4], ARGV[5]
@@ -111,7 +112,9 @@ if state == 'done' then
     local b = #out
     out[b + 1], out[b + 2], out[b + 3] = id, scores[i], ''
     out[b + 4], out[b + 5], out[b + 6] = 0, '0', kept[i] or ''
+    out[b + 7] = ''
   end
   return out
 end
-return live_entries({}, members, scores, state == 'active')
+local keys = listed_keys(members, state == 'waiting' and KEYS[25] or nil)
+return live_entries({}, members, scores, state == 'active', keys)

@@ -150,9 +150,10 @@ local function death_entries(deaths)
 end
 
 
--- Live jobs as listing entries (page.lua, find_prefix.lua): six fields each, id, score, record,
--- stalls, holder, '' (see page.lua). `active` says whether they are leased (then the holder is read).
-local function live_entries(out, ids, scores, active)
+-- Live jobs as listing entries (page.lua, find_prefix.lua): seven fields each, id, score, record,
+-- stalls, holder, '', key for fairness (`keys[i]`: see listed_keys in fair.lua; see page.lua).
+-- `active` says whether they are leased (then the holder is read).
+local function live_entries(out, ids, scores, active, keys)
   local recs = fetch_many('HMGET', K_JOBS, ids)
   local stalls = fetch_many('HMGET', K_STALLS, ids)
   local leases = {}
@@ -163,18 +164,21 @@ local function live_entries(out, ids, scores, active)
     local b = #out
     out[b + 1], out[b + 2], out[b + 3] = id, scores[i], recs[i] or ''
     out[b + 4], out[b + 5], out[b + 6] = tonumber(stalls[i] or 0), lease_holder(leases[i]), ''
+    out[b + 7] = keys[i] or ''
   end
   return out
 end
 
--- Listed deaths as listing entries: death, time of death, record, 0, '0', info.
+-- Listed deaths as listing entries: death, time of death, record, 0, '0', info, key for fairness.
 local function dead_entries(out, deaths, died)
   local recs = fetch_many('HMGET', K_DEAD_JOBS, deaths)
   local info = fetch_many('HMGET', K_DEAD_INFO, deaths)
+  local keys = redis.call('EXISTS', K_DEAD_KEYS) == 1 and fetch_many('HMGET', K_DEAD_KEYS, deaths) or {}
   for i, d in ipairs(deaths) do
     local b = #out
     out[b + 1], out[b + 2], out[b + 3] = d, died[i] or '0', recs[i] or ''
     out[b + 4], out[b + 5], out[b + 6] = 0, '0', info[i] or ''
+    out[b + 7] = keys[i] or ''
   end
   return out
 end
