@@ -13,6 +13,8 @@ const FAIR: &str = include_str!("scripts/fair.lua");
 /// Finished jobs kept, waiters and progress, after the prelude, for the scripts that end jobs or read
 /// outcomes (they get the five keys of `TopicKeys::with_outcomes`).
 const OUTCOMES: &str = include_str!("scripts/outcomes.lua");
+/// The keys for fairness of jobs as operators see them, after outcomes.lua (job, page, find_prefix).
+const FAIR_LISTED: &str = include_str!("scripts/fair_listed.lua");
 /// Jobs waiting for jobs, after outcomes.lua (their keys are three more of `TopicKeys::with_outcomes`).
 const DEPS: &str = include_str!("scripts/deps.lua");
 /// The batch scripts' helpers, after the core of the prelude (their keys are a batch's, not a topic's).
@@ -103,6 +105,11 @@ fn with_outcomes(body: &str) -> Script {
     script(&format!("{OUTCOMES}\n{body}"))
 }
 
+/// A script that shows jobs' keys for fairness: the prelude, outcomes.lua, fair_listed.lua, the body.
+fn with_listed_keys(body: &str) -> Script {
+    with_outcomes(&format!("{FAIR_LISTED}\n{body}"))
+}
+
 /// A script of jobs that wait for jobs: the prelude, outcomes.lua, deps.lua, the body.
 fn with_deps(body: &str) -> Script {
     with_outcomes(&format!("{DEPS}\n{body}"))
@@ -138,7 +145,7 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     extend: script(include_str!("scripts/extend.lua")),
     cancel: with_outcomes(include_str!("scripts/cancel.lua")),
     reschedule: script(include_str!("scripts/reschedule.lua")),
-    job: with_outcomes(include_str!("scripts/job.lua")),
+    job: with_listed_keys(include_str!("scripts/job.lua")),
     counts: with_outcomes(include_str!("scripts/counts.lua")),
     dead_list: script(include_str!("scripts/dead_list.lua")),
     dead_requeue: script(include_str!("scripts/dead_requeue.lua")),
@@ -148,8 +155,8 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     dead_claim: script(include_str!("scripts/dead_claim.lua")),
     dead_ack: script(include_str!("scripts/dead_ack.lua")),
     dead_retry: script(include_str!("scripts/dead_retry.lua")),
-    page: with_outcomes(include_str!("scripts/page.lua")),
-    find_prefix: with_outcomes(include_str!("scripts/find_prefix.lua")),
+    page: with_listed_keys(include_str!("scripts/page.lua")),
+    find_prefix: with_listed_keys(include_str!("scripts/find_prefix.lua")),
     history: script(include_str!("scripts/history.lua")),
     fair_keys: script(include_str!("scripts/fair_keys.lua")),
     set_paused: script(include_str!("scripts/set_paused.lua")),

@@ -1,0 +1,39 @@
+-- postpone: the keys for fairness of jobs as operators see them (job.lua, page.lua, find_prefix.lua),
+-- after fair.lua and outcomes.lua; kept out of fair.lua so that the scripts that file, claim and end
+-- jobs make no closure for them.
+
+-- The key for fairness at the end of the first line of a job's entry in `waiting` (deps.lua); ''
+-- for none.
+local function waiting_key(info)
+  if not info then
+    return ''
+  end
+  return string.match(string.match(info, '^[^\n]*'), '^%S+ %S+ %d+ %a+ %-?%d+ %d+ (.+)$') or ''
+end
+
+-- The keys for fairness of live jobs `ids` as operators see them ('' for none): `fkey`'s, else, for
+-- a job that waits for jobs, its entry's in `waiting` (`k_waiting`, when the script has that key).
+local function listed_keys(ids, k_waiting)
+  if #ids == 0 then
+    return {}
+  end
+  local keys = fetch_many('HMGET', K_FKEY, ids)
+  local parked = {}
+  for i = 1, #ids do
+    if not keys[i] then
+      keys[i] = ''
+      parked[#parked + 1] = i
+    end
+  end
+  if k_waiting and #parked > 0 and redis.call('EXISTS', k_waiting) == 1 then
+    local names = {}
+    for j, i in ipairs(parked) do
+      names[j] = ids[i]
+    end
+    local infos = fetch_many('HMGET', k_waiting, names)
+    for j, i in ipairs(parked) do
+      keys[i] = waiting_key(infos[j])
+    end
+  end
+  return keys
+end
