@@ -83,6 +83,13 @@ pub(crate) struct Report {
     /// millisecond tick, so the practical ceiling is concurrency / this).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) handler_mean_ms: Option<f64>,
+    /// `drain-io`: the measured ceiling, concurrency / [`Report::handler_mean_ms`] (jobs/s), the figure
+    /// BENCHMARKS.md judges `drain-io` against.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) measured_ceiling_jobs_per_sec: Option<f64>,
+    /// `drain-io`: jobs/s over [`Report::measured_ceiling_jobs_per_sec`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) measured_ceiling_share: Option<f64>,
     /// `backlog`: the jobs due in an hour beside the drained ones.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) backlog: Option<u64>,

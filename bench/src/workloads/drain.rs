@@ -36,16 +36,21 @@ pub(super) async fn io(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
         IO_HANDLER.as_millis(),
         share * 100.0
     );
+    let mut measured = None;
     if let Some(mean) = report.handler_mean_ms.filter(|m| *m > 0.0) {
         let timer = args.concurrency as f64 * 1e3 / mean;
+        let share = report.jobs_per_sec.unwrap_or(0.0) / timer;
         println!(
             "  the 1 ms sleep took {mean:.3} ms on average (the timer's rounding): {timer:.0} jobs/s with \
-             no overhead at all; {:.1} % of that",
-            report.jobs_per_sec.unwrap_or(0.0) / timer * 100.0
+             no overhead at all (the measured ceiling); {:.1} % of that",
+            share * 100.0
         );
+        measured = Some((timer.round(), round(share, 3)));
     }
     Ok(Report {
         ceiling_share: Some(round(share, 3)),
+        measured_ceiling_jobs_per_sec: measured.map(|m| m.0),
+        measured_ceiling_share: measured.map(|m| m.1),
         ..report
     })
 }
