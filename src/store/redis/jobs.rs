@@ -12,28 +12,22 @@ use super::{due_args, RedisStore};
 use crate::error::{Error, Result};
 use crate::store::{
     parse_told, Announcement, CancelOutcome, Death, DoneState, Due, Ended, EnqueueOutcome,
-    FlowCounts, JobStore, Kept, KeyLoad, KeyedJob, KeyedOutcome, Lookup, NewJob, ParentRef,
-    Progress, RescheduleOutcome, StoredJob, StoredState, TopicCounts, Watch, MAX_DUE_MS,
+    FlowCounts, JobStore, Kept, KeyedJob, KeyedOutcome, Lookup, NewJob, ParentRef, Progress,
+    RescheduleOutcome, StoredJob, StoredState, TopicCounts, Watch, MAX_DUE_MS,
 };
 
 /// A job's key for fairness as the job script replies it (`''`: none).
 fn key_of(r: &mut Reply) -> Result<Option<String>> {
-    let key = r.bytes()?;
-    Ok((!key.is_empty()).then(|| String::from_utf8_lossy(&key).into_owned()))
+    Ok(super::ops::key_text(&r.bytes()?))
 }
 
 /// A live job's key and its key's state as the job script replies them (see job.lua).
 fn key_facts(r: &mut Reply, job: &mut StoredJob) -> Result<()> {
     job.key = key_of(r)?;
-    let (queued, running, held) = (r.int()?, r.int()?, r.int()?);
+    let load = super::ops::key_load(r, job.key.clone().unwrap_or_default())?;
     let limits = String::from_utf8_lossy(&r.bytes()?).into_owned();
-    if let Some(key) = &job.key {
-        job.key_load = Some(KeyLoad {
-            key: key.clone(),
-            queued: queued.max(0) as u64,
-            running: running.max(0) as u64,
-            held_until_ms: (held > 0).then_some(held),
-        });
+    if job.key.is_some() {
+        job.key_load = Some(load);
         job.key_limits = crate::flow::KeyLimits::from_label(&limits);
     }
     Ok(())

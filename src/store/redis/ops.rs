@@ -28,6 +28,22 @@ fn state_arg(state: PageState) -> &'static str {
     }
 }
 
+/// A key for fairness as the scripts reply it (`''`: none).
+pub(super) fn key_text(key: &[u8]) -> Option<String> {
+    (!key.is_empty()).then(|| String::from_utf8_lossy(key).into_owned())
+}
+
+/// Key `key`'s load as the scripts reply it: jobs queued, running, held until (ms, 0: not held).
+pub(super) fn key_load(r: &mut Reply, key: String) -> Result<KeyLoad> {
+    let (queued, running, held) = (r.int()?, r.int()?, r.int()?);
+    Ok(KeyLoad {
+        key,
+        queued: queued.max(0) as u64,
+        running: running.max(0) as u64,
+        held_until_ms: (held > 0).then_some(held),
+    })
+}
+
 /// Reads page.lua's seven fields per entry (a kept finished job's record and end are in its info: the
 /// stored value that [`Kept::parse`] reads; one whose value is gone meanwhile is left out).
 fn page_entries(r: &mut Reply, state: PageState) -> Result<Vec<PageEntry>> {
@@ -39,8 +55,7 @@ fn page_entries(r: &mut Reply, state: PageState) -> Result<Vec<PageEntry>> {
         let stalls = u32::try_from(r.int()?.max(0)).unwrap_or(u32::MAX);
         let holder = u64::try_from(r.int()?).ok().filter(|h| *h != 0);
         let info = r.bytes()?;
-        let key = r.bytes()?;
-        let key = (!key.is_empty()).then(|| String::from_utf8_lossy(&key).into_owned());
+        let key = key_text(&r.bytes()?);
         let (id, death, record, ended) = match state {
             PageState::Dead => {
                 let Some(Death { id, seq }) = Death::parse(&member) else {
@@ -256,13 +271,7 @@ impl OpsStore for RedisStore {
         let mut out = Vec::with_capacity(r.remaining() / 4);
         while r.remaining() > 0 {
             let key = String::from_utf8_lossy(&r.bytes()?).into_owned();
-            let (queued, running, held) = (r.int()?, r.int()?, r.int()?);
-            out.push(KeyLoad {
-                key,
-                queued: queued.max(0) as u64,
-                running: running.max(0) as u64,
-                held_until_ms: (held > 0).then_some(held),
-            });
+            out.push(key_load(&mut r, key)?);
         }
         Ok(KeysPage {
             keys: out,

@@ -13,7 +13,7 @@ const FAIR: &str = include_str!("scripts/fair.lua");
 /// Finished jobs kept, waiters and progress, after the prelude, for the scripts that end jobs or read
 /// outcomes (they get the five keys of `TopicKeys::with_outcomes`).
 const OUTCOMES: &str = include_str!("scripts/outcomes.lua");
-/// The keys for fairness of jobs as operators see them, after outcomes.lua (job, page, find_prefix).
+/// The keys for fairness of jobs as operators see them (job, page, find_prefix, fair_keys).
 const FAIR_LISTED: &str = include_str!("scripts/fair_listed.lua");
 /// Jobs waiting for jobs, after outcomes.lua (their keys are three more of `TopicKeys::with_outcomes`).
 const DEPS: &str = include_str!("scripts/deps.lua");
@@ -158,7 +158,10 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     page: with_listed_keys(include_str!("scripts/page.lua")),
     find_prefix: with_listed_keys(include_str!("scripts/find_prefix.lua")),
     history: script(include_str!("scripts/history.lua")),
-    fair_keys: script(include_str!("scripts/fair_keys.lua")),
+    fair_keys: script(&format!(
+        "{FAIR_LISTED}\n{}",
+        include_str!("scripts/fair_keys.lua")
+    )),
     set_paused: script(include_str!("scripts/set_paused.lua")),
     hold: script(include_str!("scripts/hold.lua")),
     registry: script(include_str!("scripts/registry.lua")),

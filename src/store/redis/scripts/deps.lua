@@ -47,7 +47,7 @@ local function parse_waiting(info)
   if not head then
     return nil
   end
-  local nonce, policy, left, kind, value, prio, key = string.match(head, '^(%S+) (%S+) (%d+) (%a+) (%-?%d+) (%d+) (.+)$')
+  local nonce, policy, left, kind, value, prio, key = string.match(head, WAITING_KEYED)
   if not nonce then
     nonce, policy, left, kind, value, prio = string.match(head, '^(%S+) (%S+) (%d+) (%a+) (%-?%d+) (%d+)$')
     key = ''

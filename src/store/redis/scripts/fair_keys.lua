@@ -51,12 +51,7 @@ for _, name in ipairs(names) do
     end
   end
   if key then
-    local held = tonumber(redis.call('ZSCORE', K_FHOLD, name) or '0')
-    local waits = tonumber(redis.call('ZSCORE', K_FWAIT, name) or '0')
-    if waits > held and redis.call('ZSCORE', K_FTAT, name) then
-      held = waits
-    end
-    rows[#rows + 1] = { key, queued, tonumber(redis.call('HGET', K_FRUN, name) or '0'), held > now and held or 0 }
+    rows[#rows + 1] = { key, queued, tonumber(redis.call('HGET', K_FRUN, name) or '0'), key_held_until(name, now) }
   end
 end
 table.sort(rows, function(a, b)

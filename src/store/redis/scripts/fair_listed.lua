@@ -1,6 +1,17 @@
--- postpone: the keys for fairness of jobs as operators see them (job.lua, page.lua, find_prefix.lua),
--- after fair.lua and outcomes.lua; kept out of fair.lua so that the scripts that file, claim and end
--- jobs make no closure for them.
+-- postpone: the keys for fairness of jobs as operators see them (job.lua, page.lua, find_prefix.lua,
+-- fair_keys.lua), after fair.lua (and outcomes.lua, for `waiting`); kept out of fair.lua so that the
+-- scripts that file, claim and end jobs make no closure for them.
+
+-- Until when key `name` (its SHA-1) is held back, ms (0: not held): its hold (a handler's
+-- `rate_limited`), or the time its rate lets it go when that is later. After fair_helpers().
+local function key_held_until(name, now)
+  local held = tonumber(redis.call('ZSCORE', K_FHOLD, name) or '0')
+  local waits = tonumber(redis.call('ZSCORE', K_FWAIT, name) or '0')
+  if waits > held and redis.call('ZSCORE', K_FTAT, name) then
+    held = waits
+  end
+  return held > now and held or 0
+end
 
 -- The key for fairness at the end of the first line of a job's entry in `waiting` (deps.lua); ''
 -- for none.
@@ -8,7 +19,8 @@ local function waiting_key(info)
   if not info then
     return ''
   end
-  return string.match(string.match(info, '^[^\n]*'), '^%S+ %S+ %d+ %a+ %-?%d+ %d+ (.+)$') or ''
+  local key = select(7, string.match(string.match(info, '^[^\n]*'), WAITING_KEYED))
+  return key or ''
 end
 
 -- The keys for fairness of live jobs `ids` as operators see them ('' for none): `fkey`'s, else, for

@@ -5,8 +5,8 @@
 -- {3, death, record, info ("<died at> <reason>"), delivered (0|1), key} dead (its newest listed death),
 -- {4, kept value (outcomes.lua)} kept, {5, due time, record, stalls, parents left ("<topic>\t<id>" per
 -- line), key} waiting for jobs. `key` is the job's key for fairness, '' for none; <key facts> are its
--- key, that key's jobs queued, its running jobs, until when it is held back (ms, 0: not held; as
--- fair_keys.lua says it) and the limits per key of the last claim (`kflow`, '' when none).
+-- key, that key's jobs queued, its running jobs, until when it is held back (ms, 0: not held:
+-- key_held_until) and the limits per key of the last claim (`kflow`, '' when none).
 local id = ARGV[1]
 -- A live job's key and its key's state (see above); `fkey` holds '' for a job filed under the key ''
 -- (none).
@@ -17,16 +17,11 @@ local function key_facts(id)
   end
   fair_helpers()
   local name = redis.sha1hex(key)
-  local held = tonumber(redis.call('ZSCORE', K_FHOLD, name) or '0')
-  local waits = tonumber(redis.call('ZSCORE', K_FWAIT, name) or '0')
-  if waits > held and redis.call('ZSCORE', K_FTAT, name) then
-    held = waits
-  end
   return {
     key,
     redis.call('ZCARD', K_FQ .. name),
     tonumber(redis.call('HGET', K_FRUN, name) or '0'),
-    held > now_ms() and held or 0,
+    key_held_until(name, now_ms()),
     redis.call('HGET', K_STATS, 'kflow') or '',
   }
 end

@@ -150,6 +150,10 @@ local function death_entries(deaths)
 end
 
 
+-- The first line of a waiting job's entry in `waiting` (deps.lua) when the job has a key for fairness:
+-- nonce, policy, parents left, due kind, due value, priority, key.
+local WAITING_KEYED = '^(%S+) (%S+) (%d+) (%a+) (%-?%d+) (%d+) (.+)$'
+
 -- Live jobs as listing entries (page.lua, find_prefix.lua): seven fields each, id, score, record,
 -- stalls, holder, '', key for fairness (`keys[i]`: see listed_keys in fair.lua; see page.lua).
 -- `active` says whether they are leased (then the holder is read).
