@@ -118,6 +118,9 @@ pub(crate) struct Args {
     pub(crate) keep: bool,
     /// `fairness`: the same jobs without keys, on a topic of their own (what a plain queue does).
     pub(crate) no_keys: bool,
+    /// `fairness`: the quiet keys beside the flood (0: the flood alone, what the layout by key costs
+    /// without the quiet keys' load).
+    pub(crate) quiet_keys: u64,
     /// The worker process records metrics and runs a `tracing` subscriber (the `observe` feature).
     pub(crate) observe: bool,
     /// Delete whatever the Redis holds before the run (without it, a Redis holding keys is refused).
@@ -130,7 +133,7 @@ pub(crate) const DEFAULT_DATABASE: &str = "postgres://postgres@127.0.0.1:5432/te
 pub(crate) const USAGE: &str = "\
 usage: postpone-bench <workload> [--jobs N] [--concurrency C] [--redis URL] [--flush]
                       [--backlog N] [--topics N] [--secs S] [--rate R] [--observe] [--database URL]
-                      [--keep] [--no-keys]
+                      [--keep] [--no-keys] [--quiet-keys N]
 
 workloads (see BENCHMARKS.md):
   enqueue             one task enqueues jobs one at a time, each awaited
@@ -184,6 +187,7 @@ options:
                    max running 1,000,000): what checking them in the claim costs
   --priorities     drain, drain-io, backlog: half the jobs enqueued with a priority (1 or 2)
   --no-keys        fairness: the jobs without keys, on a topic of their own (bench.fair_plain)
+  --quiet-keys N   fairness: quiet keys beside the flood (default 50; 0: the flood alone)
   --keep           drain: jobs of a type that keeps every finished job with its result (keep 1h,
                    keep_last 1,000,000); Redis bytes per kept job (kept_bytes_per_job)
   --observe        the worker process records postpone's metrics (a Prometheus recorder) and logs
@@ -216,7 +220,9 @@ impl Args {
             flush: false,
             keep: false,
             no_keys: false,
+            quiet_keys: 50,
         };
+        let mut quiet_given = false;
         while let Some(flag) = it.next() {
             if flag == "--flow" || flag == "--priorities" {
                 out.flow |= flag == "--flow";
@@ -243,6 +249,10 @@ impl Args {
                 "--topics" => out.topics = number(flag, value()?)? as usize,
                 "--secs" => out.secs = number(flag, value()?)?,
                 "--rate" => out.rate = number(flag, value()?)?,
+                "--quiet-keys" => {
+                    out.quiet_keys = number(flag, value()?)?;
+                    quiet_given = true;
+                }
                 other => return Err(format!("unknown option {other:?}")),
             }
         }
@@ -260,6 +270,9 @@ impl Args {
         }
         if out.no_keys && workload != Workload::Fairness {
             return Err("--no-keys applies to fairness only".into());
+        }
+        if quiet_given && workload != Workload::Fairness {
+            return Err("--quiet-keys applies to fairness only".into());
         }
         if out.jobs == 0 && workload != Workload::Idle {
             return Err("--jobs must be at least 1".into());
@@ -362,7 +375,13 @@ mod tests {
             (Workload::Wait, 1_000, 50)
         );
         let a = parse("fairness").unwrap();
-        assert_eq!((a.workload, a.jobs), (Workload::Fairness, 100_000));
+        assert_eq!(
+            (a.workload, a.jobs, a.quiet_keys, a.no_keys),
+            (Workload::Fairness, 100_000, 50, false)
+        );
+        let a = parse("fairness --quiet-keys 0 --no-keys").unwrap();
+        assert_eq!((a.quiet_keys, a.no_keys), (0, true));
+        assert!(parse("drain --quiet-keys 0").is_err());
         let a = parse("batch").unwrap();
         assert_eq!((a.workload, a.jobs), (Workload::Batch, 10_000));
         assert!(parse("drain --keep").unwrap().keep);

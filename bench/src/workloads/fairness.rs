@@ -1,8 +1,9 @@
 //! `fairness`: one tenant's flood beside quiet tenants, on one topic, as BullMQ's side runs it: `--jobs`
 //! (default 100,000) jobs of the key `flood` already due, then a worker in the same process at
-//! `--concurrency` and 50 quiet producers, each enqueueing one job of its own key every 10 ms, until the
-//! flood is drained. The figures: each quiet job's start lag (its handler's start minus its enqueue, on
-//! the monotonic clock) p50 / p99 / max, and the flood's jobs/s.
+//! `--concurrency` and `--quiet-keys` (default 50) quiet producers, each enqueueing one job of its own
+//! key every 10 ms, until the flood is drained (with `--quiet-keys 0`, the flood alone). The figures:
+//! each quiet job's start lag (its handler's start minus its enqueue, on the monotonic clock) p50 / p99
+//! / max, and the flood's jobs/s.
 //!
 //! Every job has its tenant's key for fairness (`#[job(key = "key")]` on [`Tenant`]): the topic's
 //! workers take due jobs round-robin between keys, so a quiet tenant's job waits for a free slot, not
@@ -23,8 +24,6 @@ use crate::probe::Probe;
 use crate::report::{percentile, round, Report};
 use crate::BoxResult;
 
-/// The quiet producers, one key each.
-const QUIET_KEYS: u64 = 50;
 /// How often each quiet producer enqueues.
 const QUIET_EVERY: Duration = Duration::from_millis(10);
 /// How long the flood may take.
@@ -95,7 +94,7 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
 
     let producing = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let mut producers = tokio::task::JoinSet::new();
-    for k in 0..QUIET_KEYS {
+    for k in 0..args.quiet_keys {
         let (client, producing) = (client.clone(), producing.clone());
         producers.spawn(async move {
             let mut sent = 0u64;
@@ -143,9 +142,10 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
     let (p50, p99) = (percentile(&quiet, 50.0), percentile(&quiet, 99.0));
     let max = quiet.last().copied().unwrap_or(f64::NAN);
     println!(
-        "  flood of {n} jobs drained in {secs:.3} s ({:.0} jobs/s, concurrency {}) beside {QUIET_KEYS} quiet keys",
+        "  flood of {n} jobs drained in {secs:.3} s ({:.0} jobs/s, concurrency {}) beside {} quiet keys",
         rate(n, secs),
-        args.concurrency
+        args.concurrency,
+        args.quiet_keys
     );
     println!(
         "  with the {quiet_in_flood} quiet jobs that started meanwhile: {:.0} jobs/s; Redis CPU {redis_cpu:.3} s ({:.1} us/job)",
