@@ -193,7 +193,8 @@ options:
   --observe        the worker process records postpone's metrics (a Prometheus recorder) and logs
                    through a `tracing` subscriber at INFO; needs `--features observe`
 
-Prints human-readable lines, then one line of JSON; exits 1 if a job was lost or failed.";
+Prints human-readable lines, then one line of JSON (its \"allocator\": system, or mimalloc when built
+with --features mimalloc); exits 1 if a job was lost or failed.";
 
 impl Args {
     /// Parses `args` (without the program name).

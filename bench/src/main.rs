@@ -38,6 +38,18 @@ use std::process::ExitCode;
 
 use args::{Args, USAGE};
 
+/// `--features mimalloc`: every allocation of the harness and its worker process through mimalloc.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The allocator the harness was built with, for the JSON.
+const ALLOCATOR_NAME: &str = if cfg!(feature = "mimalloc") {
+    "mimalloc"
+} else {
+    "system"
+};
+
 /// Errors of the harness itself.
 pub(crate) type BoxResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -89,6 +101,7 @@ fn main() -> ExitCode {
             report.jobs = args.jobs;
             let (l1, l5, l15) = report::load();
             report.load1 = l1;
+            report.allocator = ALLOCATOR_NAME;
             println!("  load average {l1:.2} {l5:.2} {l15:.2}");
             match serde_json::to_string(&report) {
                 Ok(json) => println!("{json}"),

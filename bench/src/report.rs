@@ -119,6 +119,8 @@ pub(crate) struct Report {
     pub(crate) ok: bool,
     /// The 1-minute load average when the run ended (the machine is shared).
     pub(crate) load1: f64,
+    /// The harness's global allocator: `system`, or `mimalloc` (`--features mimalloc`).
+    pub(crate) allocator: &'static str,
 }
 
 /// Rounds for printing: 3 significant decimals are plenty.
