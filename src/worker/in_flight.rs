@@ -5,7 +5,9 @@
 //! again while the old run goes on, and both must stay reachable (each stopped, removed and aborted on
 //! its own).
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 
 use futures_util::future::AbortHandle;
@@ -35,14 +37,64 @@ struct Entry {
     abort: Option<AbortHandle>,
 }
 
+/// A run's key: its id and its lease token.
+type Key = (String, u64);
+
+/// A run's key as looked up: `(&str, u64)` as well as a [`Key`], so that a lookup by a borrowed id
+/// makes no `String` (a job's lookups here were three allocations of its id).
+trait KeyRef {
+    fn id(&self) -> &str;
+    fn token(&self) -> u64;
+}
+
+impl KeyRef for Key {
+    fn id(&self) -> &str {
+        &self.0
+    }
+    fn token(&self) -> u64 {
+        self.1
+    }
+}
+
+impl KeyRef for (&str, u64) {
+    fn id(&self) -> &str {
+        self.0
+    }
+    fn token(&self) -> u64 {
+        self.1
+    }
+}
+
+impl<'a> Borrow<dyn KeyRef + 'a> for Key {
+    fn borrow(&self) -> &(dyn KeyRef + 'a) {
+        self
+    }
+}
+
+/// Hashes as a [`Key`] does (a tuple hashes its fields in order), as `Borrow` requires.
+impl Hash for dyn KeyRef + '_ {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.id().hash(state);
+        self.token().hash(state);
+    }
+}
+
+impl PartialEq for dyn KeyRef + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.token() == other.token() && self.id() == other.id()
+    }
+}
+
+impl Eq for dyn KeyRef + '_ {}
+
 /// The runs of one topic on this worker, by (id, lease token).
 #[derive(Default)]
 pub(crate) struct InFlight {
-    map: Mutex<HashMap<(String, u64), Entry>>,
+    map: Mutex<HashMap<Key, Entry>>,
 }
 
 impl InFlight {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, u64), Entry>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Entry>> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -70,12 +122,13 @@ impl InFlight {
     /// lost while it waited, so that it must not start.
     pub(crate) fn lost_while_waiting(&self, id: &str, token: u64) -> bool {
         let mut map = self.lock();
-        let key = (id.to_owned(), token);
+        let key = (id, token);
+        let key = &key as &dyn KeyRef;
         let lost = map
-            .get(&key)
+            .get(key)
             .is_some_and(|e| e.state == State::Lost && e.stop.is_none());
         if lost {
-            map.remove(&key);
+            map.remove(key);
         }
         lost
     }
@@ -91,14 +144,14 @@ impl InFlight {
     /// Marks a run whose handler has returned: a lease found lost from now on (its acknowledgement
     /// ended it) stops nothing and is not worth a warning.
     pub(crate) fn finishing(&self, id: &str, token: u64) {
-        if let Some(e) = self.lock().get_mut(&(id.to_owned(), token)) {
+        if let Some(e) = self.lock().get_mut(&(id, token) as &dyn KeyRef) {
             e.state = State::Finishing;
         }
     }
 
     /// Forgets a run once its outcome is recorded.
     pub(crate) fn remove(&self, id: &str, token: u64) {
-        self.lock().remove(&(id.to_owned(), token));
+        self.lock().remove(&(id, token) as &dyn KeyRef);
     }
 
     /// The leases to renew: every run's but those found lost.
@@ -112,7 +165,7 @@ impl InFlight {
 
     /// Tells a running handler to stop (its job was cancelled).
     pub(crate) fn stop(&self, id: &str, token: u64, reason: StopReason) {
-        if let Some(e) = self.lock().get(&(id.to_owned(), token)) {
+        if let Some(e) = self.lock().get(&(id, token) as &dyn KeyRef) {
             if let (State::Running, Some(stop)) = (e.state, &e.stop) {
                 stop.stop(reason);
             }
@@ -125,7 +178,7 @@ impl InFlight {
     /// that is finishing or gone (its acknowledgement ended the lease), or was already found lost, is
     /// left alone and this returns false.
     pub(crate) fn lease_lost(&self, id: &str, token: u64) -> bool {
-        match self.lock().get_mut(&(id.to_owned(), token)) {
+        match self.lock().get_mut(&(id, token) as &dyn KeyRef) {
             Some(e) if matches!(e.state, State::Running | State::Waiting) => {
                 e.state = State::Lost;
                 if let Some(stop) = &e.stop {
