@@ -1,7 +1,6 @@
 //! One topic's claim loop: take due jobs while there are free slots (and a few ahead, to wait for the
 //! next free slot), else sleep until the next due time, a wake-up hint, or the poll interval.
 
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,19 +18,19 @@ use crate::time::{add_ms, millis};
 
 /// Claims and starts jobs until the worker is told to shut down.
 ///
-/// Jobs may be claimed ahead (see [`ServedTopic::ahead`]): they wait here, their leases renewed by the
-/// heartbeat, and start in claim order as slots free up. The claim loop claims again once fewer than
-/// half of them are left (the low-water mark), so that each claim carries many jobs and a run that
-/// ends finds the next one at hand. At shutdown the jobs still waiting are handed back (due at once,
-/// no attempt used).
+/// Jobs may be claimed ahead (see [`ServedTopic::ahead`]): they wait in the topic, their leases renewed
+/// by the heartbeat, and start in claim order, on slots that free up or on the slot of a run that
+/// ends ([`ServedTopic::next_claimed`]). The claim loop claims again once no more than half of them
+/// are left (the low-water mark), so that each claim carries many jobs and a run that ends finds the
+/// next one at hand. At shutdown the jobs still waiting are handed back (due at once, no attempt
+/// used).
 pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
     shared: Arc<Shared<S>>,
     topic: Arc<ServedTopic<S>>,
 ) {
-    let mut waiting = VecDeque::new();
-    claim_and_start(&shared, &topic, &mut waiting).await;
+    claim_and_start(&shared, &topic).await;
     topic.saturated.store(false, Ordering::Relaxed);
-    for job in waiting {
+    for job in topic.take_waiting() {
         topic.in_flight.finishing(&job.id, job.token);
         hand_back(&topic, job);
     }
@@ -66,6 +65,30 @@ fn start<S: Send + Sync + 'static>(
     tokio::spawn(run_job(shared.clone(), topic.clone(), job, slot, guard));
 }
 
+/// Waits until a free slot starts the next job claimed ahead, or until the runs that ended took enough
+/// of them to leave no more than the low-water mark; false at shutdown.
+async fn start_next<S: Send + Sync + 'static>(
+    shared: &Arc<Shared<S>>,
+    topic: &Arc<ServedTopic<S>>,
+    shutdown: &mut watch::Receiver<bool>,
+) -> bool {
+    let slot = tokio::select! {
+        slot = wait_slot(shared, topic, shutdown) => slot,
+        _ = topic.waiting_low.notified() => {
+            topic.saturated.store(false, Ordering::Relaxed);
+            return true;
+        }
+    };
+    let Some(slot) = slot else {
+        return false;
+    };
+    // The runs that ended may have taken every job meanwhile: then the slot goes back.
+    if let Some(job) = topic.pop_waiting() {
+        start(shared, topic, job, slot);
+    }
+    true
+}
+
 /// Waits for a free slot, marking the topic saturated meanwhile; `None` at shutdown.
 async fn wait_slot<S>(
     shared: &Shared<S>,
@@ -81,11 +104,10 @@ async fn wait_slot<S>(
     slot
 }
 
-/// The claim loop proper; returns at shutdown with the jobs still `waiting` for a slot.
+/// The claim loop proper; returns at shutdown, the jobs claimed ahead still waiting in the topic.
 async fn claim_and_start<S: Send + Sync + 'static>(
     shared: &Arc<Shared<S>>,
     topic: &Arc<ServedTopic<S>>,
-    waiting: &mut VecDeque<ClaimedJob>,
 ) {
     let config = &shared.config;
     let mut shutdown = shared.shutdown.clone();
@@ -99,25 +121,28 @@ async fn claim_and_start<S: Send + Sync + 'static>(
     let mut backoff = Backoff::new(Duration::from_millis(50));
     while !*shutdown.borrow() {
         // Jobs claimed ahead start first, on whatever slots are free.
-        while !waiting.is_empty() {
-            match topic.try_slot(&shared.global) {
-                Some(slot) => start(shared, topic, waiting.pop_front().expect("not empty"), slot),
-                None => break,
+        while topic.waiting_len() > 0 {
+            let Some(slot) = topic.try_slot(&shared.global) else {
+                break;
+            };
+            if let Some(job) = topic.pop_waiting() {
+                start(shared, topic, job, slot);
             }
         }
         let ahead = topic.ahead();
-        if !waiting.is_empty() && waiting.len() > ahead / 2 {
-            // Above the low-water mark: no claim yet, the next free slot takes the next job.
-            let Some(slot) = wait_slot(shared, topic, &mut shutdown).await else {
+        let waiting = topic.waiting_len();
+        if waiting > 0 && waiting > ahead / 2 {
+            // Above the low-water mark: no claim yet. The next free slot takes the next job, and the
+            // runs that end take them on their own slots, until they leave the low-water mark.
+            if !start_next(shared, topic, &mut shutdown).await {
                 return;
-            };
-            start(shared, topic, waiting.pop_front().expect("not empty"), slot);
+            }
             continue;
         }
         // With nothing at hand, a claim waits for a slot; with jobs at hand (every slot busy), it
         // claims ahead at once.
         let mut slots = Vec::new();
-        if waiting.is_empty() {
+        if waiting == 0 {
             match wait_slot(shared, topic, &mut shutdown).await {
                 Some(slot) => slots.push(slot),
                 None => return,
@@ -130,7 +155,7 @@ async fn claim_and_start<S: Send + Sync + 'static>(
             }
         }
         // How many may wait here once the claimed jobs have taken the slots in hand.
-        let room = ahead.saturating_sub(waiting.len());
+        let room = ahead.saturating_sub(waiting);
         let wanted = (slots.len() + room).min(config.claim_batch.max(slots.len()));
         let request = match failed.take() {
             Some(request) => request.again(),
@@ -225,10 +250,11 @@ async fn claim_and_start<S: Send + Sync + 'static>(
             start(shared, topic, job, slot);
         }
         drop(slots);
-        for job in jobs {
+        let ahead_jobs: Vec<ClaimedJob> = jobs.collect();
+        for job in &ahead_jobs {
             topic.in_flight.waiting(job.id.clone(), job.token);
-            waiting.push_back(job);
         }
+        topic.push_waiting(ahead_jobs);
         if claimed == wanted {
             continue;
         }
@@ -248,12 +274,10 @@ async fn claim_and_start<S: Send + Sync + 'static>(
                 .saturating_sub(now_us)
                 .max(0) as u64,
         );
-        while let Some(job) = waiting.pop_front() {
-            let Some(slot) = wait_slot(shared, topic, &mut shutdown).await else {
-                waiting.push_front(job);
+        while topic.waiting_len() > 0 {
+            if !start_next(shared, topic, &mut shutdown).await {
                 return;
-            };
-            start(shared, topic, job, slot);
+            }
         }
         if sleep.is_zero() {
             continue;

@@ -30,13 +30,35 @@ pub(crate) fn panic_message(panic: Box<dyn Any + Send>) -> String {
     }
 }
 
-/// Runs `job` on this worker. The slot and the tracker guard are released when it returns.
+/// Runs `job` on this worker, then the jobs claimed ahead that its slot may take
+/// ([`ServedTopic::next_claimed`]): a task per slot in use rather than per job. The slot and the
+/// tracker guard are released when it returns.
 pub(crate) async fn run_job<S: Send + Sync + 'static>(
     shared: Arc<Shared<S>>,
     topic: Arc<ServedTopic<S>>,
     job: ClaimedJob,
     _slot: Slot,
     _guard: TrackGuard,
+) {
+    let mut job = job;
+    loop {
+        run_one(&shared, &topic, job).await;
+        let stopping = *shared.shutdown.borrow();
+        match topic.next_claimed(&shared.global, stopping) {
+            Some(next) => job = next,
+            None => return,
+        }
+        // Runs that finish at once must still let the worker's other tasks run (the claim loop, the
+        // acker): this yields once the task's cooperative budget is spent.
+        tokio::task::consume_budget().await;
+    }
+}
+
+/// Runs one job and hands its outcome to the acker.
+async fn run_one<S: Send + Sync + 'static>(
+    shared: &Arc<Shared<S>>,
+    topic: &Arc<ServedTopic<S>>,
+    job: ClaimedJob,
 ) {
     let started = std::time::Instant::now();
     let ClaimedJob {
@@ -58,7 +80,7 @@ pub(crate) async fn run_job<S: Send + Sync + 'static>(
                 payload,
                 original: &bytes,
             };
-            execute(&shared, &topic, job, record).await
+            execute(shared, topic, job, record).await
         }
         Err(e) => {
             tracing::error!(topic = topic.name, partition = topic.partition, job_id = %id, error = %e, "damaged job record: dead-lettered");

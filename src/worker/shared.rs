@@ -2,6 +2,7 @@
 //! (or partition) its handler, wake-ups and running jobs. The orchestrator (`run.rs`) builds these and
 //! hands them to the claim loops, heartbeats, ackers and dead-letter pumps, which import only this.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,7 +18,7 @@ use crate::dead_letter::DeadLetterSink;
 use crate::flow::Flow;
 use crate::middleware::Middleware;
 use crate::observe::{Tally, TopicMetrics};
-use crate::store::{FinishItem, Store};
+use crate::store::{ClaimedJob, FinishItem, Store};
 
 /// What every part of a worker shares.
 pub(crate) struct Shared<S> {
@@ -61,6 +62,13 @@ pub(crate) struct ServedTopic<S> {
     pub(crate) in_flight: InFlight,
     /// True while the claim loop waits for a free slot (then the heartbeat sweeps).
     pub(crate) saturated: AtomicBool,
+    /// Jobs claimed ahead, in claim order, waiting for a slot: the claim loop starts them on slots
+    /// that free up, and a run that ends takes the next one on its own slot
+    /// ([`ServedTopic::next_claimed`]).
+    waiting: Mutex<VecDeque<ClaimedJob>>,
+    /// Raised when a run that ended took a job claimed ahead and left no more than the low-water mark
+    /// (half of [`ServedTopic::ahead`]): the claim loop claims more.
+    pub(crate) waiting_low: Notify,
     /// Its metrics (nothing without the `metrics` feature).
     pub(crate) metrics: TopicMetrics,
     /// Progress reports of its running jobs, on their way to the store.
@@ -101,6 +109,8 @@ impl<S> ServedTopic<S> {
             ends_wake: Notify::new(),
             in_flight: InFlight::default(),
             saturated: AtomicBool::new(false),
+            waiting: Mutex::default(),
+            waiting_low: Notify::new(),
             metrics: TopicMetrics::new(name, partition),
             progress: Arc::default(),
             share: 1,
@@ -163,6 +173,65 @@ impl<S> ServedTopic<S> {
         }
         let pace = (self.share as u128 * AHEAD_WAIT.as_micros() / mean as u128) as usize;
         pace.min(self.share)
+    }
+
+    fn lock_waiting(&self) -> std::sync::MutexGuard<'_, VecDeque<ClaimedJob>> {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many jobs claimed ahead wait for a slot.
+    pub(crate) fn waiting_len(&self) -> usize {
+        self.lock_waiting().len()
+    }
+
+    /// The first job claimed ahead, if any.
+    pub(crate) fn pop_waiting(&self) -> Option<ClaimedJob> {
+        self.lock_waiting().pop_front()
+    }
+
+    /// Jobs just claimed ahead, after those already waiting.
+    pub(crate) fn push_waiting(&self, jobs: impl IntoIterator<Item = ClaimedJob>) {
+        self.lock_waiting().extend(jobs);
+    }
+
+    /// Every job claimed ahead (at shutdown, to hand them back).
+    pub(crate) fn take_waiting(&self) -> VecDeque<ClaimedJob> {
+        std::mem::take(&mut *self.lock_waiting())
+    }
+
+    /// The next job claimed ahead, for the slot of a run of this topic that just ended, so that it
+    /// starts without a task of its own, a slot given back and taken again, or a turn of the claim
+    /// loop. `None` when the worker stops, when another topic or partition waits for a slot (the slot
+    /// goes back to the pool, which shares slots as the worker's [`SlotSharing`] says), when this
+    /// partition holds a permit of its topic's limit that another partition may wait for, or when no
+    /// job waits. A job whose lease was found lost while it waited is passed over.
+    ///
+    /// [`SlotSharing`]: super::SlotSharing
+    pub(crate) fn next_claimed(&self, global: &SlotPool, stopping: bool) -> Option<ClaimedJob> {
+        if stopping || (self.limit.is_some() && self.partition.is_some()) {
+            return None;
+        }
+        // The claim loop of this topic may wait for a slot too: a run that takes the next job does
+        // what that slot would have.
+        let own = usize::from(self.saturated.load(Ordering::Relaxed));
+        if global.waiters() > own {
+            return None;
+        }
+        loop {
+            let (job, left) = {
+                let mut waiting = self.lock_waiting();
+                let job = waiting.pop_front()?;
+                (job, waiting.len())
+            };
+            if left <= self.ahead() / 2 {
+                self.waiting_low.notify_one();
+            }
+            if self.in_flight.lost_while_waiting(&job.id, job.token) {
+                tracing::debug!(topic = self.name, partition = self.partition, job_id = %job.id, "lease lost while the job waited for a slot: not started");
+                continue;
+            }
+            return Some(job);
+        }
     }
 
     /// Hands a job's outcome to the acker, with how it counts in the metrics and whether the job is

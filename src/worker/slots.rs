@@ -120,6 +120,11 @@ impl SlotPool {
         Err(rx)
     }
 
+    /// How many wait for a slot, in every lane (a waiter that gave up counts until its turn comes).
+    pub(crate) fn waiters(&self) -> usize {
+        self.lock().queues.iter().map(VecDeque::len).sum()
+    }
+
     /// A slot came back: to the lane the sharing picks, else free.
     fn release(self: &Arc<Self>) {
         loop {
