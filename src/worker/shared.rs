@@ -339,3 +339,95 @@ impl Drop for TrackGuard {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::registry::Registered;
+    use super::super::slots::SlotSharing;
+    use super::*;
+    use crate::handler::JobContext;
+    use crate::job::Job;
+    use futures_util::FutureExt;
+
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Ping;
+
+    impl Job for Ping {
+        const TOPIC: &'static str = "ping";
+        type Output = ();
+    }
+
+    async fn ping(_: Ping, _: JobContext) -> Result<(), crate::JobError> {
+        Ok(())
+    }
+
+    fn topic(partition: Option<u16>, limit: Option<usize>) -> ServedTopic<()> {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let handler: Arc<dyn ErasedHandler<()>> = Arc::new(Registered::new::<()>(ping));
+        ServedTopic::new(
+            "ping",
+            partition,
+            "ping".into(),
+            handler,
+            30_000,
+            limit.map(|n| Arc::new(Semaphore::new(n))),
+            tx,
+        )
+        .with_share(4)
+    }
+
+    fn claimed(id: &str) -> ClaimedJob {
+        ClaimedJob {
+            id: id.into(),
+            token: 1,
+            due_at_ms: 0,
+            record: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_run_takes_the_next_job_claimed_ahead_only_while_no_other_topic_waits_for_a_slot() {
+        let pool = SlotPool::new(1, SlotSharing::FirstCome, vec![1, 1]);
+        let t = topic(None, None);
+        t.push_waiting([claimed("a"), claimed("b"), claimed("c")]);
+        let _held = pool.try_acquire().expect("the one slot");
+        // Nobody waits for a slot: the run's slot takes the next job, in claim order.
+        assert_eq!(t.next_claimed(&pool, false).map(|j| j.id), Some("a".into()));
+        // The worker stops: the slot goes back, the job stays to be handed back.
+        assert!(t.next_claimed(&pool, true).is_none());
+        // This topic's own claim loop waits for a slot: the run takes the job it would have started.
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut own = Box::pin(pool.acquire(0));
+        assert!(own.poll_unpin(&mut cx).is_pending(), "in line");
+        t.saturated.store(true, Ordering::Relaxed);
+        assert_eq!(t.next_claimed(&pool, false).map(|j| j.id), Some("b".into()));
+        // Another topic waits too: the slot goes back to the pool, which shares it.
+        let mut other = Box::pin(pool.acquire(1));
+        assert!(other.poll_unpin(&mut cx).is_pending(), "in line");
+        assert!(t.next_claimed(&pool, false).is_none());
+        assert_eq!(t.waiting_len(), 1, "the job stays for the next slot");
+    }
+
+    #[test]
+    fn a_job_whose_lease_was_lost_while_it_waited_is_passed_over() {
+        let pool = SlotPool::new(1, SlotSharing::FirstCome, vec![1]);
+        let t = topic(None, None);
+        t.push_waiting([claimed("a"), claimed("b")]);
+        t.in_flight.waiting("a".into(), 1);
+        assert!(t.in_flight.lease_lost("a", 1));
+        assert_eq!(t.next_claimed(&pool, false).map(|j| j.id), Some("b".into()));
+        assert!(t.next_claimed(&pool, false).is_none(), "none left");
+    }
+
+    #[test]
+    fn a_partition_holding_its_topics_limit_gives_its_slot_back() {
+        let pool = SlotPool::new(4, SlotSharing::FirstCome, vec![1]);
+        let t = topic(Some(0), Some(2));
+        t.push_waiting([claimed("a")]);
+        assert!(t.next_claimed(&pool, false).is_none());
+        assert_eq!(t.take_waiting().len(), 1);
+        let t = topic(Some(0), None);
+        t.push_waiting([claimed("a")]);
+        assert!(t.next_claimed(&pool, false).is_some());
+    }
+}

@@ -217,6 +217,68 @@ pub(crate) async fn weighted_topics_share_scarce_slots(b: Backend) {
     worker.stop().await;
 }
 
+/// Short runs make a worker claim ahead, and a run that ends takes the next job claimed ahead on its
+/// own slot, only while no other topic waits for a slot (unit-tested in `worker::shared`). End to end:
+/// a topic whose backlog holds every slot gives slots up to another topic's jobs as soon as they come,
+/// not once its backlog is gone.
+pub(crate) async fn topics_share_slots_while_runs_take_jobs_claimed_ahead(b: Backend) {
+    let (tx, mut rx) = events();
+    let heavy = {
+        let tx = tx.clone();
+        move |_: Heavy, _: JobContext| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send("heavy");
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                Ok::<(), JobError>(())
+            }
+        }
+    };
+    let light = move |_: Light, _: JobContext| {
+        let tx = tx.clone();
+        async move {
+            let _ = tx.send("light");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            Ok::<(), JobError>(())
+        }
+    };
+    const HEAVY: usize = 400;
+    const LIGHT: usize = 100;
+    b.client
+        .enqueue_many((0..HEAVY as u64).map(|n| Heavy { n }))
+        .await
+        .unwrap();
+    let worker = spawn(
+        Worker::builder(&b.client)
+            .handle(heavy)
+            .handle(light)
+            .concurrency(4)
+            .build()
+            .unwrap(),
+    );
+    // The heavy topic's runs hold every slot, and claim ahead (their run time is known).
+    let mut started = Vec::new();
+    for _ in 0..40 {
+        started.push(next(&mut rx).await);
+    }
+    b.client
+        .enqueue_many((0..LIGHT as u64).map(|n| Light { n }))
+        .await
+        .unwrap();
+    while started.iter().filter(|t| **t == "light").count() < LIGHT {
+        started.push(next(&mut rx).await);
+    }
+    worker.stop().await;
+    // First come, first served: the light topic's jobs ran beside the heavy backlog, which still had
+    // jobs to run after the light topic's last (about a third of its 400, were the slots shared
+    // evenly).
+    let heavy_before = started.iter().filter(|t| **t == "heavy").count();
+    assert!(
+        heavy_before <= HEAVY - 40,
+        "{heavy_before} of the heavy topic's {HEAVY} jobs started before the light topic's last: {started:?}"
+    );
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, Job)]
 #[job(topic = "flow.parted", partitions = 3)]
 pub(crate) struct Parted {

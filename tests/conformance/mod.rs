@@ -173,6 +173,7 @@ macro_rules! conformance_tests {
             flow::rate_limit_spaces_jobs_across_workers,
             flow::a_provider_limit_holds_the_topic_across_workers,
             flow::weighted_topics_share_scarce_slots,
+            flow::topics_share_slots_while_runs_take_jobs_claimed_ahead,
             flow::a_provider_limit_holds_every_partition,
             flow::ops_say_why_a_due_job_is_held_back,
             key_limits::key_limit_max_running_holds_per_key_across_three_workers,
