@@ -250,8 +250,8 @@ async fn supervise<S>(
     span: &Span,
     future: impl Future<Output = Result<(), JobError>>,
 ) -> Returned {
-    // The job runs in this task (one task per job): `abortable` stands in for a task's abort handle
-    // (the shutdown grace period), `catch_unwind` for its panic catching.
+    // The job runs in its slot's task, which may run more jobs after it: `abortable` stands in for a
+    // task's abort handle (the shutdown grace period), `catch_unwind` for its panic catching.
     let (future, abort) = abortable(future);
     topic.in_flight.insert(id.to_owned(), token, stop, abort);
     let ran = std::time::Instant::now();
