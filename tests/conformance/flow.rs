@@ -165,27 +165,30 @@ pub(crate) struct Light {
     pub n: u64,
 }
 
+/// A handler of `J` that reports `name` when it starts, then runs for `run`.
+fn reporting<J: Job>(
+    tx: &mpsc::UnboundedSender<&'static str>,
+    name: &'static str,
+    run: Duration,
+) -> impl Fn(J, JobContext) -> futures_util::future::BoxFuture<'static, Result<(), JobError>>
+       + Clone
+       + Send
+       + Sync
+       + 'static {
+    let tx = tx.clone();
+    move |_: J, _: JobContext| {
+        let _ = tx.send(name);
+        Box::pin(async move {
+            tokio::time::sleep(run).await;
+            Ok(())
+        })
+    }
+}
+
 pub(crate) async fn weighted_topics_share_scarce_slots(b: Backend) {
     let (tx, mut rx) = events();
-    let heavy = {
-        let tx = tx.clone();
-        move |_: Heavy, _: JobContext| {
-            let tx = tx.clone();
-            async move {
-                let _ = tx.send("heavy");
-                tokio::time::sleep(Duration::from_millis(2)).await;
-                Ok::<(), JobError>(())
-            }
-        }
-    };
-    let light = move |_: Light, _: JobContext| {
-        let tx = tx.clone();
-        async move {
-            let _ = tx.send("light");
-            tokio::time::sleep(Duration::from_millis(2)).await;
-            Ok::<(), JobError>(())
-        }
-    };
+    let heavy = reporting::<Heavy>(&tx, "heavy", Duration::from_millis(2));
+    let light = reporting::<Light>(&tx, "light", Duration::from_millis(2));
     b.client
         .enqueue_many((0..60).map(|n| Heavy { n }))
         .await
@@ -223,25 +226,8 @@ pub(crate) async fn weighted_topics_share_scarce_slots(b: Backend) {
 /// not once its backlog is gone.
 pub(crate) async fn topics_share_slots_while_runs_take_jobs_claimed_ahead(b: Backend) {
     let (tx, mut rx) = events();
-    let heavy = {
-        let tx = tx.clone();
-        move |_: Heavy, _: JobContext| {
-            let tx = tx.clone();
-            async move {
-                let _ = tx.send("heavy");
-                tokio::time::sleep(Duration::from_millis(1)).await;
-                Ok::<(), JobError>(())
-            }
-        }
-    };
-    let light = move |_: Light, _: JobContext| {
-        let tx = tx.clone();
-        async move {
-            let _ = tx.send("light");
-            tokio::time::sleep(Duration::from_millis(1)).await;
-            Ok::<(), JobError>(())
-        }
-    };
+    let heavy = reporting::<Heavy>(&tx, "heavy", Duration::from_millis(1));
+    let light = reporting::<Light>(&tx, "light", Duration::from_millis(1));
     const HEAVY: usize = 400;
     const LIGHT: usize = 100;
     b.client
