@@ -1,5 +1,7 @@
 //! Flow control through workers: max running and rate limits across workers, a provider's limit.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -170,7 +172,7 @@ fn reporting<J: Job>(
     tx: &mpsc::UnboundedSender<&'static str>,
     name: &'static str,
     run: Duration,
-) -> impl Fn(J, JobContext) -> futures_util::future::BoxFuture<'static, Result<(), JobError>>
+) -> impl Fn(J, JobContext) -> Pin<Box<dyn Future<Output = Result<(), JobError>> + Send>>
        + Clone
        + Send
        + Sync
