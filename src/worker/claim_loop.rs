@@ -50,17 +50,14 @@ fn hand_back<S>(topic: &ServedTopic<S>, job: ClaimedJob) {
     );
 }
 
-/// Starts a claimed job on `slot`, unless its lease was lost while it waited for the slot.
+/// Starts a claimed job on `slot` (one claimed ahead comes from [`ServedTopic::pop_waiting`], which
+/// passes over those whose leases were lost while they waited).
 fn start<S: Send + Sync + 'static>(
     shared: &Arc<Shared<S>>,
     topic: &Arc<ServedTopic<S>>,
     job: ClaimedJob,
     slot: Slot,
 ) {
-    if topic.in_flight.lost_while_waiting(&job.id, job.token) {
-        tracing::debug!(topic = topic.name, partition = topic.partition, job_id = %job.id, "lease lost while the job waited for a slot: not started");
-        return;
-    }
     let guard = shared.jobs.enter();
     tokio::spawn(run_job(shared.clone(), topic.clone(), job, slot, guard));
 }
@@ -83,7 +80,7 @@ async fn start_next<S: Send + Sync + 'static>(
         return false;
     };
     // The runs that ended may have taken every job meanwhile: then the slot goes back.
-    if let Some(job) = topic.pop_waiting() {
+    if let Some((job, _)) = topic.pop_waiting() {
         start(shared, topic, job, slot);
     }
     true
@@ -125,7 +122,7 @@ async fn claim_and_start<S: Send + Sync + 'static>(
             let Some(slot) = topic.try_slot(&shared.global) else {
                 break;
             };
-            if let Some(job) = topic.pop_waiting() {
+            if let Some((job, _)) = topic.pop_waiting() {
                 start(shared, topic, job, slot);
             }
         }

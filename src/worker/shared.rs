@@ -184,9 +184,20 @@ impl<S> ServedTopic<S> {
         self.lock_waiting().len()
     }
 
-    /// The first job claimed ahead, if any.
-    pub(crate) fn pop_waiting(&self) -> Option<ClaimedJob> {
-        self.lock_waiting().pop_front()
+    /// The first job claimed ahead that may start, with how many are left after it: a job whose lease
+    /// was found lost while it waited is passed over (and forgotten).
+    pub(crate) fn pop_waiting(&self) -> Option<(ClaimedJob, usize)> {
+        loop {
+            let (job, left) = {
+                let mut waiting = self.lock_waiting();
+                let job = waiting.pop_front()?;
+                (job, waiting.len())
+            };
+            if !self.in_flight.lost_while_waiting(&job.id, job.token) {
+                return Some((job, left));
+            }
+            tracing::debug!(topic = self.name, partition = self.partition, job_id = %job.id, "lease lost while the job waited for a slot: not started");
+        }
     }
 
     /// Jobs just claimed ahead, after those already waiting.
@@ -217,21 +228,11 @@ impl<S> ServedTopic<S> {
         if global.waiters() > own {
             return None;
         }
-        loop {
-            let (job, left) = {
-                let mut waiting = self.lock_waiting();
-                let job = waiting.pop_front()?;
-                (job, waiting.len())
-            };
-            if left <= self.ahead() / 2 {
-                self.waiting_low.notify_one();
-            }
-            if self.in_flight.lost_while_waiting(&job.id, job.token) {
-                tracing::debug!(topic = self.name, partition = self.partition, job_id = %job.id, "lease lost while the job waited for a slot: not started");
-                continue;
-            }
-            return Some(job);
+        let (job, left) = self.pop_waiting()?;
+        if left <= self.ahead() / 2 {
+            self.waiting_low.notify_one();
         }
+        Some(job)
     }
 
     /// Hands a job's outcome to the acker, with how it counts in the metrics and whether the job is

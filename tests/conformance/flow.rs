@@ -187,10 +187,22 @@ fn reporting<J: Job>(
     }
 }
 
+/// A worker of `concurrency` slots for [`Heavy`] and [`Light`], whose handlers report their topic's
+/// name when they start, then run for `run`.
+fn heavy_and_light(
+    b: &Backend,
+    tx: &mpsc::UnboundedSender<&'static str>,
+    run: Duration,
+    concurrency: usize,
+) -> postpone::WorkerBuilder<()> {
+    Worker::builder(&b.client)
+        .handle(reporting::<Heavy>(tx, "heavy", run))
+        .handle(reporting::<Light>(tx, "light", run))
+        .concurrency(concurrency)
+}
+
 pub(crate) async fn weighted_topics_share_scarce_slots(b: Backend) {
     let (tx, mut rx) = events();
-    let heavy = reporting::<Heavy>(&tx, "heavy", Duration::from_millis(2));
-    let light = reporting::<Light>(&tx, "light", Duration::from_millis(2));
     b.client
         .enqueue_many((0..60).map(|n| Heavy { n }))
         .await
@@ -200,10 +212,7 @@ pub(crate) async fn weighted_topics_share_scarce_slots(b: Backend) {
         .await
         .unwrap();
     let worker = spawn(
-        Worker::builder(&b.client)
-            .handle(heavy)
-            .handle(light)
-            .concurrency(1)
+        heavy_and_light(&b, &tx, Duration::from_millis(2), 1)
             .slot_sharing(postpone::SlotSharing::Weighted)
             .topic_weight::<Heavy>(3)
             .build()
@@ -228,8 +237,6 @@ pub(crate) async fn weighted_topics_share_scarce_slots(b: Backend) {
 /// not once its backlog is gone.
 pub(crate) async fn topics_share_slots_while_runs_take_jobs_claimed_ahead(b: Backend) {
     let (tx, mut rx) = events();
-    let heavy = reporting::<Heavy>(&tx, "heavy", Duration::from_millis(1));
-    let light = reporting::<Light>(&tx, "light", Duration::from_millis(1));
     const HEAVY: usize = 400;
     const LIGHT: usize = 100;
     b.client
@@ -237,10 +244,7 @@ pub(crate) async fn topics_share_slots_while_runs_take_jobs_claimed_ahead(b: Bac
         .await
         .unwrap();
     let worker = spawn(
-        Worker::builder(&b.client)
-            .handle(heavy)
-            .handle(light)
-            .concurrency(4)
+        heavy_and_light(&b, &tx, Duration::from_millis(1), 4)
             .build()
             .unwrap(),
     );
