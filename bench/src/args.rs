@@ -20,10 +20,11 @@ pub(crate) enum Workload {
     Wait,
     Batch,
     Fairness,
+    Floor,
 }
 
 impl Workload {
-    const ALL: [(&'static str, Workload); 15] = [
+    const ALL: [(&'static str, Workload); 16] = [
         ("enqueue", Workload::Enqueue),
         ("enqueue-bulk", Workload::EnqueueBulk),
         ("drain", Workload::Drain),
@@ -39,6 +40,7 @@ impl Workload {
         ("wait", Workload::Wait),
         ("batch", Workload::Batch),
         ("fairness", Workload::Fairness),
+        ("floor", Workload::Floor),
     ];
 
     fn parse(s: &str) -> Option<Self> {
@@ -81,7 +83,7 @@ impl Workload {
     /// for `outbox`, the worker's concurrency otherwise.
     fn default_concurrency(self) -> usize {
         match self {
-            Workload::EnqueueConcurrent | Workload::Outbox => 64,
+            Workload::EnqueueConcurrent | Workload::Outbox | Workload::Floor => 64,
             _ => 50,
         }
     }
@@ -164,13 +166,18 @@ workloads (see BENCHMARKS.md):
                       enqueueing a job every 10 ms, drained by a worker in the same process; the quiet
                       jobs' start lag p50/p99/max (quiet_p99_ms) and the flood's jobs/s; with
                       --no-keys the same jobs without keys (a plain queue: what fairness costs)
+  floor               the Redis commands of an enqueue and of a drained job sent bare (pipelined, no
+                      scripts) on the library's structures: Redis CPU per job, the floor under
+                      enqueue-concurrent's and drain's (enqueue_floor_us_per_job,
+                      drain_floor_us_per_job); a PING and an empty script's call, awaited
 
 options:
   --jobs N         jobs (defaults: 50,000; enqueue-concurrent and drain-io 64,000; delayed 2,000;
                    memory 100,000; page 1,000,000; outbox 32,000, 500 per task; steady: rate x secs;
                    wait 1,000; batch 10,000; fairness 100,000)
   --concurrency C  worker concurrency (default 50); enqueue-concurrent: enqueueing tasks, outbox:
-                   committing tasks (default 64)
+                   committing tasks (default 64); floor: jobs per drain call (default 64, about what
+                   a drain's claims and acknowledgements carry at concurrency 50)
   --redis URL      Redis to use, empty (default redis://127.0.0.1:6379); a run FLUSHALLs it, so one
                    that holds keys is refused unless --flush
   --flush          delete everything the Redis holds before the run (FLUSHALL)
@@ -388,5 +395,10 @@ mod tests {
         assert!(parse("drain --keep").unwrap().keep);
         assert!(!parse("drain").unwrap().keep);
         assert!(parse("drain-io --keep").is_err());
+        let a = parse("floor").unwrap();
+        assert_eq!(
+            (a.workload, a.jobs, a.concurrency),
+            (Workload::Floor, 50_000, 64)
+        );
     }
 }

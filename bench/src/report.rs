@@ -56,6 +56,18 @@ pub(crate) struct Report {
     /// `enqueue`: a PING round trip from the harness, microseconds (the floor of one-at-a-time work).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) ping_us: Option<f64>,
+    /// `floor`: an awaited call of an empty script (EVALSHA of `return 1`), one at a time, microseconds
+    /// (beside `ping_us`: what running any script adds to a round trip).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) script_call_us: Option<f64>,
+    /// `floor`: Redis CPU per job of an enqueue's commands sent bare (HSET and ZADD, pipelined in
+    /// calls of 21 jobs, no script), microseconds: the floor under `enqueue-concurrent`'s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) enqueue_floor_us_per_job: Option<f64>,
+    /// `floor`: Redis CPU per job of a claim's and an acknowledgement's commands sent bare (pipelined
+    /// in calls of `--concurrency` jobs, no script), microseconds: the floor under `drain`'s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) drain_floor_us_per_job: Option<f64>,
     /// Redis CPU per job, microseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) redis_us_per_job: Option<f64>,

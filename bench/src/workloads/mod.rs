@@ -6,6 +6,7 @@ mod delayed;
 mod drain;
 mod enqueue;
 mod fairness;
+mod floor;
 mod idle;
 mod memory;
 mod outbox;
@@ -47,6 +48,7 @@ pub(crate) async fn run(args: &Args) -> BoxResult<Report> {
         Workload::Wait => wait::run(args, &mut probe).await,
         Workload::Batch => batch::run(args, &mut probe).await,
         Workload::Fairness => fairness::run(args, &mut probe).await,
+        Workload::Floor => floor::run(args, &mut probe).await,
     }?;
     // Leave the Redis empty, as it was given, so that the next run takes it. (A failed run leaves its
     // jobs there to look at; the next run then wants --flush.)
