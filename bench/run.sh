@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 URL=${REDIS_URL:-redis://127.0.0.1:6379}
 WORKLOADS=("$@")
-[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(enqueue enqueue-bulk enqueue-concurrent drain drain-io delayed memory backlog idle outbox steady)
+[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(enqueue enqueue-bulk enqueue-concurrent drain drain-io delayed memory backlog idle outbox steady floor)
 cargo build --release -q -p postpone-bench
 BIN=${CARGO_TARGET_DIR:-target}/release/postpone-bench
 OUT=$(mktemp)
@@ -34,7 +34,8 @@ python3 - "$OUT" "${WORKLOADS[@]}" <<'PY'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 key = {"delayed": "p99_ms", "memory": "bytes_per_job", "idle": "commands_per_sec", "backlog": "ratio_to_drain",
-       "outbox": "commit_to_queued_p99_ms", "steady": "start_lag_p99_ms"}
+       "outbox": "commit_to_queued_p99_ms", "steady": "start_lag_p99_ms",
+       "floor": "drain_floor_us_per_job"}
 for w in sys.argv[2:]:
     runs = [l for l in lines if l["workload"] == w]
     if not runs:
