@@ -24,7 +24,7 @@ const LEASES: &str = "floor:{f}:leases";
 /// "What bounds each workload").
 const ENQUEUE_BATCH: usize = 21;
 
-/// A lease as the library writes one: "<token>:<due ms>:<holder>".
+/// A lease as the library writes one: `<token>:<due ms>:<holder>`.
 const LEASE: &str = "4132604414212040:1795691766881:3619571255361372";
 
 /// Longer than Redis's largest listpack entry, as prelude_core.lua's marker: keeps `active` and
