@@ -179,3 +179,144 @@ async fn scripts_come_back_after_script_flush() {
     s.enqueue(T, vec![job("b", Due::In(0))]).await.unwrap();
     assert_eq!(s.claim(T, claim(10)).await.unwrap().jobs.len(), 2);
 }
+
+/// Calls per command in INFO commandstats (scripts' inner calls included), but the test's own.
+fn calls_by_command(server: &RedisServer) -> std::collections::BTreeMap<String, u64> {
+    let info: String =
+        redis::FromRedisValue::from_redis_value(server.cli(&["INFO", "commandstats"]).unwrap())
+            .unwrap();
+    info.lines()
+        .filter_map(|l| {
+            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            (name != "info" && !name.starts_with("config")).then(|| (name.to_owned(), calls))
+        })
+        .collect()
+}
+
+/// The calls `expected` names, as a map.
+fn counted(expected: &[(&str, u64)]) -> std::collections::BTreeMap<String, u64> {
+    expected
+        .iter()
+        .map(|(n, c)| ((*n).to_owned(), *c))
+        .collect()
+}
+
+// A plain job (no key, no priority, no waiter, no batch, no dependency) pays no Redis call for the
+// features it does not use, even beside a topic that uses them: every call of its enqueue, claim and
+// finish is counted here, by command, so a call added to the plain path fails this test and names
+// itself. Each script's calls are the same whatever the batch's size.
+#[tokio::test]
+async fn a_plain_job_pays_no_command_for_features_it_does_not_use() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    // Another topic of the namespace uses keys and priorities.
+    let other = "orders.other";
+    s.enqueue(
+        other,
+        vec![
+            job("k", Due::In(0)).with_key(Some("tenant 1".into())),
+            job("p", Due::In(0)).priority(3),
+        ],
+    )
+    .await
+    .unwrap();
+    s.claim(other, claim(50)).await.unwrap();
+    // Loads the scripts of a single enqueue, a batch enqueue, a claim and a finish.
+    s.enqueue(T, vec![job("warm", Due::In(0))]).await.unwrap();
+    s.enqueue(T, vec![job("warm2", Due::In(0)), job("warm3", Due::In(0))])
+        .await
+        .unwrap();
+    let b = s.claim(T, claim(50)).await.unwrap();
+    let done = |jobs: &[postpone::store::ClaimedJob]| -> Vec<FinishItem> {
+        jobs.iter()
+            .map(|j| FinishItem::new(j.id.clone(), j.token, Finish::Done))
+            .collect()
+    };
+    s.finish(T, done(&b.jobs)).await.unwrap();
+
+    // One job into an empty topic: it is the earliest, so the workers get a hint (PUBLISH).
+    server.cli(&["CONFIG", "RESETSTAT"]).unwrap();
+    s.enqueue(T, vec![job("a", Due::In(0))]).await.unwrap();
+    assert_eq!(
+        calls_by_command(&server),
+        counted(&[
+            ("evalsha", 1),
+            ("time", 1),
+            ("zrange", 1),
+            ("hsetnx", 1),
+            ("zadd", 1),
+            ("exists", 1),
+            ("hincrby", 1),
+            ("publish", 1),
+        ]),
+        "a single enqueue"
+    );
+    server.cli(&["CONFIG", "RESETSTAT"]).unwrap();
+    let ten = (0..10).map(|i| job(&format!("b{i}"), Due::In(0))).collect();
+    s.enqueue(T, ten).await.unwrap();
+    assert_eq!(
+        calls_by_command(&server),
+        counted(&[
+            ("evalsha", 1),
+            ("time", 1),
+            ("zmscore", 2),
+            ("zrange", 1),
+            ("hset", 1),
+            ("zadd", 1),
+            ("exists", 1),
+            ("hincrby", 1),
+        ]),
+        "a batch enqueue of 10 (not the earliest: no hint)"
+    );
+    server.cli(&["CONFIG", "RESETSTAT"]).unwrap();
+    let b = s.claim(T, claim(50)).await.unwrap();
+    assert_eq!(b.jobs.len(), 11);
+    // TIME; ZRANGE of the earliest lease, the earliest due job, the due jobs, the next due job and
+    // the dead letters pending their hook; HMGET of the topic's flags, then of the records; the
+    // leases (ZADD and HSET, with the marker of prelude.lua: ZADD and HSETNX); the claim's record
+    // (GET, whether this claim was sent before; SET).
+    assert_eq!(
+        calls_by_command(&server),
+        counted(&[
+            ("evalsha", 1),
+            ("time", 1),
+            ("zrange", 5),
+            ("hmget", 2),
+            ("zremrangebyrank", 1),
+            ("zadd", 2),
+            ("hsetnx", 1),
+            ("hset", 1),
+            ("get", 1),
+            ("set", 1),
+        ]),
+        "a claim of 11"
+    );
+    server.cli(&["CONFIG", "RESETSTAT"]).unwrap();
+    s.finish(T, done(&b.jobs)).await.unwrap();
+    // TIME; HMGET of the leases and of the topic's flags; SCARD of the cancels; ZREM and HDEL of the
+    // leases, ZCARD and ZSCORE (only the marker is left: DEL of both keys); HDEL of the records;
+    // EXISTS of the stall counts; HINCRBY of `processed` and of the history.
+    assert_eq!(
+        calls_by_command(&server),
+        counted(&[
+            ("evalsha", 1),
+            ("time", 1),
+            ("hmget", 2),
+            ("scard", 1),
+            ("zrem", 1),
+            ("hdel", 2),
+            ("zcard", 1),
+            ("zscore", 1),
+            ("del", 1),
+            ("exists", 1),
+            ("hincrby", 2),
+        ]),
+        "a finish of 11"
+    );
+}
