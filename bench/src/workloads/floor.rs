@@ -103,6 +103,10 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
          jobs a call), drain {drain_us:.2} us (claim and acknowledgement, {batch} jobs a call)"
     );
     println!(
+        "  (the floor under enqueue-concurrent's and drain's redis_us_per_job on this machine: what the \
+         library spends above it is its scripts)"
+    );
+    println!(
         "  one at a time, awaited: PING {ping_us:.1} us, an empty script (EVALSHA of return 1) \
          {script_us:.1} us"
     );
