@@ -19,15 +19,7 @@ const CALLERS: usize = 64;
 
 /// Calls of `command` (e.g. "evalsha") the server has answered.
 fn calls(server: &RedisServer, command: &str) -> u64 {
-    let info = match server.cli(&["INFO", "commandstats"]).unwrap() {
-        redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
-        redis::Value::VerbatimString { text, .. } => text,
-        other => panic!("unexpected INFO reply {other:?}"),
-    };
-    let prefix = format!("cmdstat_{command}:calls=");
-    info.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+    calls_by_command(server).get(command).copied().unwrap_or(0)
 }
 
 fn with_record(id: &str, record: &str, replace: bool) -> NewJob {

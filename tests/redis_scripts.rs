@@ -180,25 +180,6 @@ async fn scripts_come_back_after_script_flush() {
     assert_eq!(s.claim(T, claim(10)).await.unwrap().jobs.len(), 2);
 }
 
-/// Calls per command in INFO commandstats (scripts' inner calls included), but the test's own.
-fn calls_by_command(server: &RedisServer) -> std::collections::BTreeMap<String, u64> {
-    let info: String =
-        redis::FromRedisValue::from_redis_value(server.cli(&["INFO", "commandstats"]).unwrap())
-            .unwrap();
-    info.lines()
-        .filter_map(|l| {
-            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest
-                .strip_prefix("calls=")?
-                .split(',')
-                .next()?
-                .parse()
-                .ok()?;
-            (name != "info" && !name.starts_with("config")).then(|| (name.to_owned(), calls))
-        })
-        .collect()
-}
-
 /// The calls `expected` names, as a map.
 fn counted(expected: &[(&str, u64)]) -> std::collections::BTreeMap<String, u64> {
     expected

@@ -95,20 +95,27 @@ impl Captured {
     }
 }
 
-/// Every call in INFO commandstats (scripts' inner calls included), but the test's own.
-pub fn commands(server: &RedisServer) -> u64 {
+/// Calls per command in INFO commandstats (scripts' inner calls included), but the test's own (INFO,
+/// CONFIG).
+pub fn calls_by_command(server: &RedisServer) -> std::collections::BTreeMap<String, u64> {
     let info: String =
         redis::FromRedisValue::from_redis_value(server.cli(&["INFO", "commandstats"]).unwrap())
             .unwrap();
     info.lines()
-        .filter(|l| !l.starts_with("cmdstat_info:") && !l.starts_with("cmdstat_config"))
         .filter_map(|l| {
-            l.split_once("calls=")?
-                .1
+            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest
+                .strip_prefix("calls=")?
                 .split(',')
                 .next()?
-                .parse::<u64>()
-                .ok()
+                .parse()
+                .ok()?;
+            (name != "info" && !name.starts_with("config")).then(|| (name.to_owned(), calls))
         })
-        .sum()
+        .collect()
+}
+
+/// Every call in INFO commandstats (scripts' inner calls included), but the test's own.
+pub fn commands(server: &RedisServer) -> u64 {
+    calls_by_command(server).values().sum()
 }

@@ -129,40 +129,31 @@ async fn claim_and_ack(
     due: &[(String, String)],
 ) -> BoxResult<u64> {
     let deadline = 1_795_691_827_159u64;
+    let ids: Vec<&str> = due.iter().map(|(id, _)| id.as_str()).collect();
     let mut pipe = redis::pipe();
     pipe.cmd("ZADD").arg(ACTIVE);
-    for (id, _) in due {
+    for id in &ids {
         pipe.arg(deadline).arg(id);
     }
     pipe.ignore().cmd("HSET").arg(LEASES);
-    for (id, _) in due {
+    for id in &ids {
         pipe.arg(id).arg(LEASE);
     }
-    pipe.ignore().cmd("HMGET").arg(JOBS);
-    for (id, _) in due {
-        pipe.arg(id);
-    }
+    pipe.ignore().cmd("HMGET").arg(JOBS).arg(&ids);
     let (records,): (Vec<Option<Vec<u8>>>,) = pipe.query_async(conn).await?;
     if records.iter().any(Option::is_none) {
         return Err("floor: a claimed job had no record".into());
     }
     let mut pipe = redis::pipe();
-    pipe.cmd("HMGET").arg(LEASES);
-    for (id, _) in due {
-        pipe.arg(id);
-    }
+    pipe.cmd("HMGET").arg(LEASES).arg(&ids);
     for (cmd, key) in [("ZREM", ACTIVE), ("HDEL", LEASES), ("HDEL", JOBS)] {
-        pipe.cmd(cmd).arg(key);
-        for (id, _) in due {
-            pipe.arg(id);
-        }
-        pipe.ignore();
+        pipe.cmd(cmd).arg(key).arg(&ids).ignore();
     }
     let (leases,): (Vec<Option<String>>,) = pipe.query_async(conn).await?;
     if leases.iter().any(Option::is_none) {
         return Err("floor: a claimed job had no lease".into());
     }
-    Ok(due.len() as u64)
+    Ok(ids.len() as u64)
 }
 
 /// Microseconds per awaited EVALSHA of `return 1`, one at a time (loaded first).
