@@ -257,6 +257,45 @@ pub(crate) async fn fair_only_key_left_fills_the_whole_claim(store: Arc<dyn Stor
     assert_eq!(claimed_ids(s, t, 50).await, Vec::<String>::new());
 }
 
+pub(crate) async fn fair_only_key_left_passes_its_stale_entries_and_still_fills_the_claim(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_only_key_stale"));
+    // Twenty jobs of one key, three of them with a priority: claimed first, they leave their entries
+    // in the key's queue between jobs still due.
+    let jobs = flood("s", 20)
+        .into_iter()
+        .enumerate()
+        .map(|(i, job)| {
+            if [3, 7, 11].contains(&i) {
+                job.priority(1)
+            } else {
+                job
+            }
+        })
+        .collect();
+    s.enqueue(t, jobs).await.unwrap();
+    let mut first = claimed_ids(s, t, 3).await;
+    first.sort_unstable();
+    assert_eq!(
+        first,
+        ["s-0003", "s-0007", "s-0011"],
+        "the jobs with a priority"
+    );
+
+    let ids = |ns: &[usize]| -> Vec<String> { ns.iter().map(|i| format!("s-{i:04}")).collect() };
+    assert_eq!(
+        claimed_ids(s, t, 10).await,
+        ids(&[0, 1, 2, 4, 5, 6, 8, 9, 10, 12]),
+        "a full claim in due order, past the entries of the jobs already claimed"
+    );
+    assert_eq!(
+        claimed_ids(s, t, 50).await,
+        ids(&[13, 14, 15, 16, 17, 18, 19])
+    );
+    assert_eq!(claimed_ids(s, t, 50).await, Vec::<String>::new());
+}
+
 pub(crate) async fn fair_claims_take_each_job_once_in_its_keys_order_however_the_keys_interleave(
     store: Arc<dyn Store>,
 ) {

@@ -188,6 +188,7 @@ macro_rules! store_conformance {
             fair_key_takes_its_own_jobs_in_due_order,
             fair_unkeyed_jobs_take_one_turn_as_the_key_of_no_key_and_older_ones_go_in_due_order,
             fair_only_key_left_fills_the_whole_claim,
+            fair_only_key_left_passes_its_stale_entries_and_still_fills_the_claim,
             fair_claims_take_each_job_once_in_its_keys_order_however_the_keys_interleave,
             fair_retry_and_expired_lease_keep_the_key,
             fair_jobs_delivered_once_and_batch_members_keep_their_keys,

@@ -424,6 +424,40 @@ local function fair_helpers()
     end
   end
 
+  -- Takes up to `need` jobs of key `k` from the head of `due`, as a topic without keys claims, when `k`
+  -- is the last key with jobs due now and nothing holds a key back (no limit per key, no hold, no job
+  -- unfiled from before the topic's first keyed job: `by_head` in fair_claim). Then every job `due`
+  -- holds due now is one of `k`'s, and its queue lists them in the same order (same members, same
+  -- times) from its first entry not passed yet, unless a stale entry sits between them. The head of
+  -- `due` is matched against the queue entry by entry, and the take ends at the first difference (the
+  -- usual claim then passes the stale entry). Appends id, due time pairs to `got`, removes the jobs
+  -- taken from `due` by rank and moves `k` past their entries, which the write-back drops. Returns how
+  -- many it took. Jobs claimed earlier in the call must be out of `due` before.
+  local function take_head(k, need, now, got)
+    local head = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, need, 'WITHSCORES')
+    if #head == 0 then
+      return 0
+    end
+    local from = k.pos - 1
+    local q = redis.call('ZRANGE', K_FQ .. k.name, from, from + #head / 2 - 1)
+    local took, ngot = 0, #got
+    for i = 1, #q do
+      local id = q[i]
+      if head[2 * i - 1] ~= id then
+        break
+      end
+      got[ngot + 1], got[ngot + 2], ngot = id, head[2 * i], ngot + 2
+      took = i
+    end
+    if took > 0 then
+      redis.call('ZREMRANGEBYRANK', K_DUE, 0, took - 1)
+      -- The entries taken go with the write-back; the one after is read there.
+      k.pos = from + took + 1
+      k.nread, k.whole = k.pos - 1, false
+    end
+    return took
+  end
+
   -- Claims up to `want` keyed jobs round-robin between the keys with a job due now, removing them from
   -- `due`; appends id, due time pairs to `got`. Each turn takes the ready key with the lowest tag and
   -- claims its earliest due job (all it may, when no other key is ready); the key goes back at its
@@ -436,9 +470,11 @@ local function fair_helpers()
   -- read in one call per kind, the first entries of their queues read and checked against `due` in one
   -- ZMSCORE (a fair share each, more for a key that gets more turns), and each key's state written back
   -- once: the prefix of its queue claimed or found stale removed, its place in `fready` or `fwait` set
-  -- in one ZADD for all.
+  -- in one ZADD for all. The last key left takes from the head of `due` when nothing holds a key back
+  -- (take_head); a key alone from the start reads its queue only there.
   fair_claim = function(want, now, got, kmax, interval, burst)
-    local vt = redis.call('HGET', K_FSTATS, 'vt')
+    local st = redis.call('HMGET', K_FSTATS, 'vt', 'flegacy')
+    local vt = st[1]
     local woke = redis.call('ZRANGE', K_FWAIT, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1000)
     if #woke > 0 then
       call_many('ZREM', K_FWAIT, woke, 1)
@@ -455,6 +491,10 @@ local function fair_helpers()
     end
     redis.call('ZREMRANGEBYSCORE', K_FHOLD, '-inf', now)
     local any_hold = redis.call('EXISTS', K_FHOLD) == 1
+    -- Whether the last key left with jobs due now may take them from the head of `due` (take_head): no
+    -- limit per key and no hold (a key held back keeps jobs due now), no unfiled job (`flegacy`), every
+    -- key whose time has come woken.
+    local by_head = kmax == 0 and interval == 0 and not any_hold and not st[2] and #woke < 1000
     local taken, served = 0, nil
     -- Ids claimed here (`nclaimed` of them), and, as a set, `took_ids`: an id met again under another
     -- key is stale there (a key served last and alone adds none: no key comes after it).
@@ -512,11 +552,14 @@ local function fair_helpers()
       -- A fair share of the slots each, and the entry after (it says whether the key stays ready); a
       -- key held back reads its first entry only (it says where the key waits).
       local share = math.ceil((want - taken) / math.max(open, 1))
-      local counts = {}
-      for i, k in ipairs(ks) do
-        counts[i] = (k.cap > 0) and math.min(k.cap, share) + 1 or 1
+      -- A key alone takes from the head of `due` (below): it reads its queue there.
+      if not (by_head and #ks == 1 and not bound) then
+        local counts = {}
+        for i, k in ipairs(ks) do
+          counts[i] = (k.cap > 0) and math.min(k.cap, share) + 1 or 1
+        end
+        read(ks, counts)
       end
-      read(ks, counts)
       local heap = {}
       for _, k in ipairs(ks) do
         if k.cap > 0 then
@@ -533,7 +576,17 @@ local function fair_helpers()
         -- The last key left takes all it may.
         local alone = #heap == 0 and not bound
         local cap = math.min(alone and want - taken or 1, k.cap)
-        local took, ngot = 0, #got
+        local took = 0
+        if alone and by_head then
+          -- The jobs claimed so far leave `due` first: its head is then this key's jobs due now.
+          if nclaimed > 0 then
+            call_many('ZREM', K_DUE, claimed, 1)
+            claimed, nclaimed = {}, 0
+          end
+          took = take_head(k, cap, now, got)
+        end
+        -- The usual claim takes the rest (from a stale entry of the queue on, if any).
+        local ngot = #got
         while took < cap do
           local i = next_entry(k, cap - took, took_ids)
           local due = i and k.dues[i]
@@ -555,7 +608,8 @@ local function fair_helpers()
           served = k.tag
           k.took, k.cap, k.tag = k.took + took, k.cap - took, k.tag + 1
         end
-        local i = k.cap > 0 and next_entry(k, 1, took_ids)
+        -- Whether it stays in the heap (once the claim is full, the write-back reads where it goes).
+        local i = taken < want and k.cap > 0 and next_entry(k, 1, took_ids)
         if i and tonumber(k.dues[i]) <= now then
           heap_push(heap, k)
         end
