@@ -334,13 +334,22 @@ impl Batched for Enqueues {
             [first, ..]
                 if jobs
                     .iter()
-                    .all(|job| plain(job) && due_args(job.due).0 == due_args(first.due).0) =>
+                    .all(|job| plain(job) && due_args(job.due).0 == due_args(first.due).0)
+                    && distinct_ids(jobs) =>
             {
                 enqueue_plain(store, topic, keys, jobs).await
             }
             _ => enqueue_many(store, topic, keys, jobs).await,
         }
     }
+}
+
+/// Whether no two jobs share an id: `enqueue_plain.lua` counts on it (a repeated id, two callers
+/// enqueueing one business id at once, takes `enqueue.lua`, which gives the later job the earlier one's
+/// outcome).
+fn distinct_ids(jobs: &[NewJob]) -> bool {
+    let mut seen = std::collections::HashSet::with_capacity(jobs.len());
+    jobs.iter().all(|job| seen.insert(job.id.as_str()))
 }
 
 /// Many jobs: `enqueue.lua`.

@@ -1,7 +1,8 @@
--- Enqueues a batch of plain jobs (none replaces, none has a priority, all due 'in' or all 'at') into one
--- topic, each atomically, in order: enqueue.lua's outcomes for such a batch, with a third of the
--- arguments, four keys and the core prelude only (the coalesced enqueues of many concurrent callers take
--- this path, so per job and per call everything here counts).
+-- Enqueues a batch of plain jobs (none replaces, none has a priority, all due 'in' or all 'at', no two
+-- with one id: jobs.rs sends a batch with a repeated id to enqueue.lua) into one topic, each
+-- atomically, in order: enqueue.lua's outcomes for such a batch, with a third of the arguments, four
+-- keys and the core prelude only (the coalesced enqueues of many concurrent callers take this path, so
+-- per job and per call everything here counts).
 -- KEYS: due, active, jobs, history (the first four of keys.rs).
 -- ARGV: channel, topic, 'in'|'at', the due value (ms) shared by every job or '' when each has its own,
 -- then per job: id, record, and its due value when there is no shared one.
@@ -25,47 +26,57 @@ local due = fetch_many('ZMSCORE', K_DUE, ids)
 local first = earliest(K_DUE)
 local lowest, hint = first, nil
 -- Due times by their argument, each with its score as ZADD takes it (an integer written once: a Lua
--- number handed to redis.call would be printed as a float and parsed back, for every job).
+-- number handed to redis.call would be printed as a float and parsed back, for every job); a shared
+-- one resolved once.
 local scores = {}
-local seen = {}
-local jobs, zadd, out = {}, {}, {}
+local at, score = nil, nil
+if stride == 2 then
+  at = resolve_due(now, kind, tonumber(shared))
+  score = string.format('%d', at)
+end
+local jobs, zadd = {}, {}
+-- `out` is written from the first job that is not created at the first one's time (`uniform`): until
+-- then every outcome is that one, and the reply is that time alone.
+local out, uniform = nil, nil
 local created = 0
 for i = 1, n do
-  local id = ids[i]
-  local current = seen[id]
-  if current == nil and due[i] then
-    current = tonumber(due[i])
-  end
+  local code, time
   if active[i] then
-    out[2 * i - 1] = 4
-    out[2 * i] = 0
-  elseif current then
-    out[2 * i - 1] = 3
-    out[2 * i] = current
+    code, time = 4, 0
+  elseif due[i] then
+    code, time = 3, tonumber(due[i])
   else
-    local value = shared
+    local base = 4 + (i - 1) * stride
     if stride == 3 then
-      value = ARGV[4 + (i - 1) * 3 + 3]
+      local value = ARGV[base + 3]
+      local s = scores[value]
+      if s == nil then
+        local t = resolve_due(now, kind, tonumber(value))
+        s = { t, string.format('%d', t) }
+        scores[value] = s
+      end
+      at, score = s[1], s[2]
     end
-    local score = scores[value]
-    if score == nil then
-      local at = resolve_due(now, kind, tonumber(value))
-      score = { at, string.format('%d', at) }
-      scores[value] = score
-    end
-    local at = score[1]
-    jobs[#jobs + 1] = id
-    jobs[#jobs + 1] = ARGV[4 + (i - 1) * stride + 2]
-    zadd[#zadd + 1] = score[2]
-    zadd[#zadd + 1] = id
-    seen[id] = at
+    local k = 2 * created
+    jobs[k + 1], jobs[k + 2] = ids[i], ARGV[base + 2]
+    zadd[k + 1], zadd[k + 2] = score, ids[i]
     created = created + 1
-    out[2 * i - 1] = 1
-    out[2 * i] = at
+    code, time = 1, at
     if lowest == nil or at < lowest then
       lowest = at
       hint = at
     end
+  end
+  if out == nil and (code ~= 1 or (uniform ~= nil and time ~= uniform)) then
+    out = {}
+    for j = 1, i - 1 do
+      out[2 * j - 1], out[2 * j] = 1, uniform
+    end
+  end
+  if out then
+    out[2 * i - 1], out[2 * i] = code, time
+  elseif uniform == nil then
+    uniform = time
   end
 end
 if created > 0 then
@@ -86,7 +97,7 @@ if created > 0 then
   end
 end
 hint_if_earlier(channel, topic, first, hint)
-if created == n and next(scores) ~= nil and next(scores, next(scores)) == nil then
-  return { out[2] }
+if out == nil then
+  return { uniform }
 end
 return out
