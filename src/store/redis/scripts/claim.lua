@@ -310,11 +310,12 @@ elseif max > 0 and next_due and next_due <= now then
   end
   if has_fair then
     -- Jobs without a key among the first due go in due order; then keyed jobs round-robin by key.
+    local legacy = false
     if #got / 2 < max then
-      fair_unkeyed(max - #got / 2, now, got)
+      legacy = fair_unkeyed(max - #got / 2, now, got)
     end
     if #got / 2 < max then
-      fair_claim(max - #got / 2, now, got, key_max, key_interval, key_burst)
+      fair_claim(max - #got / 2, now, got, key_max, key_interval, key_burst, legacy)
     end
   elseif #got / 2 < max then
     local more = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, max - #got / 2, 'WITHSCORES')

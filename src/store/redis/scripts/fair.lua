@@ -230,19 +230,21 @@ local function fair_helpers()
   end
 
   -- Claims the jobs without a key among the first `room` due jobs, in due order, removing them from
-  -- `due`; appends id, due time pairs to `got`.
+  -- `due`; appends id, due time pairs to `got`. Returns whether such jobs may still be due (`flegacy`
+  -- stays set).
   fair_unkeyed = function(room, now, got)
     local legacy = tonumber(redis.call('HGET', K_FSTATS, 'flegacy') or '-1')
     if legacy < 0 then
-      return
+      return false
     end
     local first = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, room, 'WITHSCORES')
     if #first == 0 or tonumber(first[2]) > legacy then
       -- Past the last job that may have no key entry (or none due): none is left.
       if #first > 0 or not earliest(K_DUE) or earliest(K_DUE) > legacy then
         redis.call('HDEL', K_FSTATS, 'flegacy')
+        return false
       end
-      return
+      return true
     end
     local ids = {}
     for i = 1, #first, 2 do
@@ -260,6 +262,7 @@ local function fair_helpers()
     if #taken > 0 then
       call_many('ZREM', K_DUE, taken, 1)
     end
+    return true
   end
 
   -- Counts claimed jobs (ids) as running under their keys, when the claim counts (a key max running
@@ -463,7 +466,9 @@ local function fair_helpers()
   -- claims its earliest due job (all it may, when no other key is ready); the key goes back at its
   -- tag + 1 while it has a job due now, waits in `fwait` for its next one (or its rate, or its hold), is
   -- parked at its max running (`kmax`, 0: none), or is gone with its last job. The rate per key is a
-  -- GCRA as the topic's (flow.rs): emission interval `interval` ms (0: none), burst `burst`.
+  -- GCRA as the topic's (flow.rs): emission interval `interval` ms (0: none), burst `burst`. `legacy`:
+  -- whether jobs from before the topic's first key may still be due without a key entry (what
+  -- fair_unkeyed returned).
   --
   -- The turns are played out here, not in Redis: the candidate keys are popped from `fready` at once
   -- (the first `want` + 1; the last only bounds the turns, as the first key not popped), their limits
@@ -472,9 +477,8 @@ local function fair_helpers()
   -- once: the prefix of its queue claimed or found stale removed, its place in `fready` or `fwait` set
   -- in one ZADD for all. The last key left takes from the head of `due` when nothing holds a key back
   -- (take_head); a key alone from the start reads its queue only there.
-  fair_claim = function(want, now, got, kmax, interval, burst)
-    local st = redis.call('HMGET', K_FSTATS, 'vt', 'flegacy')
-    local vt = st[1]
+  fair_claim = function(want, now, got, kmax, interval, burst, legacy)
+    local vt = redis.call('HGET', K_FSTATS, 'vt')
     local woke = redis.call('ZRANGE', K_FWAIT, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1000)
     if #woke > 0 then
       call_many('ZREM', K_FWAIT, woke, 1)
@@ -494,7 +498,7 @@ local function fair_helpers()
     -- Whether the last key left with jobs due now may take them from the head of `due` (take_head): no
     -- limit per key and no hold (a key held back keeps jobs due now), no unfiled job (`flegacy`), every
     -- key whose time has come woken.
-    local by_head = kmax == 0 and interval == 0 and not any_hold and not st[2] and #woke < 1000
+    local by_head = kmax == 0 and interval == 0 and not any_hold and not legacy and #woke < 1000
     local taken, served = 0, nil
     -- Ids claimed here (`nclaimed` of them), and, as a set, `took_ids`: an id met again under another
     -- key is stale there (a key served last and alone adds none: no key comes after it).
