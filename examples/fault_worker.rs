@@ -18,12 +18,13 @@
 //! | `FAULT_RATE` | `<jobs>/<ms>`: the topic's rate limit across workers | none |
 //! | `FAULT_KEY_MAX` | most jobs of one tenant running at once across workers (0: none) | 0 |
 //! | `FAULT_KEY_RATE` | `<jobs>/<ms>`: the rate limit of each tenant across workers | none |
+//! | `FAULT_KEYS` | `1`: run [`Tenant`] jobs even with neither limit per key | off |
 //!
 //! Jobs are [`Work`] on topic `fault.work`: sleep `sleep_ms` (heartbeats keep the lease), abort the
 //! process when `abort` is set (a poison job), return a provider's rate limit of `hold_ms` the first
 //! time any process runs a job with `hold_ms` set (a file `held` in the log directory says it did), then
-//! succeed. With `FAULT_KEY_MAX` or `FAULT_KEY_RATE` set, the worker also runs [`Tenant`] jobs on topic
-//! `fault.tenant` under those limits per key (a tenant's jobs have its key for fairness): sleep
+//! succeed. With `FAULT_KEY_MAX`, `FAULT_KEY_RATE` or `FAULT_KEYS` set, the worker also runs [`Tenant`]
+//! jobs on topic `fault.tenant` under those limits per key, if any (a tenant's jobs have its key for fairness): sleep
 //! `sleep_ms`, then succeed, logging `start` and `finish` as `Work` does. Every event is one line,
 //! written with a
 //! single `write` to `<FAULT_LOG>/<pid>.log`. One file per process: a process killed in the middle of a
@@ -348,10 +349,12 @@ async fn main() {
     if let Some(rate) = rate_of("FAULT_KEY_RATE") {
         key_limits = key_limits.rate(rate);
     }
-    let worker = if key_limits.is_none() {
-        worker
-    } else {
+    let worker = if !key_limits.is_none() {
         worker.handle(tenant_work).key_limits::<Tenant>(key_limits)
+    } else if env("FAULT_KEYS").as_deref() == Some("1") {
+        worker.handle(tenant_work)
+    } else {
+        worker
     };
     let worker = worker
         .concurrency(env_u64("FAULT_CONCURRENCY", 8) as usize)

@@ -306,19 +306,9 @@ async fn key_limits_hold_per_tenant_across_three_worker_processes() {
     eprintln!("KEY-LIMIT-FIGURES most at once per tenant (limit 2): {figures:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn key_limits_sigkilled_workers_lose_no_keyed_job_and_leave_no_key_state() {
-    let _serial = fault::serial().await;
-    let mut rig = Rig::start("key_limits_kill", RedisServer::builder()).await;
-    let tenants = ["acme", "globex", "initech"];
-    // Short leases: a killed worker's jobs come back (and free their key's slots) within ~1 s.
-    let spec = Spec::new(400, 3).env("FAULT_KEY_MAX", 2);
-    rig.spawn_ready(3, &spec).await;
-    rig.client
-        .enqueue_many(tenant_jobs(&tenants, 100, 50))
-        .await
-        .unwrap();
-    // Kill a worker every 300 ms, round robin, and start another in its place at once.
+/// Drains until `jobs` distinct jobs finished, killing a worker (SIGKILL) every 300 ms, round robin,
+/// and starting another in its place at once; returns how many it killed.
+async fn drain_killing_a_worker_every_300_ms(rig: &mut Rig, spec: &Spec, jobs: usize) -> usize {
     let mut last = std::time::Instant::now();
     let mut kills = 0;
     rig.drain_until(
@@ -332,7 +322,7 @@ async fn key_limits_sigkilled_workers_lose_no_keyed_job_and_leave_no_key_state()
                     _ => None,
                 })
                 .collect();
-            finished.len() == 300
+            finished.len() == jobs
         },
         |rig| {
             if last.elapsed() >= Duration::from_millis(300) {
@@ -345,6 +335,42 @@ async fn key_limits_sigkilled_workers_lose_no_keyed_job_and_leave_no_key_state()
         },
     )
     .await;
+    kills
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fair_sigkilled_workers_lose_no_keyed_job_claimed_from_the_head_of_due() {
+    let _serial = fault::serial().await;
+    let mut rig = Rig::start("fair_head_kill", RedisServer::builder()).await;
+    // No limit per key: a tenant left alone in a claim takes its jobs from the head of the due set
+    // (fair.lua's take_head). One tenant's flood, two others beside it.
+    let spec = Spec::new(400, 3).env("FAULT_KEYS", 1);
+    rig.spawn_ready(3, &spec).await;
+    let mut jobs = tenant_jobs(&["acme"], 240, 60);
+    jobs.extend(tenant_jobs(&["globex", "initech"], 30, 60));
+    rig.client.enqueue_many(jobs).await.unwrap();
+    let kills = drain_killing_a_worker_every_300_ms(&mut rig, &spec, 300).await;
+    assert!(kills >= 5, "only {kills} kills: the test did not test much");
+    let counts = rig.client.topic::<Tenant>().counts().await.unwrap();
+    assert_eq!((counts.scheduled, counts.ready, counts.active), (0, 0, 0));
+    let left = rig.server.fairness_keys();
+    assert!(left.is_empty(), "per-key state left: {left:?}");
+    println!("fair_head_kill: {kills} kills");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_limits_sigkilled_workers_lose_no_keyed_job_and_leave_no_key_state() {
+    let _serial = fault::serial().await;
+    let mut rig = Rig::start("key_limits_kill", RedisServer::builder()).await;
+    let tenants = ["acme", "globex", "initech"];
+    // Short leases: a killed worker's jobs come back (and free their key's slots) within ~1 s.
+    let spec = Spec::new(400, 3).env("FAULT_KEY_MAX", 2);
+    rig.spawn_ready(3, &spec).await;
+    rig.client
+        .enqueue_many(tenant_jobs(&tenants, 100, 50))
+        .await
+        .unwrap();
+    let kills = drain_killing_a_worker_every_300_ms(&mut rig, &spec, 300).await;
     assert!(kills >= 5, "only {kills} kills: the test did not test much");
     // Runs that finished never held more than 2 of a tenant at once (a killed run's slot is held
     // until its lease is swept, so its rerun cannot overlap it either).
