@@ -259,15 +259,18 @@ async fn a_plain_job_pays_no_command_for_features_it_does_not_use() {
     let b = s.claim(T, claim(50)).await.unwrap();
     assert_eq!(b.jobs.len(), 11);
     // TIME; ZRANGE of the earliest lease, the earliest due job, the due jobs, the next due job and
-    // the dead letters pending their hook; HMGET of the topic's flags, then of the records; the
-    // leases (ZADD and HSET, with the marker of prelude.lua: ZADD and HSETNX); the claim's record
-    // (GET, whether this claim was sent before; SET).
+    // the dead letters pending their hook; the due times once per run of jobs sharing one (ZCOUNT of
+    // the first job's, a run of one; ZSCORE and ZCOUNT of the batch's, a run of ten); HMGET of the
+    // topic's flags, then of the records; the leases (ZADD and HSET, with the marker of prelude.lua:
+    // ZADD and HSETNX); the claim's record (GET, whether this claim was sent before; SET).
     assert_eq!(
         calls_by_command(&server),
         counted(&[
             ("evalsha", 1),
             ("time", 1),
             ("zrange", 5),
+            ("zcount", 2),
+            ("zscore", 1),
             ("hmget", 2),
             ("zremrangebyrank", 1),
             ("zadd", 2),

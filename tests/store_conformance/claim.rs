@@ -35,6 +35,41 @@ pub(crate) async fn claim_takes_the_earliest_due_first_up_to_max(store: Arc<dyn 
     assert!(claim(s, t, 2, LONG).await.jobs.is_empty());
 }
 
+/// Jobs due in runs of one shared due time and alone, in one batch: `key` files them under one key
+/// for fairness (then the key, alone, claims from the head of the due jobs).
+pub(crate) async fn claims_report_each_jobs_own_due_time(
+    s: &dyn Store,
+    t: &str,
+    key: Option<&str>,
+) {
+    // Runs of 3, 1, 1, 5 and 1 jobs sharing a due time; ids in due order.
+    let base = now(s).await + 200;
+    let runs = [(0, 3), (1, 1), (2, 1), (3, 5), (4, 1)];
+    let mut jobs = Vec::new();
+    let mut want = Vec::new();
+    for (offset, n) in runs {
+        for _ in 0..n {
+            let id = format!("j-{:02}", jobs.len());
+            jobs.push(new_job(&id, REC, Due::At(base + offset)).with_key(key.map(str::to_owned)));
+            want.push((id, base + offset));
+        }
+    }
+    s.enqueue(t, jobs).await.unwrap();
+    wait_past(s, base + 4).await;
+    let mut got = Vec::new();
+    // Claims of 7 (ends inside the run of five), then of 3 (starts inside it), then the rest.
+    for max in [7, 3, 50] {
+        let batch = claim(s, t, max, LONG).await;
+        got.extend(batch.jobs.into_iter().map(|j| (j.id, j.due_at_ms)));
+    }
+    assert_eq!(got, want, "each job with its own due time, in due order");
+    assert!(claim(s, t, 50, LONG).await.jobs.is_empty());
+}
+
+pub(crate) async fn claim_reports_each_jobs_own_due_time_in_runs_and_alone(store: Arc<dyn Store>) {
+    claims_report_each_jobs_own_due_time(&*store, &topic("claim_due_runs"), None).await;
+}
+
 pub(crate) async fn claim_reports_next_due_next_lease_deadline_and_now(store: Arc<dyn Store>) {
     let (s, t) = (&*store, &topic("claim_reports"));
     create(s, t, "a", REC, Due::In(0)).await;

@@ -296,6 +296,11 @@ pub(crate) async fn fair_only_key_left_passes_its_stale_entries_and_still_fills_
     assert_eq!(claimed_ids(s, t, 50).await, Vec::<String>::new());
 }
 
+pub(crate) async fn fair_only_key_left_reports_each_jobs_own_due_time(store: Arc<dyn Store>) {
+    let t = topic("fair_due_runs");
+    claims_report_each_jobs_own_due_time(&*store, &t, Some("k")).await;
+}
+
 pub(crate) async fn fair_claims_take_each_job_once_in_its_keys_order_however_the_keys_interleave(
     store: Arc<dyn Store>,
 ) {

@@ -102,6 +102,7 @@ macro_rules! store_conformance {
             // claim
             claim_takes_the_earliest_due_first_up_to_max,
             claim_reports_next_due_next_lease_deadline_and_now,
+            claim_reports_each_jobs_own_due_time_in_runs_and_alone,
             claim_on_an_empty_topic_reports_nothing,
             claim_with_max_zero_claims_nothing,
             claim_gives_one_token_per_claim_and_a_new_token_each_claim,
@@ -189,6 +190,7 @@ macro_rules! store_conformance {
             fair_unkeyed_jobs_take_one_turn_as_the_key_of_no_key_and_older_ones_go_in_due_order,
             fair_only_key_left_fills_the_whole_claim,
             fair_only_key_left_passes_its_stale_entries_and_still_fills_the_claim,
+            fair_only_key_left_reports_each_jobs_own_due_time,
             fair_claims_take_each_job_once_in_its_keys_order_however_the_keys_interleave,
             fair_retry_and_expired_lease_keep_the_key,
             fair_jobs_delivered_once_and_batch_members_keep_their_keys,

@@ -318,15 +318,14 @@ elseif max > 0 and next_due and next_due <= now then
       fair_claim(max - #got / 2, now, got, key_max, key_interval, key_burst, legacy)
     end
   elseif #got / 2 < max then
-    local more = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, max - #got / 2, 'WITHSCORES')
+    local more = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, max - #got / 2)
     if #more > 0 then
-      -- The claimed ids are exactly the lowest ranks. Removing them comes first: when Redis is full
-      -- (maxmemory, noeviction) it refuses a script whose first write may grow memory, and a claim,
-      -- which only moves jobs, must still run then, or a full Redis could never be drained.
-      redis.call('ZREMRANGEBYRANK', K_DUE, 0, #more / 2 - 1)
-      for i = 1, #more do
-        got[#got + 1] = more[i]
-      end
+      -- The head's due time is `next_due` unless jobs with a priority just left `due`.
+      with_due_times(more, #got == 0 and next_due or nil, got)
+      -- The claimed ids are exactly the lowest ranks. Removing them is the first write: when Redis is
+      -- full (maxmemory, noeviction) it refuses a script whose first write may grow memory, and a
+      -- claim, which only moves jobs, must still run then, or a full Redis could never be drained.
+      redis.call('ZREMRANGEBYRANK', K_DUE, 0, #more - 1)
     end
   end
   local k = #got / 2

@@ -430,32 +430,21 @@ local function fair_helpers()
   -- Takes up to `need` jobs of key `k` from the head of `due`, as a topic without keys claims, when `k`
   -- is the last key with jobs due now and nothing holds a key back (no limit per key, no hold, no job
   -- unfiled from before the topic's first keyed job: `by_head` in fair_claim). Then every job `due`
-  -- holds due now is one of `k`'s, and its queue lists them in the same order (same members, same
-  -- times) from its first entry not passed yet, unless a stale entry sits between them. The head of
-  -- `due` is matched against the queue entry by entry, and the take ends at the first difference (the
-  -- usual claim then passes the stale entry). Appends id, due time pairs to `got`, removes the jobs
-  -- taken from `due` by rank and moves `k` past their entries, which the write-back drops. Returns how
-  -- many it took. Jobs claimed earlier in the call must be out of `due` before.
+  -- holds due now is one of `k`'s, so the head of `due` is `k`'s first live entries (those not passed
+  -- yet), in its queue's order; its queue is not read. `k` moves past as many entries as it took: the
+  -- live ones among them are the first of its live entries, so all taken (a stale entry among them,
+  -- a job claimed by its priority, is dropped, and leaves the entry of a job taken here behind, stale
+  -- in its place, which a later claim passes). Appends id, due time pairs to `got`, removes the jobs
+  -- taken from `due` by rank; the write-back drops the entries passed. Returns how many it took. Jobs
+  -- claimed earlier in the call must be out of `due` before.
   local function take_head(k, need, now, got)
-    local head = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, need, 'WITHSCORES')
-    if #head == 0 then
-      return 0
-    end
-    local from = k.pos - 1
-    local q = redis.call('ZRANGE', K_FQ .. k.name, from, from + #head / 2 - 1)
-    local took, ngot = 0, #got
-    for i = 1, #q do
-      local id = q[i]
-      if head[2 * i - 1] ~= id then
-        break
-      end
-      got[ngot + 1], got[ngot + 2], ngot = id, head[2 * i], ngot + 2
-      took = i
-    end
+    local head = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, need)
+    local took = #head
     if took > 0 then
+      with_due_times(head, nil, got)
       redis.call('ZREMRANGEBYRANK', K_DUE, 0, took - 1)
-      -- The entries taken go with the write-back; the one after is read there.
-      k.pos = from + took + 1
+      -- The entries passed go with the write-back; the one after is read there.
+      k.pos = k.pos + took
       k.nread, k.whole = k.pos - 1, false
     end
     return took
@@ -476,7 +465,8 @@ local function fair_helpers()
   -- ZMSCORE (a fair share each, more for a key that gets more turns), and each key's state written back
   -- once: the prefix of its queue claimed or found stale removed, its place in `fready` or `fwait` set
   -- in one ZADD for all. The last key left takes from the head of `due` when nothing holds a key back
-  -- (take_head); a key alone from the start reads its queue only there.
+  -- (take_head); a key alone from the start reads no entry of its queue but the one after those it
+  -- took (the write-back's, where it goes).
   fair_claim = function(want, now, got, kmax, interval, burst, legacy)
     local vt = redis.call('HGET', K_FSTATS, 'vt')
     local woke = redis.call('ZRANGE', K_FWAIT, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1000)
@@ -556,7 +546,7 @@ local function fair_helpers()
       -- A fair share of the slots each, and the entry after (it says whether the key stays ready); a
       -- key held back reads its first entry only (it says where the key waits).
       local share = math.ceil((want - taken) / math.max(open, 1))
-      -- A key alone takes from the head of `due` (below): it reads its queue there.
+      -- A key alone takes from the head of `due` (below), without reading its queue.
       if not (by_head and #ks == 1 and not bound) then
         local counts = {}
         for i, k in ipairs(ks) do
