@@ -30,7 +30,7 @@ for i = 3, #ARGV do
     end
     if flags[5] then
       fair_helpers()
-      fair_cancel(id)
+      F.cancel(id)
     end
     removed[#removed + 1] = id
     out[i - 2] = 1

@@ -119,20 +119,20 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
   if redis.call('HGET', K_STATS, 'fair') then
     fair_helpers()
     dead_keys = fetch_many('HMGET', K_FKEY, dead_ids)
-    fair_release(expired, now)
+    F.release(expired, now)
     local b_ids, b_dues, ended = {}, {}, {}
     for i = 1, #back, 2 do
       b_dues[#b_dues + 1] = tonumber(back[i])
       b_ids[#b_ids + 1] = back[i + 1]
     end
-    fair_refile(b_ids, b_dues, now)
+    F.refile(b_ids, b_dues, now)
     for _, id in ipairs(cancelled_ids) do
       ended[#ended + 1] = id
     end
     for _, id in ipairs(dead_ids) do
       ended[#ended + 1] = id
     end
-    fair_forget(ended)
+    F.forget(ended)
   end
   if n_cancelled > 0 then
     redis.call('HINCRBY', K_STATS, 'cancelled', n_cancelled)
@@ -283,7 +283,7 @@ elseif max > 0 and next_due and next_due <= now then
         if has_fair and key_max > 0 then
           -- A keyed job claimed by its priority still counts against its key's max running.
           fair_helpers()
-          fair_count(taken)
+          F.count(taken)
         end
       end
     end
@@ -294,17 +294,17 @@ elseif max > 0 and next_due and next_due <= now then
       -- No keyed job is left: the topic claims as a plain one again, and keeps nothing for keys.
       redis.call('HDEL', K_STATS, 'fair', 'vt', 'flegacy', 'kflow')
       -- The queues of the keys still filed hold only stale entries now.
-      for _, set in ipairs({ K_FREADY, K_FWAIT }) do
+      for _, set in ipairs({ F_KEYS.READY, F_KEYS.WAIT }) do
         local names = redis.call('ZRANGE', set, 0, -1)
         for i = 1, #names, 1000 do
           local queues = {}
           for j = i, math.min(i + 999, #names) do
-            queues[#queues + 1] = K_FQ .. names[j]
+            queues[#queues + 1] = F_KEYS.Q .. names[j]
           end
           redis.call('DEL', unpack(queues))
         end
       end
-      redis.call('DEL', K_FREADY, K_FWAIT, K_FRUN, K_FTAT, K_FHOLD)
+      redis.call('DEL', F_KEYS.READY, F_KEYS.WAIT, F_KEYS.RUN, F_KEYS.TAT, F_KEYS.HOLD)
       has_fair = false
     end
   end
@@ -312,10 +312,10 @@ elseif max > 0 and next_due and next_due <= now then
     -- Jobs without a key among the first due go in due order; then keyed jobs round-robin by key.
     local legacy = false
     if #got / 2 < max then
-      legacy = fair_unkeyed(max - #got / 2, now, got)
+      legacy = F.unkeyed(max - #got / 2, now, got)
     end
     if #got / 2 < max then
-      fair_claim(max - #got / 2, now, got, key_max, key_interval, key_burst, legacy)
+      F.claim(max - #got / 2, now, got, key_max, key_interval, key_burst, legacy)
     end
   elseif #got / 2 < max then
     local more = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, max - #got / 2)
@@ -379,8 +379,8 @@ elseif max > 0 and next_due and next_due <= now then
         after_end(false, flags[1], flags[2], flags[3], channel, topic, lost_ids, kinds, lost_reasons, {}, now)
       end
       if has_fair then
-        fair_release(lost_ids, now)
-        fair_forget(lost_ids)
+        F.release(lost_ids, now)
+        F.forget(lost_ids)
       end
       drop_marker_if_last()
     end
@@ -392,7 +392,7 @@ elseif max > 0 and next_due and next_due <= now then
   end
   if has_fair then
     -- Due jobs of keys held back (their rate, hold or max running) do not make the next claim sooner.
-    next_due = fair_next_due()
+    next_due = F.next_due()
   end
   if tat and k > 0 then
     tat = tat + k * interval

@@ -105,17 +105,17 @@ end
 if #replaced > 0 and redis.call('HEXISTS', K_STATS, 'fair') == 1 then
   fair_helpers()
   for _, id in ipairs(replaced) do
-    fair_cancel(id)
+    F.cancel(id)
   end
 end
 local readied = false
 if #k_ids > 0 then
   fair_helpers()
-  readied = fair_file(k_ids, k_keys, k_dues, now)
+  readied = F.file(k_ids, k_keys, k_dues, now)
 end
 if #u_ids > 0 and redis.call('EXISTS', K_FKEY) == 1 then
   fair_helpers()
-  readied = fair_file_unkeyed(u_ids, u_dues, now) or readied
+  readied = F.file_unkeyed(u_ids, u_dues, now) or readied
 end
 if readied then
   -- A key is ready now, maybe behind older jobs of held keys: claimers want to know.

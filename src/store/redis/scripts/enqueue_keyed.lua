@@ -98,7 +98,7 @@ for i = 1, n do
       -- by its new due time (fair.lua).
       if redis.call('HEXISTS', K_STATS, 'fair') == 1 then
         fair_helpers()
-        fair_refile({ id }, { at }, now)
+        F.refile({ id }, { at }, now)
       end
       if c == '1' then
         redis.call('HSET', K_JOBS, id, ARGV[b + 2])

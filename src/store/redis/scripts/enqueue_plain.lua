@@ -91,7 +91,7 @@ if created > 0 then
       u_ids[#u_ids + 1] = zadd[i]
       u_dues[#u_dues + 1] = tonumber(zadd[i - 1])
     end
-    if fair_file_unkeyed(u_ids, u_dues, now) then
+    if F.file_unkeyed(u_ids, u_dues, now) then
       first, hint = nil, now
     end
   end

@@ -18,14 +18,14 @@ local function add(name)
     names[#names + 1] = name
   end
 end
-local n_ready, n_wait = redis.call('ZCARD', K_FREADY), redis.call('ZCARD', K_FWAIT)
-for _, name in ipairs(redis.call('ZRANGE', K_FREADY, 0, sample - 1)) do
+local n_ready, n_wait = redis.call('ZCARD', F_KEYS.READY), redis.call('ZCARD', F_KEYS.WAIT)
+for _, name in ipairs(redis.call('ZRANGE', F_KEYS.READY, 0, sample - 1)) do
   add(name)
 end
-for _, name in ipairs(redis.call('ZRANGE', K_FWAIT, 0, sample - 1)) do
+for _, name in ipairs(redis.call('ZRANGE', F_KEYS.WAIT, 0, sample - 1)) do
   add(name)
 end
-local running = redis.call('HSCAN', K_FRUN, 0, 'COUNT', sample)
+local running = redis.call('HSCAN', F_KEYS.RUN, 0, 'COUNT', sample)
 for i = 1, #running[2], 2 do
   add(running[2][i])
 end
@@ -34,24 +34,24 @@ local partial = n_ready > sample or n_wait > sample or running[1] ~= '0'
 local parked = 0
 for i = 1, #running[2], 2 do
   local name = running[2][i]
-  if not redis.call('ZSCORE', K_FREADY, name) and not redis.call('ZSCORE', K_FWAIT, name)
-    and redis.call('EXISTS', K_FQ .. name) == 1 then
+  if not redis.call('ZSCORE', F_KEYS.READY, name) and not redis.call('ZSCORE', F_KEYS.WAIT, name)
+    and redis.call('EXISTS', F_KEYS.Q .. name) == 1 then
     parked = parked + 1
   end
 end
 local rows = {}
 for _, name in ipairs(names) do
-  local queued = redis.call('ZCARD', K_FQ .. name)
+  local queued = redis.call('ZCARD', F_KEYS.Q .. name)
   -- The key's text, from the first of its queued jobs still keyed.
   local key = nil
-  for _, id in ipairs(redis.call('ZRANGE', K_FQ .. name, 0, 3)) do
+  for _, id in ipairs(redis.call('ZRANGE', F_KEYS.Q .. name, 0, 3)) do
     key = redis.call('HGET', K_FKEY, id)
     if key then
       break
     end
   end
   if key then
-    rows[#rows + 1] = { key, queued, tonumber(redis.call('HGET', K_FRUN, name) or '0'), key_held_until(name, now) }
+    rows[#rows + 1] = { key, queued, tonumber(redis.call('HGET', F_KEYS.RUN, name) or '0'), key_held_until(name, now) }
   end
 end
 table.sort(rows, function(a, b)
@@ -60,7 +60,7 @@ table.sort(rows, function(a, b)
   end
   return a[1] < b[1]
 end)
-local out = { n_ready + n_wait + parked, partial and 1 or 0, redis.call('EXISTS', K_FRUN), redis.call('HGET', K_STATS, 'kflow') or '' }
+local out = { n_ready + n_wait + parked, partial and 1 or 0, redis.call('EXISTS', F_KEYS.RUN), redis.call('HGET', K_STATS, 'kflow') or '' }
 for i = 1, math.min(limit, #rows) do
   for _, v in ipairs(rows[i]) do
     out[#out + 1] = v

@@ -5,9 +5,9 @@
 -- Until when key `name` (its SHA-1) is held back, ms (0: not held): its hold (a handler's
 -- `rate_limited`), or the time its rate lets it go when that is later. After fair_helpers().
 local function key_held_until(name, now)
-  local held = tonumber(redis.call('ZSCORE', K_FHOLD, name) or '0')
-  local waits = tonumber(redis.call('ZSCORE', K_FWAIT, name) or '0')
-  if waits > held and redis.call('ZSCORE', K_FTAT, name) then
+  local held = tonumber(redis.call('ZSCORE', F_KEYS.HOLD, name) or '0')
+  local waits = tonumber(redis.call('ZSCORE', F_KEYS.WAIT, name) or '0')
+  if waits > held and redis.call('ZSCORE', F_KEYS.TAT, name) then
     held = waits
   end
   return held > now and held or 0

@@ -112,7 +112,7 @@ if #hold_ids > 0 then
   end
   for i = 1, #hold_ids do
     if keys[i] and keys[i] ~= '' then
-      fair_hold(keys[i], hold_untils[i])
+      F.hold(keys[i], hold_untils[i])
     elseif hold_until == nil or hold_untils[i] > hold_until then
       hold_until = hold_untils[i]
     end
@@ -167,17 +167,17 @@ if #gone > 0 and flags[7] then
   if #dead_ids > 0 then
     dead_keys = fetch_many('HMGET', K_FKEY, dead_ids)
   end
-  local readied = fair_release(gone, now)
+  local readied = F.release(gone, now)
   local r_ids, r_dues = {}, {}
   for i = 1, #retry_due, 2 do
     r_dues[#r_dues + 1] = retry_due[i]
     r_ids[#r_ids + 1] = retry_due[i + 1]
   end
-  readied = fair_refile(r_ids, r_dues, now) or readied
+  readied = F.refile(r_ids, r_dues, now) or readied
   if readied and not flags[1] then
     publish_hint(channel, topic, now)
   end
-  fair_forget(ended)
+  F.forget(ended)
 end
 if #dead_ids > 0 then
   kill_many(dead_ids, dead_recs, dead_reasons, now, dead_keys)

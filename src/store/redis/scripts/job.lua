@@ -19,8 +19,8 @@ local function key_facts(id)
   local name = redis.sha1hex(key)
   return {
     key,
-    redis.call('ZCARD', K_FQ .. name),
-    tonumber(redis.call('HGET', K_FRUN, name) or '0'),
+    redis.call('ZCARD', F_KEYS.Q .. name),
+    tonumber(redis.call('HGET', F_KEYS.RUN, name) or '0'),
     key_held_until(name, now_ms()),
     redis.call('HGET', K_STATS, 'kflow') or '',
   }

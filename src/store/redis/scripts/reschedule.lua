@@ -32,7 +32,7 @@ for i = 1, n do
     -- A keyed job is filed under its key by its new due time (fair.lua).
     if redis.call('HEXISTS', K_STATS, 'fair') == 1 then
       fair_helpers()
-      if fair_refile({ id }, { at }, now) then
+      if F.refile({ id }, { at }, now) then
         hint, first = now, nil
       end
     end
