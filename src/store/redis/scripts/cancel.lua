@@ -49,7 +49,7 @@ if #removed > 0 then
     for i = 1, #removed do
       kinds[i] = 'c'
     end
-    after_end(flags[1], flags[2], flags[3], flags[4], channel, topic, removed, kinds, {}, recs, now_ms())
+    O.after_end(flags[1], flags[2], flags[3], flags[4], channel, topic, removed, kinds, {}, recs, now_ms())
   end
 end
 return out

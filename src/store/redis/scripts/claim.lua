@@ -154,7 +154,7 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
         local k = #cancelled_ids + i
         ended[k], kinds[k], data[k] = id, 'd', dead_reasons[i]
       end
-      after_end(flags[1], flags[2], flags[3], flags[4], channel, topic, ended, kinds, data, recs, now)
+      O.after_end(flags[1], flags[2], flags[3], flags[4], channel, topic, ended, kinds, data, recs, now)
     end
   end
   drop_marker_if_last()
@@ -376,7 +376,7 @@ elseif max > 0 and next_due and next_due <= now then
         for i = 1, #lost_ids do
           kinds[i] = 'd'
         end
-        after_end(false, flags[1], flags[2], flags[3], channel, topic, lost_ids, kinds, lost_reasons, {}, now)
+        O.after_end(false, flags[1], flags[2], flags[3], channel, topic, lost_ids, kinds, lost_reasons, {}, now)
       end
       if has_fair then
         F.release(lost_ids, now)

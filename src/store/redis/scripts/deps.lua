@@ -122,7 +122,7 @@ local function end_by_parent(channel, topic, id, rec, policy, reason, now)
   local flags = redis.call('HMGET', K_STATS, 'keep', 'waits', 'progress', 'follow')
   if flags[1] or flags[2] or flags[3] or flags[4] then
     outcome_helpers()
-    after_end(flags[1], flags[2], flags[3], flags[4], channel, topic, { id }, { kind }, { kind == 'd' and reason or '' }, { rec }, now)
+    O.after_end(flags[1], flags[2], flags[3], flags[4], channel, topic, { id }, { kind }, { kind == 'd' and reason or '' }, { rec }, now)
   end
   return kind
 end

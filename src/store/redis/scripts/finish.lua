@@ -128,7 +128,7 @@ if #ended > 0 then
   if flags[3] or flags[4] or flags[5] or flags[6] then
     outcome_helpers()
     local recs = flags[3] and fetch_many('HMGET', K_JOBS, ended) or {}
-    after_end(flags[3], flags[4], flags[5], flags[6], channel, topic, ended, ended_kind, ended_data, recs, now)
+    O.after_end(flags[3], flags[4], flags[5], flags[6], channel, topic, ended, ended_kind, ended_data, recs, now)
   end
   call_many('HDEL', K_JOBS, ended, 1)
   if redis.call('EXISTS', K_STALLS) == 1 then

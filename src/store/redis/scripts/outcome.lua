@@ -22,7 +22,7 @@ elseif since == 0 then
 end
 
 local function register()
-  drop_waiters(now, 16)
+  O.drop_waiters(now, 16)
   redis.call('ZADD', K_WAITED, 'GT', string.format('%d', now + wait), id)
   redis.call('HSET', K_STATS, 'waits', '1')
 end

@@ -20,19 +20,23 @@ local K_FOLLOWS, K_ENDS, K_END_INFO = KEYS[22], KEYS[23], KEYS[24]
 -- Most kept jobs one trim deletes beyond what its caller kept (bounded steps).
 local TRIM_EXTRA = 16
 
--- The helpers, defined by outcome_helpers().
-local done_value, parse_keep, trim_done, keep_done, ended_channel, announce, drop_waiters, forget_progress
-local record_ends, after_end
+-- The helpers other scripts call (`O.after_end`...), made by outcome_helpers(): in a table, not in
+-- locals of the script, which the closure of outcome_helpers would capture (an upvalue allocated at
+-- every call of every script that has this file; see fair.lua's `F`).
+local O = nil
 
 -- Makes the helpers below (call before using any of them).
 local function outcome_helpers()
+  if O then
+    return
+  end
   -- A kept finished job: "<s|c> <finished ms> <record length>\n<record><result>".
-  done_value = function(state, now, rec, result)
+  local function done_value(state, now, rec, result)
     return state .. ' ' .. string.format('%d', now) .. ' ' .. #rec .. '\n' .. rec .. result
   end
 
   -- The retention in a `keep` stats value: max age ms, max count; nil when none.
-  parse_keep = function(keep)
+  local function parse_keep(keep)
     if not keep then
       return nil
     end
@@ -45,7 +49,7 @@ local function outcome_helpers()
 
   -- Deletes kept jobs older than `age` ms or beyond the newest `count` (all when `age` is nil), oldest
   -- first, at most `limit`; returns how many.
-  trim_done = function(age, count, now, limit)
+  local function trim_done(age, count, now, limit)
     if limit <= 0 then
       return 0
     end
@@ -71,7 +75,7 @@ local function outcome_helpers()
 
   -- Keeps finished jobs (`values` from done_value, by id) at `now` under retention `keep` (a stats
   -- value), and trims beyond it. Does nothing without a retention.
-  keep_done = function(keep, ids, values, now)
+  local function keep_done(keep, ids, values, now)
     local age, count = parse_keep(keep)
     if not age or #ids == 0 then
       return
@@ -88,7 +92,7 @@ local function outcome_helpers()
   end
 
   -- The channel of announcements, from the wake channel's name ("postpone:{<ns>}:wake").
-  ended_channel = function(wake)
+  local function ended_channel(wake)
     return string.sub(wake, 1, -5) .. 'ended'
   end
 
@@ -96,7 +100,7 @@ local function outcome_helpers()
   -- set in stats): one message each, "<topic>\n<id>\n<kind><data>", kind 's' (data: the result), 'c' or
   -- 'd' (data: the reason); and tells it ("<now> <kind><data>" in `told`) for as long as the id stays in
   -- `waited`, so that a waiter whose message was lost (a reconnect) finds it when it looks again.
-  announce = function(wake, topic, ids, kinds, data, now)
+  local function announce(wake, topic, ids, kinds, data, now)
     if #ids == 0 then
       return
     end
@@ -118,7 +122,7 @@ local function outcome_helpers()
   end
 
   -- Drops up to `limit` waiters whose time ended (and what they were told); with the last, `waits`.
-  drop_waiters = function(now, limit)
+  local function drop_waiters(now, limit)
     local old = redis.call('ZRANGE', K_WAITED, '-inf', '(' .. string.format('%d', now), 'BYSCORE', 'LIMIT', 0, limit)
     if #old > 0 then
       call_many('ZREM', K_WAITED, old, 1)
@@ -130,7 +134,7 @@ local function outcome_helpers()
   end
 
   -- Forgets the progress of jobs that end (call only when `progress` is set in stats).
-  forget_progress = function(ids)
+  local function forget_progress(ids)
     if #ids > 0 then
       call_many('HDEL', K_PROGRESS, ids, 1)
       if redis.call('HLEN', K_PROGRESS) == 0 then
@@ -144,7 +148,7 @@ local function outcome_helpers()
   -- kept: followers need only how it ended), listed in `ends` as due now; the followers go, and with
   -- the last of them `follow`. Sends a hint when it recorded any, so that a worker of the topic
   -- claims, learns of them (the claim's `ends` flag) and delivers them.
-  record_ends = function(wake, topic, ids, kinds, data, now)
+  local function record_ends(wake, topic, ids, kinds, data, now)
     local refs = fetch_many('HMGET', K_FOLLOWS, ids)
     local followed = {}
     for i, id in ipairs(ids) do
@@ -181,7 +185,7 @@ local function outcome_helpers()
   -- `recs` their records, read while `keep` is set), given the `keep`, `waits`, `progress` and
   -- `follow` stats fields: succeeded and cancelled ones kept, all announced and told, their progress
   -- forgotten, their followers' ends recorded.
-  after_end = function(keep, waits, progress, follow, wake, topic, ids, kinds, data, recs, now)
+  local function after_end(keep, waits, progress, follow, wake, topic, ids, kinds, data, recs, now)
     if keep then
       local kept, values = {}, {}
       for i, id in ipairs(ids) do
@@ -203,4 +207,8 @@ local function outcome_helpers()
       record_ends(wake, topic, ids, kinds, data, now)
     end
   end
+  O = {
+    trim_done = trim_done, ended_channel = ended_channel, drop_waiters = drop_waiters,
+    record_ends = record_ends, after_end = after_end,
+  }
 end

@@ -28,7 +28,7 @@ if not flags[1] then
 end
 if flags[2] then
   local waited = fetch_many('ZMSCORE', K_WAITED, held)
-  local ch = ended_channel(channel)
+  local ch = O.ended_channel(channel)
   for i, id in ipairs(held) do
     if waited[i] then
       redis.call('PUBLISH', ch, topic .. '\n' .. id .. '\np' .. values[i])

@@ -8,13 +8,13 @@ local limit = tonumber(ARGV[3])
 local trimmed
 if ARGV[1] == '' then
   redis.call('HDEL', K_STATS, 'keep')
-  trimmed = trim_done(nil, nil, now, limit)
+  trimmed = O.trim_done(nil, nil, now, limit)
 else
   local keep = ARGV[1] .. ' ' .. ARGV[2]
   if redis.call('HGET', K_STATS, 'keep') ~= keep then
     redis.call('HSET', K_STATS, 'keep', keep)
   end
-  trimmed = trim_done(tonumber(ARGV[1]), tonumber(ARGV[2]), now, limit)
+  trimmed = O.trim_done(tonumber(ARGV[1]), tonumber(ARGV[2]), now, limit)
 end
-drop_waiters(now, limit)
+O.drop_waiters(now, limit)
 return trimmed
