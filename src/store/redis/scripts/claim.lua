@@ -109,9 +109,9 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
       ended[#ended + 1] = id
     end
     if #b_ids > 0 then
-      file_prio(b_ids, b_dues, fetch_many('HMGET', K_PRIO, b_ids), now)
+      P().file_prio(b_ids, b_dues, fetch_many('HMGET', K_PRIO, b_ids), now)
     end
-    forget_prio(ended)
+    P().forget_prio(ended)
   end
   -- A keyed job's lease ended (its key runs one fewer); back in `due`, it is filed again under its
   -- key; one that ended forgets it (see fair.lua), and one that died keeps it with its death.
@@ -137,7 +137,7 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
   if n_cancelled > 0 then
     redis.call('HINCRBY', K_STATS, 'cancelled', n_cancelled)
   end
-  kill_many(dead_ids, dead_recs, dead_reasons, now, dead_keys)
+  P().kill_many(dead_ids, dead_recs, dead_reasons, now, dead_keys)
   if #dead_ids > 0 then
     tally(now, 0, 0, 0, 0, #dead_ids)
   end
@@ -259,7 +259,7 @@ elseif max > 0 and next_due and next_due <= now then
         w_dues[#w_dues + 1] = tonumber(wait[i + 1])
       end
       redis.call('ZREMRANGEBYRANK', K_PRIO_WAIT, 0, #w_ids - 1)
-      file_prio(w_ids, w_dues, fetch_many('HMGET', K_PRIO, w_ids), now)
+      P().file_prio(w_ids, w_dues, fetch_many('HMGET', K_PRIO, w_ids), now)
     end
     local ready = redis.call('ZRANGE', K_PRIO_READY, 0, max - 1, 'WITHSCORES')
     if #ready > 0 then
@@ -271,7 +271,7 @@ elseif max > 0 and next_due and next_due <= now then
       local dues = fetch_many('ZMSCORE', K_DUE, r_ids)
       local taken = {}
       for i, id in ipairs(r_ids) do
-        local at = prio_due(ready[2 * i])
+        local at = P().prio_due(ready[2 * i])
         if dues[i] and tonumber(dues[i]) == at then
           got[#got + 1] = id
           got[#got + 1] = string.format('%d', at)
@@ -366,7 +366,7 @@ elseif max > 0 and next_due and next_due <= now then
       end
     end
     if #lost_ids > 0 then
-      kill_many(lost_ids, lost_recs, lost_reasons, now, has_fair and fetch_many('HMGET', K_FKEY, lost_ids) or nil)
+      P().kill_many(lost_ids, lost_recs, lost_reasons, now, has_fair and fetch_many('HMGET', K_FKEY, lost_ids) or nil)
       tally(now, 0, 0, 0, 0, #lost_ids)
       -- Ended here: announced and their followers told as in finish.lua.
       local flags = redis.call('HMGET', K_STATS, 'waits', 'progress', 'follow')

@@ -2,5 +2,5 @@
 -- no longer listed (requeued or purged meanwhile) go too. Deaths that are not pending are ignored.
 -- ARGV: deaths.
 call_many('ZREM', K_DEAD_PENDING, ARGV, 1)
-bury_unless_in(K_DEAD, ARGV)
+P().bury_unless_in(K_DEAD, ARGV)
 return #ARGV

@@ -4,4 +4,4 @@
 local id, limit = ARGV[1], tonumber(ARGV[2])
 -- Members "<id>\n<seq>": from "<id>\n" up to (not including) "<id>\v", the next byte after "\n".
 local deaths = redis.call('ZRANGE', K_DEAD_IDS, '(' .. id .. '\v', '[' .. id .. '\n', 'BYLEX', 'REV', 'LIMIT', 0, limit)
-return death_entries(deaths)
+return P().death_entries(deaths)

@@ -10,5 +10,5 @@ else
     deaths[1] = ARGV[2]
   end
 end
-unlist_many(deaths)
+P().unlist_many(deaths)
 return #deaths

@@ -13,7 +13,7 @@ end
 -- The job comes back under the key it died with (read before the death leaves the listing, which may
 -- bury its record and key).
 local key = redis.call('HGET', K_STATS, 'dkeys') and redis.call('HGET', K_DEAD_KEYS, death)
-unlist_many({ death })
+P().unlist_many({ death })
 local now = now_ms()
 local first = earliest(K_DUE)
 redis.call('HSET', K_JOBS, id, rec)

@@ -40,7 +40,7 @@ end
 call_many('ZREM', K_DEAD, victims, 1)
 call_many('ZREM', K_DEAD_IDS, victims, 1)
 call_many('HDEL', K_DEAD_JOBS, victims, 1)
-bury_keys(victims)
+P().bury_keys(victims)
 call_many('HDEL', K_DEAD_INFO, victims, 1)
 redis.call('HINCRBY', K_STATS, 'trimmed', #victims)
 return #victims

@@ -101,7 +101,7 @@ local function make_due(channel, topic, id, kind, value, prio, key, now)
   if prio ~= '0' then
     redis.call('HSET', K_PRIO, id, prio)
     redis.call('HSET', K_STATS, 'prio', '1')
-    file_prio({ id }, { at }, { prio }, now)
+    P().file_prio({ id }, { at }, { prio }, now)
   end
   hint_if_earlier(channel, topic, first, at)
   return at
@@ -114,7 +114,7 @@ local function end_by_parent(channel, topic, id, rec, policy, reason, now)
   redis.call('HDEL', K_JOBS, id)
   local kind = policy == 'cancel' and 'c' or 'd'
   if kind == 'd' then
-    kill_many({ id }, { rec }, { reason }, now)
+    P().kill_many({ id }, { rec }, { reason }, now)
     tally(now, 0, 0, 0, 0, 1)
   else
     redis.call('HINCRBY', K_STATS, 'cancelled', 1)

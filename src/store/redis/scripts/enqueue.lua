@@ -98,7 +98,7 @@ if #p_ids > 0 then
   end
   call_many('HSET', K_PRIO, fields, 2)
   redis.call('HSET', K_STATS, 'prio', '1')
-  file_prio(p_ids, p_dues, p_prios, now)
+  P().file_prio(p_ids, p_dues, p_prios, now)
 end
 -- A replaced job's key is the new one's (or none): its entry under the old one goes too (else, filed
 -- again at the same due time under another key, it would look due under both, and be claimed twice).

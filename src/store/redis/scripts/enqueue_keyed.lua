@@ -92,7 +92,7 @@ for i = 1, n do
       if prio then
         redis.call('ZREM', K_PRIO_READY, id)
         redis.call('ZREM', K_PRIO_WAIT, id)
-        file_prio({ id }, { at }, { prio }, now)
+        P().file_prio({ id }, { at }, { prio }, now)
       end
       -- Filed under its key (or the key '' when it has none, in a topic with keyed jobs): filed again
       -- by its new due time (fair.lua).

@@ -22,7 +22,7 @@ if state == 'dead' then
   if #members == limit then
     out[1] = members[#members]
   end
-  return dead_entries(out, members, fetch_many('ZMSCORE', K_DEAD, members))
+  return P().dead_entries(out, members, fetch_many('ZMSCORE', K_DEAD, members))
 end
 
 local key = K_DUE
@@ -49,4 +49,4 @@ if #ids == 0 then
   return out
 end
 local keys = listed_keys(ids, state == 'waiting' and KEYS[25] or nil)
-return live_entries(out, ids, scores, state == 'active', keys)
+return P().live_entries(out, ids, scores, state == 'active', keys)

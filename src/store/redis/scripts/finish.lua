@@ -152,7 +152,7 @@ if (#retry_due > 0 or #ended > 0) and flags[2] then
       r_dues[#r_dues + 1] = retry_due[i]
       r_ids[#r_ids + 1] = retry_due[i + 1]
     end
-    file_prio(r_ids, r_dues, fetch_many('HMGET', K_PRIO, r_ids), now)
+    P().file_prio(r_ids, r_dues, fetch_many('HMGET', K_PRIO, r_ids), now)
   end
   if #ended > 0 then
     call_many('HDEL', K_PRIO, ended, 1)
@@ -180,7 +180,7 @@ if #gone > 0 and flags[7] then
   F.forget(ended)
 end
 if #dead_ids > 0 then
-  kill_many(dead_ids, dead_recs, dead_reasons, now, dead_keys)
+  P().kill_many(dead_ids, dead_recs, dead_reasons, now, dead_keys)
   redis.call('HINCRBY', K_STATS, 'failed', #dead_ids)
 end
 if processed > 0 then

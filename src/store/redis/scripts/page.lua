@@ -103,7 +103,7 @@ if #members == 0 then
   return {}
 end
 if state == 'dead' then
-  return dead_entries({}, members, scores)
+  return P().dead_entries({}, members, scores)
 end
 if state == 'done' then
   local kept = fetch_many('HMGET', K_DONE_JOBS, members)
@@ -117,4 +117,4 @@ if state == 'done' then
   return out
 end
 local keys = listed_keys(members, state == 'waiting' and KEYS[25] or nil)
-return live_entries({}, members, scores, state == 'active', keys)
+return P().live_entries({}, members, scores, state == 'active', keys)

@@ -27,7 +27,7 @@ for i = 1, n do
     if prio then
       redis.call('ZREM', K_PRIO_READY, id)
       redis.call('ZREM', K_PRIO_WAIT, id)
-      file_prio({ id }, { at }, { prio }, now)
+      P().file_prio({ id }, { at }, { prio }, now)
     end
     -- A keyed job is filed under its key by its new due time (fair.lua).
     if redis.call('HEXISTS', K_STATS, 'fair') == 1 then
