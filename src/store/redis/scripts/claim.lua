@@ -318,14 +318,14 @@ elseif max > 0 and next_due and next_due <= now then
       F.claim(max - #got / 2, now, got, key_max, key_interval, key_burst, legacy)
     end
   elseif #got / 2 < max then
-    local more = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, max - #got / 2)
+    local more = redis.call('ZRANGE', K_DUE, '-inf', string.format('%d', now), 'BYSCORE', 'LIMIT', '0', string.format('%d', max - #got / 2))
     if #more > 0 then
       -- The head's due time is `next_due` unless jobs with a priority just left `due`.
       with_due_times(more, #got == 0 and next_due or nil, got)
       -- The claimed ids are exactly the lowest ranks. Removing them is the first write: when Redis is
       -- full (maxmemory, noeviction) it refuses a script whose first write may grow memory, and a
       -- claim, which only moves jobs, must still run then, or a full Redis could never be drained.
-      redis.call('ZREMRANGEBYRANK', K_DUE, 0, #more - 1)
+      redis.call('ZREMRANGEBYRANK', K_DUE, '0', string.format('%d', #more - 1))
     end
   end
   local k = #got / 2
@@ -384,7 +384,7 @@ elseif max > 0 and next_due and next_due <= now then
       end
       drop_marker_if_last()
     end
-    redis.call('SET', K_CLAIM, table.concat(ids, '\n'), 'PX', lease)
+    redis.call('SET', K_CLAIM, table.concat(ids, '\n'), 'PX', ARGV[2])
     if next_lease == nil or deadline < next_lease then
       next_lease = deadline
     end
@@ -415,7 +415,7 @@ if held == 1 then
   next_due = nil
 end
 
-local pending = redis.call('ZRANGE', K_DEAD_PENDING, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1)
+local pending = redis.call('ZRANGE', K_DEAD_PENDING, '-inf', string.format('%d', now), 'BYSCORE', 'LIMIT', '0', '1')
 if ends == nil then
   ends = redis.call('HGET', K_STATS, 'ends')
 end

@@ -323,11 +323,11 @@ local function fair_helpers()
       return earliest(K_DUE)
     end
     local at = nil
-    local w = redis.call('ZRANGE', K_FWAIT, 0, 0, 'WITHSCORES')
+    local w = redis.call('ZRANGE', K_FWAIT, '0', '0', 'WITHSCORES')
     if #w > 0 then
       at = tonumber(w[2])
     end
-    local e = redis.call('ZRANGE', K_DUE, 0, 0, 'WITHSCORES')
+    local e = redis.call('ZRANGE', K_DUE, '0', '0', 'WITHSCORES')
     if #e > 0 and e[1] ~= HASHED and redis.call('HEXISTS', K_FKEY, e[1]) == 0 then
       local d = tonumber(e[2])
       if d <= MAX_MS and (at == nil or d < at) then
@@ -388,7 +388,7 @@ local function fair_helpers()
     local all, owner, at = {}, {}, {}
     for j, k in ipairs(ks) do
       local from = k.nread
-      local ids = redis.call('ZRANGE', K_FQ .. k.name, from, from + counts[j] - 1)
+      local ids = redis.call('ZRANGE', K_FQ .. k.name, string.format('%d', from), string.format('%d', from + counts[j] - 1))
       if #ids < counts[j] then
         k.whole = true
       end
@@ -438,11 +438,11 @@ local function fair_helpers()
   -- taken from `due` by rank; the write-back drops the entries passed. Returns how many it took. Jobs
   -- claimed earlier in the call must be out of `due` before.
   local function take_head(k, need, now, got)
-    local head = redis.call('ZRANGE', K_DUE, '-inf', now, 'BYSCORE', 'LIMIT', 0, need)
+    local head = redis.call('ZRANGE', K_DUE, '-inf', string.format('%d', now), 'BYSCORE', 'LIMIT', '0', string.format('%d', need))
     local took = #head
     if took > 0 then
       with_due_times(head, nil, got)
-      redis.call('ZREMRANGEBYRANK', K_DUE, 0, took - 1)
+      redis.call('ZREMRANGEBYRANK', K_DUE, '0', string.format('%d', took - 1))
       -- The entries passed go with the write-back; the one after is read there.
       k.pos = k.pos + took
       k.nread, k.whole = k.pos - 1, false
@@ -469,7 +469,8 @@ local function fair_helpers()
   -- took (the write-back's, where it goes).
   local function fair_claim(want, now, got, kmax, interval, burst, legacy)
     local vt = redis.call('HGET', K_FSTATS, 'vt')
-    local woke = redis.call('ZRANGE', K_FWAIT, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1000)
+    local now_s = string.format('%d', now)
+    local woke = redis.call('ZRANGE', K_FWAIT, '-inf', now_s, 'BYSCORE', 'LIMIT', '0', '1000')
     if #woke > 0 then
       call_many('ZREM', K_FWAIT, woke, 1)
       local add = {}
@@ -481,9 +482,9 @@ local function fair_helpers()
     end
     -- Rates' TATs and holds that have passed say nothing more.
     if interval > 0 then
-      redis.call('ZREMRANGEBYSCORE', K_FTAT, '-inf', now)
+      redis.call('ZREMRANGEBYSCORE', K_FTAT, '-inf', now_s)
     end
-    redis.call('ZREMRANGEBYSCORE', K_FHOLD, '-inf', now)
+    redis.call('ZREMRANGEBYSCORE', K_FHOLD, '-inf', now_s)
     local any_hold = redis.call('EXISTS', K_FHOLD) == 1
     -- Whether the last key left with jobs due now may take them from the head of `due` (take_head): no
     -- limit per key and no hold (a key held back keeps jobs due now), no unfiled job (`flegacy`), every
@@ -496,7 +497,7 @@ local function fair_helpers()
     -- Each turn claims jobs or files a key elsewhere: bounded.
     local turns = 4 * want + 16
     while taken < want and turns > 0 do
-      local popped = redis.call('ZPOPMIN', K_FREADY, want - taken + 1)
+      local popped = redis.call('ZPOPMIN', K_FREADY, string.format('%d', want - taken + 1))
       if #popped == 0 then
         break
       end
@@ -623,13 +624,13 @@ local function fair_helpers()
           -- All of its queue goes: deleted with the others' below.
           emptied[#emptied + 1] = K_FQ .. k.name
         elseif drop > 0 then
-          redis.call('ZREMRANGEBYRANK', K_FQ .. k.name, 0, drop - 1)
+          redis.call('ZREMRANGEBYRANK', K_FQ .. k.name, '0', string.format('%d', drop - 1))
         end
         if k.pos <= k.nread then
           head = tonumber(k.dues[k.pos])
         elseif not k.whole then
           -- Every entry read was claimed or stale, and there are more: the next one decides.
-          local nxt = redis.call('ZRANGE', K_FQ .. k.name, 0, 0, 'WITHSCORES')
+          local nxt = redis.call('ZRANGE', K_FQ .. k.name, '0', '0', 'WITHSCORES')
           if #nxt > 0 then
             head = tonumber(nxt[2])
           end

@@ -184,7 +184,7 @@ if #dead_ids > 0 then
   redis.call('HINCRBY', K_STATS, 'failed', #dead_ids)
 end
 if processed > 0 then
-  redis.call('HINCRBY', K_STATS, 'processed', processed)
+  redis.call('HINCRBY', K_STATS, 'processed', string.format('%d', processed))
 end
 if processed + retried + #dead_ids > 0 then
   tally(now, 0, processed, retried, #dead_ids, #dead_ids)
