@@ -29,7 +29,9 @@
 -- redis.call per batch: TIME, ZRANGE (earliest lease), ZRANGE (earliest due), HMGET (paused, flow, ends), ZRANGE
 -- (due <= now), ZREMRANGEBYRANK, ZADD and HSETNX (the marker of prelude.lua), ZADD (active), HSET
 -- (leases), HMGET (records), GET and SET (the claim's record), ZRANGE (next due), ZRANGE (dead pending)
--- = 15 whatever the batch size, and DEL (the previous claim's record) when the caller names one; a
+-- = 15 whatever the batch size, plus the due times read once per run of jobs sharing one (ZCOUNT for
+-- a batch of two or more, then ZSCORE and ZCOUNT per further run, or one ZMSCORE for the rest after a
+-- run of one: see with_due_times), and DEL (the previous claim's record) when the caller names one; a
 -- call that finds nothing due makes 5 (HGET of `ends`). A sweep that finds expired leases adds 5 calls, plus 1 to 4 per expired lease (rare: a
 -- worker died or stalled). Flow control adds ZCARD and ZSCORE (max running), HSET (the rate's TAT).
 local max, lease = tonumber(ARGV[1]), tonumber(ARGV[2])

@@ -33,9 +33,9 @@
 -- again (fair_release).
 local K_FKEY = string.sub(K_DUE, 1, #K_DUE - 3) .. 'fkey'
 -- The helpers, and the names of the keys above, as fields (`F.file`, `F_KEYS.READY`...): made by
--- fair_helpers(), at most once per call. One table, not a local each: every variable a closure captures
--- is an upvalue allocated when the closure is made, and fair_helpers is made at every call of every
--- script (about 300 instructions an upvalue, 11,000 a call with the 35 it had; callgrind).
+-- fair_helpers(), at most once per call. Two small tables, not a local each: every variable a closure
+-- captures is an upvalue allocated when the closure is made, and fair_helpers is made at every call of
+-- every script (about 300 instructions an upvalue, 11,000 a call with the 35 it had; callgrind).
 local F, F_KEYS = nil, nil
 
 local function fair_helpers()
