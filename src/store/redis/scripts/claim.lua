@@ -47,6 +47,8 @@ local key_label = ARGV[17]
 local K_CLAIM, K_RECEIVED = KEYS[28], KEYS[29]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- Now as redis.call takes it (see earliest in prelude_core.lua), written once.
+local now_s = string.format('%d', now)
 local now_us_part = tonumber(time[2]) % 1000
 local swept, swept_dead = 0, 0
 
@@ -320,7 +322,7 @@ elseif max > 0 and next_due and next_due <= now then
       F.claim(max - #got / 2, now, got, key_max, key_interval, key_burst, legacy)
     end
   elseif #got / 2 < max then
-    local more = redis.call('ZRANGE', K_DUE, '-inf', string.format('%d', now), 'BYSCORE', 'LIMIT', '0', string.format('%d', max - #got / 2))
+    local more = redis.call('ZRANGE', K_DUE, '-inf', now_s, 'BYSCORE', 'LIMIT', '0', string.format('%d', max - #got / 2))
     if #more > 0 then
       -- The head's due time is `next_due` unless jobs with a priority just left `due`.
       with_due_times(more, #got == 0 and next_due or nil, got)
@@ -417,7 +419,7 @@ if held == 1 then
   next_due = nil
 end
 
-local pending = redis.call('ZRANGE', K_DEAD_PENDING, '-inf', string.format('%d', now), 'BYSCORE', 'LIMIT', '0', '1')
+local pending = redis.call('ZRANGE', K_DEAD_PENDING, '-inf', now_s, 'BYSCORE', 'LIMIT', '0', '1')
 if ends == nil then
   ends = redis.call('HGET', K_STATS, 'ends')
 end

@@ -434,11 +434,11 @@ local function fair_helpers()
   -- yet), in its queue's order; its queue is not read. `k` moves past as many entries as it took: the
   -- live ones among them are the first of its live entries, so all taken (a stale entry among them,
   -- a job claimed by its priority, is dropped, and leaves the entry of a job taken here behind, stale
-  -- in its place, which a later claim passes). Appends id, due time pairs to `got`, removes the jobs
-  -- taken from `due` by rank; the write-back drops the entries passed. Returns how many it took. Jobs
-  -- claimed earlier in the call must be out of `due` before.
-  local function take_head(k, need, now, got)
-    local head = redis.call('ZRANGE', K_DUE, '-inf', string.format('%d', now), 'BYSCORE', 'LIMIT', '0', string.format('%d', need))
+  -- in its place, which a later claim passes). `now_s`: now, written once by the caller. Appends id,
+  -- due time pairs to `got`, removes the jobs taken from `due` by rank; the write-back drops the entries
+  -- passed. Returns how many it took. Jobs claimed earlier in the call must be out of `due` before.
+  local function take_head(k, need, now_s, got)
+    local head = redis.call('ZRANGE', K_DUE, '-inf', now_s, 'BYSCORE', 'LIMIT', '0', string.format('%d', need))
     local took = #head
     if took > 0 then
       with_due_times(head, nil, got)
@@ -578,7 +578,7 @@ local function fair_helpers()
             call_many('ZREM', K_DUE, claimed, 1)
             claimed, nclaimed = {}, 0
           end
-          took = take_head(k, cap, now, got)
+          took = take_head(k, cap, now_s, got)
         end
         -- The usual claim takes the rest (from a stale entry of the queue on, if any).
         local ngot = #got
