@@ -1,5 +1,5 @@
 //! Fault suite: hostile input. Ids with hash-tag braces, colons, globs, spaces and unicode; 10 KB
-//! strings; oversized and undecodable payloads; the script cache flushed while workers run; two
+//! strings; oversized and undecodable payloads; the script cache and function libraries flushed while workers run; two
 //! namespaces whose names look alike.
 
 mod fault;
@@ -99,12 +99,14 @@ async fn hostile_ids_and_payloads_run_correctly_while_the_script_cache_is_flushe
     let mut flushes = 0;
     rig.drain_with(Duration::from_secs(60), |rig| {
         rig.server.cli(&["SCRIPT", "FLUSH"]).unwrap();
+        rig.server.cli(&["FUNCTION", "FLUSH"]).unwrap();
         flushes += 1;
     })
     .await;
     assert!(flushes >= 5, "only {flushes} flushes");
     // Flush while idle too, then run one more job.
     rig.server.cli(&["SCRIPT", "FLUSH"]).unwrap();
+    rig.server.cli(&["FUNCTION", "FLUSH"]).unwrap();
     rig.enqueue_now("after-flush", 1, 0).await;
     rig.drain(Duration::from_secs(30)).await;
     let report = rig
@@ -115,7 +117,7 @@ async fn hostile_ids_and_payloads_run_correctly_while_the_script_cache_is_flushe
             ..Expect::default()
         })
         .await;
-    eprintln!("hostile: {flushes} SCRIPT FLUSH while the workers ran; {report}");
+    eprintln!("hostile: {flushes} SCRIPT FLUSH and FUNCTION FLUSH while the workers ran; {report}");
     assert_eq!(report.dead, 5);
     // The other namespace was untouched.
     let counts = other.topic::<Work>().counts().await.unwrap();

@@ -1,4 +1,5 @@
-//! Faults: a store outlives Redis restarts, killed connections, pauses and a flushed script cache.
+//! Faults: a store outlives Redis restarts, killed connections and pauses (flushed scripts and function
+//! libraries: redis_scripts.rs).
 
 mod support;
 
@@ -78,16 +79,6 @@ async fn a_paused_redis_gives_backend_errors_then_recovers() {
     server.resume();
     let c = until_ok("counts after resume", || s.counts(T)).await;
     assert_eq!(c.ready, 1);
-}
-
-#[tokio::test]
-async fn script_flush_is_survived() {
-    let server = RedisServer::start();
-    let s = store(&server, "shop").await;
-    s.enqueue(T, vec![job("a", Due::In(0))]).await.unwrap();
-    server.cli(&["SCRIPT", "FLUSH"]).unwrap();
-    s.enqueue(T, vec![job("b", Due::In(0))]).await.unwrap();
-    assert_eq!(s.claim(T, claim(10)).await.unwrap().jobs.len(), 2);
 }
 
 /// Fills Redis (maxmemory, noeviction) with jobs due later, until an enqueue is refused.

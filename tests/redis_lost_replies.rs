@@ -22,7 +22,7 @@ async fn a_claim_whose_reply_was_lost_is_handed_back_when_sent_again() {
         .map(|i| job(&format!("j{i}"), postpone::store::Due::In(0)))
         .collect();
     s.enqueue(T, jobs).await.unwrap();
-    // Loads the claim script (a NOSCRIPT retry would send it twice).
+    // Loads the claim script (a retry after "function not found" would send it twice).
     s.claim(T, claim(0)).await.unwrap();
 
     // Redis stops answering: the claim is sent, times out, and runs once Redis goes on.

@@ -163,21 +163,165 @@ async fn an_idle_claim_costs_six_commands() {
         let b = s.claim(T, claim(50)).await.unwrap();
         assert!(b.jobs.is_empty() && b.next_due_ms.is_some());
     }
-    // EVALSHA + TIME + 3 ZRANGE (earliest lease, earliest due, dead pending) + HGET (whether ends of
+    // FCALL + TIME + 3 ZRANGE (earliest lease, earliest due, dead pending) + HGET (whether ends of
     // jobs that batches follow wait for delivery): whether the topic is paused is read only when
     // something is due (and then with the ends flag, in one HMGET).
     assert_eq!(commands(&server), 10 * 6);
 }
 
 #[tokio::test]
-async fn scripts_come_back_after_script_flush() {
+async fn scripts_come_back_after_script_and_function_flush() {
     let server = RedisServer::start();
     let s = store(&server, "shop").await;
     s.enqueue(T, vec![job("a", Due::In(0))]).await.unwrap();
     server.cli(&["SCRIPT", "FLUSH"]).unwrap();
-    // NOSCRIPT: loaded again and run, once.
+    server.cli(&["FUNCTION", "FLUSH"]).unwrap();
+    server.cli(&["CONFIG", "RESETSTAT"]).unwrap();
+    // Function not found: its library loaded again and the call made again, as a function.
     s.enqueue(T, vec![job("b", Due::In(0))]).await.unwrap();
     assert_eq!(s.claim(T, claim(10)).await.unwrap().jobs.len(), 2);
+    let calls = calls_by_command(&server);
+    let count = |name: &str| calls.get(name).copied().unwrap_or(0);
+    assert_eq!(count("function|load"), 2, "{calls:?}");
+    // Each script called twice: not found, then run.
+    assert_eq!(count("fcall"), 4, "{calls:?}");
+    assert_eq!(count("evalsha") + count("eval"), 0, "{calls:?}");
+}
+
+// A function library keeps its helpers from call to call: calls for two topics with keyed jobs,
+// interleaved on one Redis, each file and claim their own topic's jobs under their own topic's keys
+// (fair.lua's helpers, made for one topic, are made again for the other).
+#[tokio::test]
+async fn interleaved_topics_keep_their_own_keys_in_one_function_library() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    let topics = [T, "orders.other"];
+    for round in 0..3 {
+        for topic in topics {
+            let jobs = (0..2)
+                .map(|k| {
+                    job(&format!("{topic}-{round}-{k}"), Due::In(0))
+                        .with_key(Some(format!("tenant {k}")))
+                })
+                .collect();
+            s.enqueue(topic, jobs).await.unwrap();
+        }
+    }
+    // Each topic's keys hold its own two keys' queues and its ready keys.
+    for topic in topics {
+        let tag = format!("postpone:{{shop:{topic}}}");
+        let queues = server.cli(&["KEYS", &format!("{tag}:fq:*")]).unwrap();
+        assert!(
+            matches!(&queues, redis::Value::Array(q) if q.len() == 2),
+            "{topic}: {queues:?}"
+        );
+        let ready = server.cli(&["ZCARD", &format!("{tag}:fready")]).unwrap();
+        assert_eq!(ready, redis::Value::Int(2), "{topic}");
+    }
+    for round in 0..3 {
+        for topic in topics {
+            let claimed = s.claim(topic, claim(2)).await.unwrap().jobs;
+            let ids: Vec<&str> = claimed.iter().map(|j| j.id.as_str()).collect();
+            assert_eq!(ids.len(), 2, "round {round}, {topic}: {ids:?}");
+            assert!(
+                ids.iter().all(|id| id.starts_with(&format!("{topic}-"))),
+                "round {round}, {topic}: {ids:?}"
+            );
+            // Round-robin between the topic's two keys: one job of each.
+            let keys: Vec<char> = ids.iter().map(|id| id.chars().last().unwrap()).collect();
+            assert!(keys.contains(&'0') && keys.contains(&'1'), "{ids:?}");
+        }
+    }
+    for topic in topics {
+        let c = s.counts(topic).await.unwrap();
+        assert_eq!((c.ready, c.active), (0, 6), "{topic}");
+    }
+    let calls = calls_by_command(&server);
+    assert!(calls.contains_key("fcall"), "{calls:?}");
+}
+
+// A Redis that runs no functions (before 7.0, or where FCALL and FUNCTION are renamed away) runs
+// every script with EVALSHA.
+#[tokio::test]
+async fn a_redis_without_functions_runs_the_scripts_by_evalsha() {
+    let server = RedisServer::builder()
+        .arg("--rename-command")
+        .arg("FCALL")
+        .arg("")
+        .arg("--rename-command")
+        .arg("FUNCTION")
+        .arg("")
+        .start();
+    let s = store(&server, "shop").await;
+    scripts_run(&s).await;
+    let calls = calls_by_command(&server);
+    // Three enqueues, a claim, a finish and the counts, each by script.
+    assert!(calls.get("evalsha").copied().unwrap_or(0) >= 6, "{calls:?}");
+}
+
+// Where the user's ACL denies FCALL, the store runs its scripts with EVALSHA after the first denial,
+// and never tries FCALL again (the ACL log counts each denied call).
+#[tokio::test]
+async fn a_user_denied_functions_runs_the_scripts_by_evalsha_after_one_denial() {
+    let server = RedisServer::start();
+    server
+        .cli(&["ACL", "SETUSER", "default", "-fcall", "-function"])
+        .unwrap();
+    let s = store(&server, "shop").await;
+    scripts_run(&s).await;
+    scripts_run(&s).await;
+    let log = server.cli(&["ACL", "LOG"]).unwrap();
+    assert_eq!(denied(&log, "fcall"), 1, "{log:?}");
+    let calls = calls_by_command(&server);
+    assert!(
+        calls.get("evalsha").copied().unwrap_or(0) >= 12,
+        "{calls:?}"
+    );
+}
+
+/// Enqueues three jobs one at a time, claims and finishes them, and checks the counts.
+async fn scripts_run(s: &postpone::store::redis::RedisStore) {
+    let ids = ["a", "b", "c"];
+    for id in ids {
+        s.enqueue(T, vec![job(id, Due::In(0))]).await.unwrap();
+    }
+    let jobs = s.claim(T, claim(10)).await.unwrap().jobs;
+    assert_eq!(jobs.len(), 3);
+    let items = jobs
+        .iter()
+        .map(|j| FinishItem::new(j.id.clone(), j.token, Finish::Done))
+        .collect();
+    let done = s.finish(T, items).await.unwrap();
+    assert!(done.iter().all(|o| *o == FinishOutcome::Applied));
+    let c = s.counts(T).await.unwrap();
+    assert_eq!((c.ready, c.scheduled, c.active), (0, 0, 0));
+}
+
+/// How many calls of `command` the ACL log's entries (`ACL LOG`) say were denied.
+fn denied(log: &redis::Value, command: &str) -> i64 {
+    let redis::Value::Array(entries) = log else {
+        return 0;
+    };
+    let mut total = 0;
+    for entry in entries {
+        let fields: Vec<String> = match entry {
+            redis::Value::Array(items) => items
+                .iter()
+                .map(|v| redis::FromRedisValue::from_redis_value(v.clone()).unwrap_or_default())
+                .collect(),
+            _ => continue,
+        };
+        let field = |name: &str| {
+            fields
+                .chunks(2)
+                .find(|kv| kv[0] == name)
+                .map(|kv| kv[1].clone())
+        };
+        if field("object").as_deref() == Some(command) {
+            total += field("count").and_then(|c| c.parse().ok()).unwrap_or(0);
+        }
+    }
+    total
 }
 
 /// The calls `expected` names, as a map.
@@ -227,7 +371,7 @@ async fn a_plain_job_pays_no_command_for_features_it_does_not_use() {
     assert_eq!(
         calls_by_command(&server),
         counted(&[
-            ("evalsha", 1),
+            ("fcall", 1),
             ("time", 1),
             ("zrange", 1),
             ("hsetnx", 1),
@@ -244,7 +388,7 @@ async fn a_plain_job_pays_no_command_for_features_it_does_not_use() {
     assert_eq!(
         calls_by_command(&server),
         counted(&[
-            ("evalsha", 1),
+            ("fcall", 1),
             ("time", 1),
             ("zmscore", 2),
             ("zrange", 1),
@@ -266,7 +410,7 @@ async fn a_plain_job_pays_no_command_for_features_it_does_not_use() {
     assert_eq!(
         calls_by_command(&server),
         counted(&[
-            ("evalsha", 1),
+            ("fcall", 1),
             ("time", 1),
             ("zrange", 5),
             ("zcount", 2),
@@ -289,7 +433,7 @@ async fn a_plain_job_pays_no_command_for_features_it_does_not_use() {
     assert_eq!(
         calls_by_command(&server),
         counted(&[
-            ("evalsha", 1),
+            ("fcall", 1),
             ("time", 1),
             ("hmget", 2),
             ("scard", 1),

@@ -145,7 +145,6 @@ pub(crate) async fn batch_cancelled_members_count_cancelled_and_complete_without
     create_batch(s, id, new_batch(jobs, callbacks(&cb), true)).await;
 
     let running = claim_id(s, t, "running", LONG).await;
-    claim_id(s, t, "swept", SHORT).await;
     assert_eq!(s.cancel(t, "due").await.unwrap(), CancelOutcome::Removed);
     assert!(
         claim(s, t, 0, LONG).await.ends_pending,
@@ -166,7 +165,9 @@ pub(crate) async fn batch_cancelled_members_count_cancelled_and_complete_without
     assert_eq!(counted(s, id).await, (3, 0, 0, 2));
     assert!(fired(s, id).await.is_empty(), "one member is still running");
 
-    // ... or when the sweep of its expired lease does.
+    // ... or when the sweep of its expired lease does. Claimed just before it is cancelled: its short
+    // lease must not expire (and be swept by a claim) before the cancel.
+    claim_id(s, t, "swept", SHORT).await;
     assert_eq!(s.cancel(t, "swept").await.unwrap(), CancelOutcome::Marked);
     let Some(StoredState::Active { lease_deadline_ms }) = state(s, t, "swept").await else {
         panic!("swept is running")

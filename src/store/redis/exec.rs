@@ -1,6 +1,8 @@
 //! Running scripts and commands on either kind of connection: the shared connection to one Redis, or
 //! the cluster connection, which routes each command to the node serving its first key's slot.
 
+use std::sync::atomic::Ordering;
+
 use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value};
 
 use super::cluster::ClusterConnection;
@@ -46,8 +48,7 @@ impl Conns {
 
 impl RedisStore {
     /// Runs `script` on the keys of one topic (one hash tag, so one slot and one node) with the arguments
-    /// `args` writes. EVALSHA first; on NOSCRIPT (a restarted or failed-over node, a SCRIPT FLUSH) the
-    /// same call as EVAL, which also caches the script on that node. `args` may be called twice.
+    /// `args` writes: see [`eval_with`](Self::eval_with). `args` may be called more than once.
     pub(super) async fn eval(
         &self,
         context: &'static str,
@@ -59,6 +60,12 @@ impl RedisStore {
     }
 
     /// [`eval`](Self::eval) with only the first keys of a topic, for a script that touches only those.
+    ///
+    /// FCALL of the script's function library first (its prelude made once, when Redis loaded it; see
+    /// scripts.rs); when the node has not loaded it (a new, restarted or failed-over node without it),
+    /// FUNCTION LOAD (to every master of a cluster) and the FCALL again. A Redis without functions
+    /// (before 7.0, or FCALL renamed away or denied by its ACL) gets EVALSHA from then on; a load that
+    /// fails (a full Redis refuses FUNCTION LOAD) runs that call with EVALSHA.
     pub(super) async fn eval_with(
         &self,
         context: &'static str,
@@ -68,14 +75,9 @@ impl RedisStore {
     ) -> Result<Value> {
         // Room for a single job's arguments up front (batches grow it a few times, not once per argument).
         let key_bytes: usize = keys.iter().map(String::len).sum();
-        let call = |by_source: bool| {
+        let call = |verb: &str, name: &str| {
             let mut cmd = Cmd::with_capacity(keys.len() + 16, key_bytes + 512);
-            if by_source {
-                cmd.arg("EVAL").arg(&script.source);
-            } else {
-                cmd.arg("EVALSHA").arg(&script.sha1);
-            }
-            cmd.arg(keys.len()).arg(keys);
+            cmd.arg(verb).arg(name).arg(keys.len()).arg(keys);
             args(&mut cmd);
             cmd
         };
@@ -90,7 +92,38 @@ impl RedisStore {
             }
             Error::backend(context, e)
         };
-        match self.inner.conns.send(context, &call(false)).await? {
+        if self.inner.functions.load(Ordering::Relaxed) {
+            let fcall = call("FCALL", &script.function);
+            match self.inner.conns.send(context, &fcall).await? {
+                Ok(v) => return Ok(v),
+                Err(e) if no_functions(&e) => self.without_functions(&e),
+                Err(e) if function_missing(&e) => {
+                    let mut load = redis::cmd("FUNCTION");
+                    load.arg("LOAD").arg("REPLACE").arg(&script.library);
+                    match self.inner.conns.send(context, &load).await? {
+                        Ok(_) => match self.inner.conns.send(context, &fcall).await? {
+                            Ok(v) => return Ok(v),
+                            // Deleted again before the call (FUNCTION FLUSH): by script this once.
+                            Err(e) if function_missing(&e) => {}
+                            Err(e) => return Err(failed(e)),
+                        },
+                        Err(e) if no_functions(&e) => self.without_functions(&e),
+                        Err(e) => tracing::debug!(
+                            context,
+                            error = %e,
+                            "postpone: the node did not load the function library; this call by script"
+                        ),
+                    }
+                }
+                Err(e) => return Err(failed(e)),
+            }
+        }
+        match self
+            .inner
+            .conns
+            .send(context, &call("EVALSHA", &script.sha1))
+            .await?
+        {
             Ok(v) => Ok(v),
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                 tracing::debug!(
@@ -99,11 +132,22 @@ impl RedisStore {
                 );
                 self.inner
                     .conns
-                    .send(context, &call(true))
+                    .send(context, &call("EVAL", &script.source))
                     .await?
                     .map_err(failed)
             }
             Err(e) => Err(failed(e)),
+        }
+    }
+
+    /// Runs scripts with EVALSHA from now on: Redis answered `e` to FCALL or FUNCTION LOAD.
+    fn without_functions(&self, e: &RedisError) {
+        if self.inner.functions.swap(false, Ordering::Relaxed) {
+            tracing::info!(
+                error = %e,
+                "postpone: this Redis runs no functions (before 7.0, or FCALL renamed or denied); \
+                 running scripts with EVALSHA"
+            );
         }
     }
 
@@ -120,5 +164,24 @@ impl RedisStore {
             .await?
             .map_err(|e| Error::backend(context, e))?;
         T::from_redis_value(value).map_err(|e| Error::backend(context, e))
+    }
+}
+
+/// Whether `e` says the node has no such function (not loaded there yet, or deleted).
+fn function_missing(e: &RedisError) -> bool {
+    e.kind() == ErrorKind::Server(ServerErrorKind::ResponseError)
+        && e.detail()
+            .is_some_and(|d| d.starts_with("Function not found"))
+}
+
+/// Whether `e` says the server runs no functions for us: an unknown command (Redis before 7.0, or
+/// renamed away) or one the user's ACL denies.
+fn no_functions(e: &RedisError) -> bool {
+    match e.kind() {
+        ErrorKind::Server(ServerErrorKind::NoPerm) => true,
+        ErrorKind::Server(ServerErrorKind::ResponseError) => e.detail().is_some_and(|d| {
+            d.starts_with("unknown command") || d.starts_with("unknown subcommand")
+        }),
+        _ => false,
     }
 }

@@ -72,6 +72,7 @@ mod workflow;
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -178,6 +179,8 @@ struct Inner {
     cancels: GroupCommit<Cancels>,
     reschedules: GroupCommit<Reschedules>,
     keyed: GroupCommit<keyed::KeyedEnqueues>,
+    /// Whether scripts run as functions (FCALL; see exec.rs): until Redis says it has none.
+    functions: AtomicBool,
 }
 
 impl fmt::Debug for RedisStore {
@@ -244,6 +247,7 @@ impl RedisStore {
                 hints,
                 announcements,
                 enqueues: GroupCommit::default(),
+                functions: AtomicBool::new(true),
                 cancels: GroupCommit::default(),
                 reschedules: GroupCommit::default(),
                 keyed: GroupCommit::default(),
@@ -307,6 +311,7 @@ impl RedisStore {
                 hints,
                 announcements,
                 enqueues: GroupCommit::default(),
+                functions: AtomicBool::new(true),
                 cancels: GroupCommit::default(),
                 reschedules: GroupCommit::default(),
                 keyed: GroupCommit::default(),

@@ -1,5 +1,7 @@
-//! The Lua scripts: one per state change, each loaded with `include_str!` behind a shared prelude and
-//! run with EVALSHA, falling back to EVAL (which also caches the script) on NOSCRIPT: see `exec.rs`.
+//! The Lua scripts: one per state change, each loaded with `include_str!` behind a shared prelude, and
+//! each also a function library: run with FCALL (the library loaded on "Function not found"), or on a
+//! Redis without functions with EVALSHA, falling back to EVAL (which also caches the script) on
+//! NOSCRIPT: see `exec.rs`.
 
 use std::sync::LazyLock;
 
@@ -22,120 +24,207 @@ const BATCH: &str = include_str!("scripts/batch_prelude.lua");
 /// The periodic scripts' helpers, after the prelude.
 const PERIODIC: &str = include_str!("scripts/periodic_prelude.lua");
 
-/// A script's source and its SHA1 (the EVALSHA name).
+/// A script: its source for EVAL and its SHA1 (the EVALSHA name), and the same code as a function
+/// library for FUNCTION LOAD and its function's name (for FCALL): see `exec.rs`.
 pub(super) struct Script {
     pub(super) source: String,
     pub(super) sha1: String,
+    /// `postpone_<sha1>`: the library's name and its one function's.
+    pub(super) function: String,
+    /// The library: the prelude's functions made once, when Redis loads it, not at every call.
+    pub(super) library: String,
 }
 
-/// Every script of the backend.
-pub(super) struct Scripts {
-    pub(super) enqueue: Script,
-    pub(super) enqueue_one: Script,
-    pub(super) enqueue_plain: Script,
-    pub(super) enqueue_once: Script,
-    pub(super) enqueue_keyed: Script,
-    pub(super) claim: Script,
-    pub(super) finish: Script,
-    pub(super) extend: Script,
-    pub(super) cancel: Script,
-    pub(super) reschedule: Script,
-    pub(super) job: Script,
-    pub(super) counts: Script,
-    pub(super) dead_list: Script,
-    pub(super) dead_requeue: Script,
-    pub(super) dead_purge: Script,
-    pub(super) dead_trim: Script,
-    pub(super) dead_of: Script,
-    pub(super) dead_claim: Script,
-    pub(super) dead_ack: Script,
-    pub(super) dead_retry: Script,
-    pub(super) page: Script,
-    pub(super) find_prefix: Script,
-    pub(super) history: Script,
-    pub(super) fair_keys: Script,
-    pub(super) set_paused: Script,
-    pub(super) hold: Script,
-    pub(super) registry: Script,
-    pub(super) outboxes: Script,
-    pub(super) outcome: Script,
-    pub(super) retain: Script,
-    pub(super) progress: Script,
-    pub(super) periodic_upsert: Script,
-    pub(super) periodic_tick: Script,
-    pub(super) periodic_trigger: Script,
-    pub(super) periodic_list: Script,
-    pub(super) enqueue_member: Script,
-    pub(super) batch_mark: Script,
-    pub(super) batch_add: Script,
-    pub(super) batch_count: Script,
-    pub(super) batch_unstage: Script,
-    pub(super) batch_due: Script,
-    pub(super) ends_claim: Script,
-    pub(super) ends_ack: Script,
-    pub(super) dep_follow: Script,
-    pub(super) dep_park: Script,
-    pub(super) dep_hear: Script,
+/// Whether a script may run while Redis is over its `maxmemory`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Memory {
+    /// It adds jobs: refused up front when Redis is full (FCALL of a function without `allow-oom`).
+    Grows,
+    /// It moves, ends, reads or removes: it runs when Redis is full (`allow-oom`), so that workers
+    /// drain a full Redis.
+    Drains,
 }
 
-fn script(body: &str) -> Script {
-    with_source(format!("{PRELUDE_CORE}\n{PRELUDE}\n{FAIR}\n{body}"))
+/// The prelude's parts a script runs behind, in this order, and its body.
+struct Spec {
+    pieces: &'static [&'static str],
+    body: String,
+    memory: Memory,
+}
+
+impl Spec {
+    /// The script that adds jobs: refused by a full Redis.
+    fn grows(mut self) -> Spec {
+        self.memory = Memory::Grows;
+        self
+    }
+}
+
+const FULL: &[&str] = &[PRELUDE_CORE, PRELUDE, FAIR];
+
+fn spec(pieces: &'static [&'static str], body: &str) -> Spec {
+    Spec {
+        pieces,
+        body: body.to_owned(),
+        memory: Memory::Drains,
+    }
+}
+
+fn script(body: &str) -> Spec {
+    spec(FULL, body)
 }
 
 /// A script that needs only the core of the prelude.
-fn lean_script(body: &str) -> Script {
-    with_source(format!("{PRELUDE_CORE}\n{body}"))
-}
-
-fn with_source(source: String) -> Script {
-    let sha1 = redis::Script::new(&source).get_hash().to_owned();
-    Script { source, sha1 }
+fn lean_script(body: &str) -> Spec {
+    spec(&[PRELUDE_CORE], body)
 }
 
 /// A script that calls enqueue.lua's body as `enqueue_jobs(ARGV)`.
-fn with_enqueue_jobs(body: &str) -> Script {
+fn with_enqueue_jobs(body: &str) -> Spec {
     script(&format!(
         "local function enqueue_jobs(ARGV)\n{}\nend\n{body}",
         include_str!("scripts/enqueue.lua")
     ))
+    .grows()
 }
 
 /// A script that ends jobs or reads outcomes: the prelude, outcomes.lua, the body.
-fn with_outcomes(body: &str) -> Script {
-    script(&format!("{OUTCOMES}\n{body}"))
+fn with_outcomes(body: &str) -> Spec {
+    spec(&[PRELUDE_CORE, PRELUDE, FAIR, OUTCOMES], body)
 }
 
 /// A script that shows jobs' keys for fairness: the prelude, outcomes.lua, fair_listed.lua, the body.
-fn with_listed_keys(body: &str) -> Script {
-    with_outcomes(&format!("{FAIR_LISTED}\n{body}"))
+fn with_listed_keys(body: &str) -> Spec {
+    spec(&[PRELUDE_CORE, PRELUDE, FAIR, OUTCOMES, FAIR_LISTED], body)
 }
 
 /// A script of jobs that wait for jobs: the prelude, outcomes.lua, deps.lua, the body.
-fn with_deps(body: &str) -> Script {
-    with_outcomes(&format!("{DEPS}\n{body}"))
+fn with_deps(body: &str) -> Spec {
+    spec(&[PRELUDE_CORE, PRELUDE, FAIR, OUTCOMES, DEPS], body)
 }
 
 /// A batch script: the core of the prelude, the batch helpers, the body (see batch_prelude.lua).
-fn batch_script(body: &str) -> Script {
-    lean_script(&format!("{BATCH}\n{body}"))
+fn batch_script(body: &str) -> Spec {
+    spec(&[PRELUDE_CORE, BATCH], body)
 }
 
 /// A periodic script: the prelude, the periodic helpers, the body.
-fn periodic(body: &str) -> Script {
-    script(&format!("{PERIODIC}\n{body}"))
+fn periodic(body: &str) -> Spec {
+    spec(&[PRELUDE_CORE, PRELUDE, FAIR, PERIODIC], body)
 }
 
-/// The scripts, built once per process.
-pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    enqueue: script(include_str!("scripts/enqueue.lua")),
-    enqueue_one: lean_script(&format!(
-        "{FAIR}\n{}",
-        include_str!("scripts/enqueue_one.lua")
-    )),
-    enqueue_plain: lean_script(&format!(
-        "{FAIR}\n{}",
-        include_str!("scripts/enqueue_plain.lua")
-    )),
+impl From<Spec> for Script {
+    fn from(spec: Spec) -> Script {
+        let mut source = String::new();
+        for piece in spec.pieces {
+            source.push_str(piece);
+            source.push('\n');
+        }
+        source.push_str(&spec.body);
+        let sha1 = redis::Script::new(&source).get_hash().to_owned();
+        let function = format!("postpone_{sha1}");
+        let library = library(&function, &spec);
+        Script {
+            source,
+            sha1,
+            function,
+            library,
+        }
+    }
+}
+
+/// The function library of a script, named `name` (its one function is too).
+///
+/// A script's source makes every function of its prelude again at each call (Lua makes a closure for
+/// each `local function`, an upvalue for each variable it captures); a library makes them once, when
+/// Redis loads it, and each FCALL runs only the body. The prelude's lines at column 0 that read the
+/// call's keys (`local K_DUE, ... = KEYS[1], ...`, and names made from them: their right side names
+/// `KEYS` or a `K_` name) become declarations, assigned at each call by the piece's `bind` function
+/// before the body runs; `KEYS` and `ARGV` are locals of the library the call sets first. Everything
+/// else a piece keeps between calls is made from no key (the helper tables `P_` and `O`), or checks
+/// the keys it was made for (`F`, in fair.lua).
+fn library(name: &str, spec: &Spec) -> String {
+    let mut lib = format!("#!lua name={name}\nlocal KEYS, ARGV\n");
+    let mut binds = Vec::new();
+    for (i, piece) in spec.pieces.iter().enumerate() {
+        let mut assigns = String::new();
+        for line in piece.lines() {
+            match per_call(line) {
+                Some((names, value)) => {
+                    lib.push_str(&format!("local {names}\n"));
+                    assigns.push_str(&format!("  {names} = {value}\n"));
+                }
+                None => push_code(&mut lib, line),
+            }
+        }
+        if !assigns.is_empty() {
+            lib.push_str(&format!("local function bind{i}()\n{assigns}end\n"));
+            binds.push(format!("bind{i}()"));
+        }
+    }
+    let flags = match spec.memory {
+        Memory::Grows => "",
+        Memory::Drains => "'allow-oom'",
+    };
+    lib.push_str(&format!(
+        "redis.register_function{{function_name = '{name}', flags = {{ {flags} }}, \
+         callback = function(keys, args)\nKEYS, ARGV = keys, args\n{}\n",
+        binds.join(" "),
+    ));
+    for line in spec.body.lines() {
+        push_code(&mut lib, line);
+    }
+    lib.push_str("end}\n");
+    lib
+}
+
+/// Adds `line` to a library, but for a line of comment only its end: Redis keeps a library's code in
+/// memory and compiles it on every node that loads it, and comments are 40 % of the scripts' bytes.
+/// The line stays (empty), so Lua's errors name the lines of the source.
+fn push_code(lib: &mut String, line: &str) {
+    if !line.trim_start().starts_with("--") {
+        lib.push_str(line);
+    }
+    lib.push('\n');
+}
+
+/// A prelude line that reads the call's keys: `local NAMES = VALUE` at column 0 whose value names
+/// `KEYS` or a key made from them (`K_...`).
+fn per_call(line: &str) -> Option<(&str, &str)> {
+    let rest = line.strip_prefix("local ")?;
+    if rest.starts_with("function ") {
+        return None;
+    }
+    let (names, value) = rest.split_once(" = ")?;
+    (value.contains("KEYS") || value.contains("K_")).then_some((names, value))
+}
+
+/// Every script of the backend (`SCRIPTS.claim`...), built once per process, from its [`Spec`].
+macro_rules! scripts {
+    ($($(#[$doc:meta])* $name:ident: $spec:expr,)*) => {
+        /// Every script of the backend.
+        pub(super) struct Scripts {
+            $(pub(super) $name: Script,)*
+        }
+
+        impl Scripts {
+            /// Each script, by name.
+            #[cfg(test)]
+            fn all(&self) -> Vec<(&'static str, &Script)> {
+                vec![$((stringify!($name), &self.$name),)*]
+            }
+        }
+
+        pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+            $($name: Script::from($spec),)*
+        });
+    };
+}
+
+scripts! {
+    enqueue: script(include_str!("scripts/enqueue.lua")).grows(),
+    enqueue_one: spec(&[PRELUDE_CORE, FAIR], include_str!("scripts/enqueue_one.lua")).grows(),
+    enqueue_plain: spec(&[PRELUDE_CORE, FAIR], include_str!("scripts/enqueue_plain.lua")).grows(),
     // enqueue.lua's body as a function of its arguments, for the jobs not delivered before, and for
     // the jobs whose keys let them through.
     enqueue_once: with_enqueue_jobs(include_str!("scripts/enqueue_once.lua")),
@@ -158,10 +247,10 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     page: with_listed_keys(include_str!("scripts/page.lua")),
     find_prefix: with_listed_keys(include_str!("scripts/find_prefix.lua")),
     history: script(include_str!("scripts/history.lua")),
-    fair_keys: script(&format!(
-        "{FAIR_LISTED}\n{}",
-        include_str!("scripts/fair_keys.lua")
-    )),
+    fair_keys: spec(
+        &[PRELUDE_CORE, PRELUDE, FAIR, FAIR_LISTED],
+        include_str!("scripts/fair_keys.lua"),
+    ),
     set_paused: script(include_str!("scripts/set_paused.lua")),
     hold: script(include_str!("scripts/hold.lua")),
     registry: script(include_str!("scripts/registry.lua")),
@@ -169,9 +258,9 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     outcome: with_outcomes(include_str!("scripts/outcome.lua")),
     retain: with_outcomes(include_str!("scripts/retain.lua")),
     progress: with_outcomes(include_str!("scripts/progress.lua")),
-    periodic_upsert: periodic(include_str!("scripts/periodic_upsert.lua")),
-    periodic_tick: periodic(include_str!("scripts/periodic_tick.lua")),
-    periodic_trigger: periodic(include_str!("scripts/periodic_trigger.lua")),
+    periodic_upsert: periodic(include_str!("scripts/periodic_upsert.lua")).grows(),
+    periodic_tick: periodic(include_str!("scripts/periodic_tick.lua")).grows(),
+    periodic_trigger: periodic(include_str!("scripts/periodic_trigger.lua")).grows(),
     periodic_list: periodic(include_str!("scripts/periodic_list.lua")),
     // enqueue_once.lua's body as a function of its arguments, wrapping enqueue.lua's likewise.
     enqueue_member: with_enqueue_jobs(&format!(
@@ -179,20 +268,72 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
         include_str!("scripts/enqueue_once.lua"),
         include_str!("scripts/enqueue_member.lua")
     )),
-    batch_mark: lean_script(include_str!("scripts/batch_mark.lua")),
-    batch_add: batch_script(include_str!("scripts/batch_add.lua")),
+    batch_mark: lean_script(include_str!("scripts/batch_mark.lua")).grows(),
+    batch_add: batch_script(include_str!("scripts/batch_add.lua")).grows(),
     batch_count: batch_script(include_str!("scripts/batch_count.lua")),
     batch_unstage: batch_script(include_str!("scripts/batch_unstage.lua")),
     batch_due: lean_script(include_str!("scripts/batch_due.lua")),
     ends_claim: lean_script(include_str!("scripts/ends_claim.lua")),
     ends_ack: lean_script(include_str!("scripts/ends_ack.lua")),
     dep_follow: with_outcomes(include_str!("scripts/dep_follow.lua")),
-    dep_park: with_deps(include_str!("scripts/dep_park.lua")),
+    dep_park: with_deps(include_str!("scripts/dep_park.lua")).grows(),
     dep_hear: with_deps(include_str!("scripts/dep_hear.lua")),
-});
+}
 
 #[cfg(test)]
 mod tests {
+    use std::net::TcpListener;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    // Every script's library loads in a real Redis: Lua compiles its code only then (and refuses a
+    // function with more than 60 upvalues, a chunk with more than 200 locals), so a script no test
+    // calls would fail only in production. The server is started here, on a free port.
+    #[test]
+    fn every_function_library_loads() {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut server = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server on PATH");
+        let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap();
+        let start = Instant::now();
+        let mut conn = loop {
+            match client.get_connection() {
+                Ok(c) => break c,
+                Err(e) if start.elapsed() > Duration::from_secs(10) => panic!("{e}"),
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        };
+        let mut failed = Vec::new();
+        for (name, script) in super::SCRIPTS.all() {
+            let loaded: redis::RedisResult<String> = redis::cmd("FUNCTION")
+                .arg("LOAD")
+                .arg(&script.library)
+                .query(&mut conn);
+            match loaded {
+                Ok(lib) if lib == script.function => {}
+                Ok(lib) => failed.push(format!("{name}: loaded as {lib}")),
+                Err(e) => failed.push(format!("{name}: {e}")),
+            }
+        }
+        server.kill().unwrap();
+        server.wait().unwrap();
+        assert!(failed.is_empty(), "{failed:#?}");
+    }
+
     #[test]
     fn the_scripts_cap_due_times_like_the_seam() {
         let line = format!("local MAX_MS = {}\n", crate::store::MAX_DUE_MS);

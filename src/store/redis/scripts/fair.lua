@@ -1,9 +1,9 @@
 -- postpone: fairness by key (see docs/design/fairness.md and keys.rs), after the prelude, in every
 -- script that files, claims or ends jobs. A job may have a key (a tenant, a customer); within a topic,
 -- due jobs of different keys are claimed round-robin between keys. What it costs a topic with no keyed
--- job: one closure per call (the helpers are made by `fair_helpers()`, which a script calls only when
--- a job has a key or `fair` is set in stats), one more field read in the HMGETs of stats that the
--- claim and the finish make anyway, and an EXISTS of `fkey` per enqueue call (a topic with keyed jobs
+-- job: one closure per call by EVALSHA, none by FCALL (the helpers are made by `fair_helpers()`, which
+-- a script calls only when a job has a key or `fair` is set in stats), one more field read in the
+-- HMGETs of stats that the claim and the finish make anyway, and an EXISTS of `fkey` per enqueue call (a topic with keyed jobs
 -- files the jobs without a key under the key '': they take their turn as one key, under no limit per
 -- key).
 --
@@ -36,12 +36,15 @@ local K_FKEY = string.sub(K_DUE, 1, #K_DUE - 3) .. 'fkey'
 -- fair_helpers(), at most once per call. Two small tables, not a local each: every variable a closure
 -- captures is an upvalue allocated when the closure is made, and fair_helpers is made at every call of
 -- every script (about 300 instructions an upvalue, 11,000 a call with the 35 it had; callgrind).
-local F, F_KEYS = nil, nil
+-- `F_DUE`: the topic they were made for (`due`'s name). A function library (scripts.rs) keeps them
+-- from call to call: a call for another topic makes them again, with its keys' names.
+local F, F_KEYS, F_DUE = nil, nil, nil
 
 local function fair_helpers()
-  if F then
+  if F and F_DUE == K_DUE then
     return
   end
+  F_DUE = K_DUE
   -- The name of the key '' (jobs without a key, in a topic with keyed jobs): under no limit per key.
   local UNKEYED = 'da39a3ee5e6b4b0d3255bfef95601890afd80709'
   local base = string.sub(K_DUE, 1, #K_DUE - 3)

@@ -22,7 +22,8 @@ local TRIM_EXTRA = 16
 
 -- The helpers other scripts call (`O.after_end`...), made by outcome_helpers(): in a table, not in
 -- locals of the script, which the closure of outcome_helpers would capture (an upvalue allocated at
--- every call of every script that has this file; see fair.lua's `F`).
+-- every call of every script that has this file; see fair.lua's `F`). A function library keeps `O` from
+-- call to call (its helpers capture only the library's locals, which each call assigns).
 local O = nil
 
 -- Makes the helpers below (call before using any of them).

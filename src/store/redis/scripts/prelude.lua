@@ -60,7 +60,9 @@ local WAITING_KEYED = '^(%S+) (%S+) (%d+) (%a+) (%-?%d+) (%d+) (.+)$'
 -- P(): the helpers for deaths, listings and priorities (`P().kill_many`, `P().file_prio`...), made at a
 -- script's first use of one. Every function a script's source defines is a closure made at every call,
 -- with an upvalue allocated for each variable it captures: these twelve cost every call of every script
--- with this prelude some 12,000 instructions (callgrind), for paths most calls never take.
+-- with this prelude some 12,000 instructions (callgrind), for paths most calls never take. Sent by
+-- EVALSHA, P_ is nil at each call; in a function library (FCALL) it is kept from call to call: its
+-- helpers capture only the library's locals, which each call assigns (see scripts.rs).
 local P_ = nil
 local function P()
   if P_ then

@@ -1,6 +1,8 @@
 -- postpone: the core of the shared prelude (keys, constants, time, hints, history), prepended to every
 -- script by scripts.rs; the rest (prelude.lua) to every script but enqueue_one.lua, the single enqueue,
--- which needs only this: every function defined here costs each call of a script a closure.
+-- which needs only this: every function defined here costs each call of a script sent by EVALSHA a
+-- closure. As a function library (FCALL, Redis 7+; see scripts.rs) they are made once, when Redis
+-- loads it, and the lines that read KEYS below are assigned at each call instead.
 --
 -- KEYS are the sixteen keys of one topic, in the order of keys.rs (one hash tag, one slot), and for the
 -- claim script two more of the same topic: see claim.lua. Scripts never parse a record: records, ids
