@@ -10,7 +10,14 @@ use crate::BoxResult;
 const OWN_COMMANDS: [&str; 1] = ["info"];
 
 /// Commands a client sends that run scripts: the calls they make inside are not sent by the client.
-const SCRIPT_COMMANDS: [&str; 4] = ["evalsha", "eval", "evalsha_ro", "eval_ro"];
+const SCRIPT_COMMANDS: [&str; 6] = [
+    "fcall",
+    "fcall_ro",
+    "evalsha",
+    "eval",
+    "evalsha_ro",
+    "eval_ro",
+];
 
 /// A side connection to the benchmark's Redis.
 pub(crate) struct Probe {
@@ -35,7 +42,7 @@ impl CommandStats {
             delta.insert(name.clone(), d);
             sent += d;
         }
-        // Inside a script, `redis.call` counts in commandstats too; the client sent only the EVALSHA.
+        // Inside a script, `redis.call` counts in commandstats too; the client sent only the FCALL.
         // Scripts make their inner calls to data commands only, which no client here sends directly.
         for (name, d) in &delta {
             if !SCRIPT_COMMANDS.contains(&name.as_str()) && !client_command(name) {
@@ -72,6 +79,7 @@ fn client_command(name: &str) -> bool {
             | "hello"
             | "config|get"
             | "select"
+            | "function|load"
     )
 }
 

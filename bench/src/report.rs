@@ -56,7 +56,7 @@ pub(crate) struct Report {
     /// `enqueue`: a PING round trip from the harness, microseconds (the floor of one-at-a-time work).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) ping_us: Option<f64>,
-    /// `floor`: an awaited call of an empty script (EVALSHA of `return 1`), one at a time, microseconds
+    /// `floor`: an awaited call of an empty function (FCALL of `return 1`), one at a time, microseconds
     /// (beside `ping_us`: what running any script adds to a round trip).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) script_call_us: Option<f64>,

@@ -96,7 +96,8 @@ async fn client(args: &Args) -> BoxResult<Client> {
     Ok(Client::connect(&args.redis).await?)
 }
 
-/// Loads the scripts (the first EVALSHA of a script meets NOSCRIPT), leaving nothing behind.
+/// Loads the scripts (the first FCALL of a script on a server finds no function and loads its
+/// library), leaving nothing behind.
 async fn warm_up(client: &Client) -> BoxResult<()> {
     client
         .enqueue(Order::new(0))
