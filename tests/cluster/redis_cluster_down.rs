@@ -191,3 +191,28 @@ async fn partial_counts_of_a_partitioned_topic_name_the_partitions_on_a_dead_mas
         "{e}"
     );
 }
+
+// A script's function library is loaded on the master of its topic's slot alone (redis-rs would send a
+// FUNCTION LOAD to every master): with another master paused, a fresh store's first call on a topic
+// elsewhere loads it there and works at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_function_library_loads_on_its_topics_master_alone() {
+    let cluster = RedisCluster::start();
+    let topic = topic_on(&cluster, 0);
+    let s = connect(&cluster).await;
+    cluster.pause(2);
+    let (r, took) = timed(&s, &topic, "a").await;
+    cluster.resume(2);
+    r.unwrap();
+    eprintln!("first enqueue, another master paused: {took:?}");
+    assert!(took < AT_ONCE, "{took:?}");
+    let libraries = |i: usize| match cluster.cli(i, &["FUNCTION", "LIST"]).unwrap() {
+        redis::Value::Array(libs) => libs.len(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        (libraries(0), libraries(1), libraries(2)),
+        (1, 0, 0),
+        "one library (the single enqueue's), on the topic's master only"
+    );
+}

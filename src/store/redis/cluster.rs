@@ -11,7 +11,7 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 use redis::cluster::ClusterClientBuilder;
 pub(super) use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Cmd, RedisError, RedisFuture, Value};
 
 use super::cluster_health::Health;
@@ -88,6 +88,25 @@ pub(super) async fn connect<S: AsRef<str>>(
 
 /// A node, as `(host, port)`.
 pub(super) type Node = (String, u16);
+
+/// Sends `cmd` to the master of `key`'s slot (any master without a key): a FUNCTION LOAD goes to the one
+/// node whose FCALL found no function, not to every master (as redis-rs routes it by itself).
+pub(super) async fn send_to_node_of(
+    conn: &ClusterConnection,
+    cmd: &Cmd,
+    key: Option<&str>,
+) -> Result<Value, RedisError> {
+    let node = match key {
+        Some(key) => SingleNodeRoutingInfo::SpecificNode(Route::new(
+            super::cluster_health::slot_of(key.as_bytes()),
+            SlotAddr::Master,
+        )),
+        None => SingleNodeRoutingInfo::RandomPrimary,
+    };
+    conn.clone()
+        .route_command(cmd.clone(), RoutingInfo::SingleNode(node))
+        .await
+}
 
 /// `CLUSTER SLOTS` from any node: up to three nodes tried, since the one picked may be down.
 pub(super) async fn cluster_slots(conn: &ClusterConnection) -> Result<Value, RedisError> {

@@ -238,7 +238,7 @@ async fn prober(inner: Weak<Inner>) {
 }
 
 /// The hash slot of a key (CRC16/XMODEM of its hash tag, or of the whole key, mod 16384).
-fn slot_of(key: &[u8]) -> u16 {
+pub(super) fn slot_of(key: &[u8]) -> u16 {
     let tagged = key
         .iter()
         .position(|b| *b == b'{')

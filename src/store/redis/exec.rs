@@ -44,6 +44,20 @@ impl Conns {
             Conns::Cluster(conn) => match *conn {},
         }
     }
+
+    /// Sends `cmd` to the master of `key`'s slot (on one Redis, the shared connection); the errors as
+    /// [`send`](Self::send)'s.
+    async fn send_to_node_of(
+        &self,
+        context: &'static str,
+        cmd: &Cmd,
+        key: Option<&str>,
+    ) -> Result<std::result::Result<Value, RedisError>> {
+        match self {
+            Conns::Single(_) => self.send(context, cmd).await,
+            Conns::Cluster(conn) => Ok(super::cluster::send_to_node_of(conn, cmd, key).await),
+        }
+    }
 }
 
 impl RedisStore {
@@ -63,7 +77,7 @@ impl RedisStore {
     ///
     /// FCALL of the script's function library first (its prelude made once, when Redis loaded it; see
     /// scripts.rs); when the node has not loaded it (a new, restarted or failed-over node without it),
-    /// FUNCTION LOAD (to every master of a cluster) and the FCALL again. A Redis without functions
+    /// FUNCTION LOAD on that node and the FCALL again. A Redis without functions
     /// (before 7.0, or FCALL renamed away or denied by its ACL) gets EVALSHA from then on; a load that
     /// fails (a full Redis refuses FUNCTION LOAD) runs that call with EVALSHA.
     pub(super) async fn eval_with(
@@ -100,7 +114,13 @@ impl RedisStore {
                 Err(e) if function_missing(&e) => {
                     let mut load = redis::cmd("FUNCTION");
                     load.arg("LOAD").arg("REPLACE").arg(&script.library);
-                    match self.inner.conns.send(context, &load).await? {
+                    let key = keys.first().map(String::as_str);
+                    match self
+                        .inner
+                        .conns
+                        .send_to_node_of(context, &load, key)
+                        .await?
+                    {
                         Ok(_) => match self.inner.conns.send(context, &fcall).await? {
                             Ok(v) => return Ok(v),
                             // Deleted again before the call (FUNCTION FLUSH): by script this once.
@@ -174,13 +194,19 @@ fn function_missing(e: &RedisError) -> bool {
             .is_some_and(|d| d.starts_with("Function not found"))
 }
 
-/// Whether `e` says the server runs no functions for us: an unknown command (Redis before 7.0, or
-/// renamed away) or one the user's ACL denies.
+/// Whether `e` says the server runs no functions for us: FCALL or FUNCTION is an unknown command (Redis
+/// before 7.0, or renamed away) or one the user's ACL denies. Only a refusal that names the command
+/// itself: an error from inside a function that ran (which may have written before it) is the call's
+/// error, never a reason to run the call again by script.
 fn no_functions(e: &RedisError) -> bool {
+    let names_it = |d: &str| {
+        let d = d.to_ascii_lowercase();
+        d.contains("'fcall'") || d.contains("'function'") || d.contains("'function|load'")
+    };
     match e.kind() {
-        ErrorKind::Server(ServerErrorKind::NoPerm) => true,
+        ErrorKind::Server(ServerErrorKind::NoPerm) => e.detail().is_some_and(names_it),
         ErrorKind::Server(ServerErrorKind::ResponseError) => e.detail().is_some_and(|d| {
-            d.starts_with("unknown command") || d.starts_with("unknown subcommand")
+            (d.starts_with("unknown command") || d.starts_with("unknown subcommand")) && names_it(d)
         }),
         _ => false,
     }

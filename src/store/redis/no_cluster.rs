@@ -57,3 +57,11 @@ pub(super) async fn connect<S: AsRef<str>>(
 pub(super) async fn check_worker_start(conn: &ClusterConnection) -> Result<()> {
     match *conn {}
 }
+
+pub(super) async fn send_to_node_of(
+    conn: &ClusterConnection,
+    _cmd: &redis::Cmd,
+    _key: Option<&str>,
+) -> Result<redis::Value, RedisError> {
+    match *conn {}
+}
