@@ -201,7 +201,7 @@ fn per_call(line: &str) -> Option<(&str, &str)> {
 
 /// Every script of the backend (`SCRIPTS.claim`...), built once per process, from its [`Spec`].
 macro_rules! scripts {
-    ($($(#[$doc:meta])* $name:ident: $spec:expr,)*) => {
+    ($($name:ident: $spec:expr,)*) => {
         /// Every script of the backend.
         pub(super) struct Scripts {
             $(pub(super) $name: Script,)*
