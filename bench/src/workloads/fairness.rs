@@ -89,6 +89,7 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
         quiet_in_flood: 0,
     }));
     let redis_cpu = probe.cpu_s().await?;
+    let stats = probe.command_stats().await?;
     let running = super::spawn_worker(args, seen.clone(), |w| w.handle(handle::<J>)).await?;
     let started = Instant::now();
 
@@ -114,6 +115,7 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
         .await
         .map_err(|_| "the flood was not drained in time")??;
     let redis_cpu = probe.cpu_s().await? - redis_cpu;
+    let commands = probe.command_stats().await?.time_since(&stats);
     producing.store(false, std::sync::atomic::Ordering::Relaxed);
     let mut quiet_sent = 0;
     while let Some(done) = producers.join_next().await {
@@ -161,6 +163,7 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
             "round-robin between keys"
         }
     );
+    println!("  Redis commands while the flood drained: {commands}");
     Ok(Report {
         secs: Some(round(secs, 3)),
         jobs_per_sec: Some(round(rate(n, secs), 0)),
