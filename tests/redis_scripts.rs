@@ -5,8 +5,8 @@ mod support;
 use std::time::Duration;
 
 use postpone::store::{
-    ClaimRequest, DeadLetterStore, Due, Finish, FinishItem, FinishOutcome, JobStore, LeaseStatus,
-    StoredState, TrimPolicy, WorkerStore,
+    ClaimRequest, DeadLetterStore, Due, EnqueueOutcome, Finish, FinishItem, FinishOutcome,
+    JobStore, LeaseStatus, OpsStore, StoredState, TrimPolicy, WorkerStore,
 };
 use support::redis_server::RedisServer;
 use support::store::*;
@@ -257,6 +257,114 @@ async fn a_redis_without_functions_runs_the_scripts_by_evalsha() {
     let calls = calls_by_command(&server);
     // Three enqueues, a claim, a finish and the counts, each by script.
     assert!(calls.get("evalsha").copied().unwrap_or(0) >= 6, "{calls:?}");
+    // Operators are told, and a prune has nothing to do.
+    let found = s.script_libraries(true).await.unwrap();
+    assert_eq!(
+        (
+            found.servers,
+            found.without_functions,
+            found.current,
+            found.deleted
+        ),
+        (1, 1, 0, 0)
+    );
+    let doctor = s.doctor().await.unwrap();
+    let check = doctor
+        .iter()
+        .find(|c| c.name == "script libraries")
+        .unwrap();
+    assert!(check.found.contains("runs no functions"), "{check:?}");
+}
+
+/// Another build's library (an earlier release of postpone's, named as postpone names them) and a
+/// library of the application's own.
+const OTHER_BUILD: &str = "#!lua name=postpone_0123456789012345678901234567890123456789
+redis.register_function('postpone_0123456789012345678901234567890123456789', function() return 1 end)";
+const USERS_OWN: &str = "#!lua name=billing
+redis.register_function('billing_total', function() return 1 end)";
+
+/// The Redis clock, ms.
+fn redis_ms(server: &RedisServer) -> i64 {
+    let (secs, micros): (i64, i64) =
+        redis::FromRedisValue::from_redis_value(server.cli(&["TIME"]).unwrap()).unwrap();
+    secs * 1000 + micros / 1000
+}
+
+/// The names of the server's libraries matching `pattern`, sorted.
+fn libraries(server: &RedisServer, pattern: &str) -> Vec<String> {
+    let listed = server
+        .cli(&["FUNCTION", "LIST", "LIBRARYNAME", pattern])
+        .unwrap();
+    let redis::Value::Array(libs) = listed else {
+        panic!("{listed:?}")
+    };
+    let mut names: Vec<String> = libs
+        .iter()
+        .map(|lib| {
+            let redis::Value::Array(fields) = lib else {
+                panic!("{lib:?}")
+            };
+            redis::FromRedisValue::from_redis_value(fields[1].clone()).unwrap()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+// Operators see this build's function libraries and other builds' (each release whose scripts changed
+// loads its own), and a prune deletes only other builds' postpone libraries: this build's stay (its
+// scripts run with no load after it) and so does a library of the application's own.
+#[tokio::test]
+async fn script_libraries_are_counted_and_a_prune_deletes_only_other_builds() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    scripts_run(&s).await;
+    let ours = libraries(&server, "postpone_*");
+    assert!(ours.len() >= 3, "{ours:?}");
+    server.cli(&["FUNCTION", "LOAD", OTHER_BUILD]).unwrap();
+    server.cli(&["FUNCTION", "LOAD", USERS_OWN]).unwrap();
+
+    let found = s.script_libraries(false).await.unwrap();
+    assert_eq!(
+        (
+            found.servers,
+            found.current,
+            found.others,
+            found.deleted,
+            found.without_functions
+        ),
+        (1, ours.len(), 1, 0, 0)
+    );
+    assert!(found.memory_bytes > 0);
+    let doctor = s.doctor().await.unwrap();
+    let check = doctor
+        .iter()
+        .find(|c| c.name == "script libraries")
+        .unwrap();
+    assert!(check.found.contains("1 of other builds"), "{check:?}");
+    assert!(
+        check.advice.as_deref().unwrap().contains("--prune"),
+        "{check:?}"
+    );
+
+    let pruned = s.script_libraries(true).await.unwrap();
+    assert_eq!(
+        (pruned.current, pruned.others, pruned.deleted),
+        (ours.len(), 0, 1)
+    );
+    assert_eq!(libraries(&server, "postpone_*"), ours);
+    assert_eq!(libraries(&server, "billing"), ["billing"]);
+    let loads = |server: &RedisServer| calls_by_command(server).get("function|load").copied();
+    let before = loads(&server);
+    scripts_run(&s).await;
+    assert_eq!(loads(&server), before, "this build's libraries were kept");
+    let doctor = s.doctor().await.unwrap();
+    let check = doctor
+        .iter()
+        .find(|c| c.name == "script libraries")
+        .unwrap();
+    assert!(check.found.contains("0 of other builds"), "{check:?}");
+    assert_eq!(check.advice, None);
 }
 
 // Where the user's ACL denies FCALL, the store runs its scripts with EVALSHA after the first denial,
@@ -367,7 +475,11 @@ async fn a_plain_job_pays_no_command_for_features_it_does_not_use() {
 
     // One job into an empty topic: it is the earliest, so the workers get a hint (PUBLISH).
     server.cli(&["CONFIG", "RESETSTAT"]).unwrap();
-    s.enqueue(T, vec![job("a", Due::In(0))]).await.unwrap();
+    let a = s.enqueue(T, vec![job("a", Due::In(0))]).await.unwrap();
+    let a_due = match a[0] {
+        EnqueueOutcome::Created { due_at_ms } => due_at_ms,
+        ref other => panic!("{other:?}"),
+    };
     assert_eq!(
         calls_by_command(&server),
         counted(&[
@@ -382,6 +494,11 @@ async fn a_plain_job_pays_no_command_for_features_it_does_not_use() {
         ]),
         "a single enqueue"
     );
+    // The ten are due a millisecond or more after `a` (the claim below reads the due times once per
+    // run of jobs sharing one): the Redis clock has moved past `a`'s.
+    while redis_ms(&server) <= a_due {
+        std::thread::yield_now();
+    }
     server.cli(&["CONFIG", "RESETSTAT"]).unwrap();
     let ten = (0..10).map(|i| job(&format!("b{i}"), Due::In(0))).collect();
     s.enqueue(T, ten).await.unwrap();

@@ -144,6 +144,14 @@ pub(crate) enum Command {
     Dead(DeadCommand),
     /// Check Redis for what puts jobs at risk: version, eviction, persistence, clock, cluster
     Doctor,
+    /// postpone's scripts as Redis function libraries on each server: this build's and other
+    /// (earlier or later) builds'
+    Scripts {
+        /// Delete other builds' libraries (a process of one that still runs loads its own again at
+        /// its next call)
+        #[arg(long)]
+        prune: bool,
+    },
     /// Periodic schedules: list, run one now
     #[command(subcommand)]
     Periodic(PeriodicCommand),

@@ -82,7 +82,7 @@ async fn run(cli: Cli, target: &Target, out: &mut Out) -> Result<(), Failure> {
         return commands::serve::serve(client, out, &where_, options).await;
     }
     out.now_ms = now_ms(&ops).await;
-    use commands::{batches, control, dead, doctor, jobs, keys, overview, periodic};
+    use commands::{batches, control, dead, doctor, jobs, keys, overview, periodic, scripts};
     match cli.command {
         Command::Stats {
             watch,
@@ -110,6 +110,8 @@ async fn run(cli: Cli, target: &Target, out: &mut Out) -> Result<(), Failure> {
         }
         Command::Dead(DeadCommand::Purge(a)) => dead::bulk(&ops, out, dead::Action::Purge, a).await,
         Command::Doctor => doctor::doctor(&ops, out, &where_).await,
+        // Function libraries belong to the server, not to a namespace.
+        Command::Scripts { prune } => scripts::scripts(&ops, out, &target.shown(), prune).await,
         Command::Periodic(PeriodicCommand::Ls { topic }) => {
             periodic::ls(&ops, out, topic.as_deref()).await
         }

@@ -188,3 +188,36 @@ async fn a_cluster_is_checked_master_by_master() {
         "{doc:#}"
     );
 }
+
+// `scripts` shows this build's and other builds' function libraries; `--prune` deletes other builds'
+// (and the doctor's line says how many are left).
+#[test]
+fn scripts_shows_and_prunes_other_builds_libraries() {
+    const OTHER_BUILD: &str = "#!lua name=postpone_0123456789012345678901234567890123456789
+redis.register_function('postpone_0123456789012345678901234567890123456789', function() return 1 end)";
+    let server = RedisServer::start();
+    server.cli(&["FUNCTION", "LOAD", OTHER_BUILD]).unwrap();
+    let r = postpone(&server.url(), "doctor", &["scripts"]);
+    assert_eq!(r.code, 0, "{r:#?}");
+    assert!(r.stdout.contains("other builds':   1"), "{r:#?}");
+    assert!(r.stdout.contains("postpone scripts --prune"), "{r:#?}");
+    let l = line(
+        &postpone(&server.url(), "doctor", &["doctor"]).stdout,
+        "script",
+    )
+    .to_owned();
+    assert!(
+        l.starts_with("ok") && l.contains("1 of other builds"),
+        "{l}"
+    );
+
+    let doc = postpone(&server.url(), "doctor", &["scripts", "--prune", "--json"]).json();
+    assert_eq!(
+        (&doc["servers"], &doc["others"], &doc["deleted"]),
+        (&Value::from(1), &Value::from(0), &Value::from(1)),
+        "{doc:#}"
+    );
+    let r = postpone(&server.url(), "doctor", &["scripts"]);
+    assert!(r.stdout.contains("other builds':   0"), "{r:#?}");
+    assert!(!r.stdout.contains("--prune"), "{r:#?}");
+}

@@ -67,7 +67,9 @@ pub use self::outbox::{OutboxInfo, OutboxReport, OUTBOX_REPORT_KEPT, OUTBOX_STAL
 pub use self::waiting::JobParent;
 pub use self::workers::{WorkerInfo, WorkerTopic};
 pub use crate::client::{BatchMember, BatchStatus};
-pub use crate::store::{CallbackKind, KeyLoad, KeysPage, MemberState, MinuteCounts, PageState};
+pub use crate::store::{
+    CallbackKind, KeyLoad, KeysPage, MemberState, MinuteCounts, PageState, ScriptLibraries,
+};
 pub use crate::time::human_duration;
 
 pub(crate) use self::workers::{worker_id, Presence};

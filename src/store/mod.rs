@@ -65,7 +65,7 @@ pub use death::{DeadEntry, DeadSelection, Death, RequeueOutcome, TrimPolicy};
 pub use keyed::{Keyed, KeyedJob, KeyedOutcome, UniqueStates};
 pub use ops::{
     KeyLoad, KeysPage, MinuteCounts, OpsStore, PageEntry, PagePosition, PageQuery, PageState,
-    PrefixPage, WorkerBeat, HISTORY_MINUTES,
+    PrefixPage, ScriptLibraries, WorkerBeat, HISTORY_MINUTES,
 };
 pub(crate) use outcome::{parse_announcement, parse_told, DoneState, Kept};
 pub use outcome::{Announcement, Ended, Lookup, Progress, Retention, Watch};

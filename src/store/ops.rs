@@ -183,6 +183,30 @@ pub struct KeysPage {
     pub limits: Option<crate::flow::KeyLimits>,
 }
 
+/// postpone's scripts as Redis function libraries on the servers of a store (see
+/// [`Ops::script_libraries`](crate::ops::Ops::script_libraries)): each script is a library named
+/// `postpone_<SHA-1 of its code>`, so each build whose scripts changed loads its own, and the libraries
+/// of builds no longer deployed stay until deleted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ScriptLibraries {
+    /// Servers looked at: the one Redis, or each master of a cluster (0 in memory).
+    pub servers: usize,
+    /// Libraries of this build's scripts loaded, summed over the servers (a server loads a script's
+    /// library at its first call there).
+    pub current: usize,
+    /// Libraries named `postpone_` that are not this build's (other versions'), summed over the
+    /// servers.
+    pub others: usize,
+    /// Of [`others`](Self::others), how many this call deleted (a prune; 0 for a listing).
+    pub deleted: usize,
+    /// Servers on which functions are unavailable (Redis before 7.0, or `FUNCTION` renamed or denied
+    /// by an ACL): scripts run there by `EVALSHA`, and hold no library.
+    pub without_functions: usize,
+    /// Memory held by every function library of the servers (postpone's and any other), bytes: `INFO
+    /// memory`'s `used_memory_vm_functions` plus `used_memory_functions`, summed.
+    pub memory_bytes: u64,
+}
+
 /// How many minutes of history a store keeps (25 hours: at least the last 24 hours are complete).
 pub const HISTORY_MINUTES: i64 = 1500;
 
@@ -253,6 +277,14 @@ pub trait OpsStore: Send + Sync + std::fmt::Debug + 'static {
     /// The store topic's history for the last `minutes` minutes (the current one included, at most
     /// [`HISTORY_MINUTES`]), oldest first; minutes with nothing counted are left out.
     async fn history(&self, topic: &str, minutes: u32) -> Result<Vec<MinuteCounts>>;
+
+    /// postpone's function libraries on the store's servers; with `prune`, those of other builds are
+    /// deleted first (a process of another build that still runs loads its own again at its next
+    /// call). None in memory.
+    async fn script_libraries(&self, prune: bool) -> Result<ScriptLibraries> {
+        let _ = prune;
+        Ok(ScriptLibraries::default())
+    }
 
     /// Checks of the backend for operators ([`Ops::doctor`](crate::ops::Ops::doctor)): what risks jobs
     /// and what to do about it. None by default.

@@ -10,7 +10,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use postpone::store::redis::{RedisOptions, RedisStore};
-use postpone::store::{Due, JobStore};
+use postpone::store::{Due, JobStore, OpsStore};
 use support::redis_cluster::RedisCluster;
 use support::store::*;
 use support::wait::eventually;
@@ -215,4 +215,36 @@ async fn a_function_library_loads_on_its_topics_master_alone() {
         (1, 0, 0),
         "one library (the single enqueue's), on the topic's master only"
     );
+}
+
+// Operators' view of the function libraries covers every master, and a prune deletes other builds'
+// libraries on each: the topic's own library stays on its master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_libraries_are_counted_and_pruned_on_every_master() {
+    const OTHER_BUILD: &str = "#!lua name=postpone_0123456789012345678901234567890123456789
+redis.register_function('postpone_0123456789012345678901234567890123456789', function() return 1 end)";
+    let cluster = RedisCluster::start();
+    let topic = topic_on(&cluster, 0);
+    let s = connect(&cluster).await;
+    timed(&s, &topic, "a").await.0.unwrap();
+    for i in 0..3 {
+        cluster.cli(i, &["FUNCTION", "LOAD", OTHER_BUILD]).unwrap();
+    }
+    let found = s.script_libraries(false).await.unwrap();
+    assert_eq!((found.servers, found.current, found.others), (3, 1, 3));
+    let pruned = s.script_libraries(true).await.unwrap();
+    assert_eq!(
+        (
+            pruned.servers,
+            pruned.current,
+            pruned.others,
+            pruned.deleted
+        ),
+        (3, 1, 0, 3)
+    );
+    let libraries = |i: usize| match cluster.cli(i, &["FUNCTION", "LIST"]).unwrap() {
+        redis::Value::Array(libs) => libs.len(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!((libraries(0), libraries(1), libraries(2)), (1, 0, 0));
 }

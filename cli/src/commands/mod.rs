@@ -8,4 +8,5 @@ pub(crate) mod jobs;
 pub(crate) mod keys;
 pub(crate) mod overview;
 pub(crate) mod periodic;
+pub(crate) mod scripts;
 pub(crate) mod serve;

@@ -174,6 +174,15 @@ fn masters_of(slots: &[(u16, u16, Node)]) -> Vec<Node> {
     out
 }
 
+/// A connection to each master of the cluster, from its slot map.
+pub(super) async fn master_conns(conn: &ClusterConnection) -> Result<Vec<NodeConn>, RedisError> {
+    let slots = slot_map(conn).await?;
+    Ok(masters_of(&slots)
+        .iter()
+        .map(|(host, port)| NodeConn::new(conn, host, *port))
+        .collect())
+}
+
 /// The cluster connection, with every command sent to one node.
 pub(super) struct NodeConn {
     conn: ClusterConnection,

@@ -62,6 +62,7 @@ mod hints;
 mod jobs;
 mod keyed;
 mod keys;
+mod libraries;
 mod mux;
 mod ops;
 mod periodic;

@@ -311,6 +311,10 @@ impl OpsStore for RedisStore {
         Ok(out)
     }
 
+    async fn script_libraries(&self, prune: bool) -> Result<crate::store::ScriptLibraries> {
+        self.libraries(prune).await
+    }
+
     async fn doctor(&self) -> Result<Vec<crate::check::Check>> {
         self.doctor_checks().await
     }

@@ -209,8 +209,7 @@ macro_rules! scripts {
 
         impl Scripts {
             /// Each script, by name.
-            #[cfg(test)]
-            fn all(&self) -> Vec<(&'static str, &Script)> {
+            pub(super) fn all(&self) -> Vec<(&'static str, &Script)> {
                 vec![$((stringify!($name), &self.$name),)*]
             }
         }

@@ -93,11 +93,53 @@ pub(super) async fn node(
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .saturating_add(round_trip_ms / 2);
     let server_ms = secs.saturating_mul(1000).saturating_add(micros / 1000);
+    let libraries = libraries_check(conn).await;
     Ok(NodeFindings {
-        checks: vec![version, eviction, persistence],
+        checks: vec![version, eviction, persistence, libraries],
         clock_offset_ms: server_ms.saturating_sub(local_ms),
         round_trip_ms,
     })
+}
+
+/// postpone's function libraries on the server: this build's, other builds', and the memory function
+/// libraries hold (see `libraries.rs`).
+async fn libraries_check(conn: &mut (impl ConnectionLike + Send)) -> Check {
+    const NAME: &str = "script libraries";
+    let found = match super::libraries::node_libraries(conn, false).await {
+        Ok(found) => found,
+        Err(e) => {
+            return Check::warn(
+                NAME,
+                format!("unreadable (FUNCTION LIST, INFO memory): {e}"),
+                "nothing to do for jobs: scripts run all the same",
+            )
+        }
+    };
+    if found.without_functions > 0 {
+        return Check::ok(
+            NAME,
+            "none: this server runs no functions (before Redis 7.0, or FUNCTION renamed or denied); \
+             scripts run by EVALSHA",
+        );
+    }
+    let mut check = Check::ok(
+        NAME,
+        format!(
+            "{} of this build's {} loaded, {} of other builds; {} KiB held by function libraries",
+            found.current,
+            super::scripts::SCRIPTS.all().len(),
+            found.others,
+            found.memory_bytes / 1024,
+        ),
+    );
+    if found.others > 0 {
+        check.advice = Some(
+            "`postpone scripts --prune` deletes other builds' libraries (a process of one that still \
+             runs loads its own again at its next call)"
+                .to_owned(),
+        );
+    }
+    check
 }
 
 /// `CONFIG GET <name>`'s value; `None` when CONFIG is refused (managed Redis often renames it).
