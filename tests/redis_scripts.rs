@@ -268,11 +268,7 @@ async fn a_redis_without_functions_runs_the_scripts_by_evalsha() {
         ),
         (1, 1, 0, 0)
     );
-    let doctor = s.doctor().await.unwrap();
-    let check = doctor
-        .iter()
-        .find(|c| c.name == "script libraries")
-        .unwrap();
+    let check = libraries_check(&s).await;
     assert!(check.found.contains("runs no functions"), "{check:?}");
 }
 
@@ -282,6 +278,15 @@ const OTHER_BUILD: &str = "#!lua name=postpone_012345678901234567890123456789012
 redis.register_function('postpone_0123456789012345678901234567890123456789', function() return 1 end)";
 const USERS_OWN: &str = "#!lua name=billing
 redis.register_function('billing_total', function() return 1 end)";
+
+/// The doctor's line on the function libraries.
+async fn libraries_check(s: &postpone::store::redis::RedisStore) -> postpone::ops::Check {
+    let checks = s.doctor().await.unwrap();
+    checks
+        .into_iter()
+        .find(|c| c.name == "script libraries")
+        .unwrap()
+}
 
 /// The Redis clock, ms.
 fn redis_ms(server: &RedisServer) -> i64 {
@@ -336,11 +341,7 @@ async fn script_libraries_are_counted_and_a_prune_deletes_only_other_builds() {
         (1, ours.len(), 1, 0, 0)
     );
     assert!(found.memory_bytes > 0);
-    let doctor = s.doctor().await.unwrap();
-    let check = doctor
-        .iter()
-        .find(|c| c.name == "script libraries")
-        .unwrap();
+    let check = libraries_check(&s).await;
     assert!(check.found.contains("1 of other builds"), "{check:?}");
     assert!(
         check.advice.as_deref().unwrap().contains("--prune"),
@@ -358,11 +359,7 @@ async fn script_libraries_are_counted_and_a_prune_deletes_only_other_builds() {
     let before = loads(&server);
     scripts_run(&s).await;
     assert_eq!(loads(&server), before, "this build's libraries were kept");
-    let doctor = s.doctor().await.unwrap();
-    let check = doctor
-        .iter()
-        .find(|c| c.name == "script libraries")
-        .unwrap();
+    let check = libraries_check(&s).await;
     assert!(check.found.contains("0 of other builds"), "{check:?}");
     assert_eq!(check.advice, None);
 }

@@ -64,8 +64,9 @@ local function fair_helpers()
   -- files it; it waits no later than its job's time); else it is ready at `vt` when the job is due
   -- now, or waits until the earlier of its times. Returns true when it made the first key ready (then
   -- claimers, which may sleep while every key is held back, want a hint: the topic's earliest due time
-  -- may be an older job of a held key).
-  local function place(first_at, now)
+  -- may be an older job of a held key). `stats`: `vt` and `fair` of stats when the caller read them
+  -- (else `vt` is read here, when a key becomes ready).
+  local function place(first_at, now, stats)
     local names, ats = {}, {}
     for name, at in pairs(first_at) do
       names[#names + 1] = name
@@ -104,7 +105,12 @@ local function fair_helpers()
     -- of a new key's job would wake busy workers to a claim of a few jobs).
     local idle = due_now and redis.call('ZCARD', K_FREADY) == 0
     if #to_ready > 0 then
-      local vt = redis.call('HGET', K_FSTATS, 'vt') or '0'
+      local vt
+      if stats then
+        vt = stats[1] or '0'
+      else
+        vt = redis.call('HGET', K_FSTATS, 'vt') or '0'
+      end
       local add = {}
       for i, name in ipairs(to_ready) do
         add[2 * i - 1] = vt
@@ -147,11 +153,14 @@ local function fair_helpers()
         first_at[name] = dues[i]
       end
     end
-    local readied = place(first_at, now)
+    -- New keyed jobs read `vt` (for a key that becomes ready) and `fair` in one call: `fair` is written
+    -- by the topic's first keyed jobs only.
+    local stats = (set_keys and #ids > 0) and redis.call('HMGET', K_FSTATS, 'vt', 'fair') or nil
+    local readied = place(first_at, now, stats)
     if #ids > 0 then
       if set_keys then
         call_many('HSET', K_FKEY, fields, 2)
-        if redis.call('HSET', K_FSTATS, 'fair', '1') == 1
+        if not stats[2] and redis.call('HSET', K_FSTATS, 'fair', '1') == 1
           and redis.call('ZCOUNT', K_DUE, '-inf', MAX_MS) > #ids then
           -- The topic's first keyed jobs, beside older ones: those, due by now's last due time, have
           -- no key entry, and the claim looks for them at the head of `due` until it is past that
@@ -386,21 +395,23 @@ local function fair_helpers()
   -- key's `ids`, and to its `dues` the due time `due` holds for each (as Redis wrote it, false when
   -- none). Every move of a keyed job in `due` files it again under its key (the same member, its score
   -- updated), so `due`'s time is the entry's; `whole` once a read came back short (the key's queue is
-  -- all read).
+  -- all read). A count of 0 reads nothing of that key.
   local function read(ks, counts)
     local all, owner, at = {}, {}, {}
     for j, k in ipairs(ks) do
-      local from = k.nread
-      local ids = redis.call('ZRANGE', K_FQ .. k.name, string.format('%d', from), string.format('%d', from + counts[j] - 1))
-      if #ids < counts[j] then
-        k.whole = true
+      if counts[j] > 0 then
+        local from = k.nread
+        local ids = redis.call('ZRANGE', K_FQ .. k.name, string.format('%d', from), string.format('%d', from + counts[j] - 1))
+        if #ids < counts[j] then
+          k.whole = true
+        end
+        for i = 1, #ids do
+          k.ids[from + i] = ids[i]
+          all[#all + 1] = ids[i]
+          owner[#all], at[#all] = k, from + i
+        end
+        k.nread = from + #ids
       end
-      for i = 1, #ids do
-        k.ids[from + i] = ids[i]
-        all[#all + 1] = ids[i]
-        owner[#all], at[#all] = k, from + i
-      end
-      k.nread = from + #ids
     end
     if #all > 0 then
       local dues = fetch_many('ZMSCORE', K_DUE, all)
@@ -550,11 +561,27 @@ local function fair_helpers()
       -- A fair share of the slots each, and the entry after (it says whether the key stays ready); a
       -- key held back reads its first entry only (it says where the key waits).
       local share = math.ceil((want - taken) / math.max(open, 1))
-      -- A key alone takes from the head of `due` (below), without reading its queue.
+      -- A key alone takes from the head of `due` (below), without reading its queue. When every ready
+      -- key is a candidate, the one served last (the highest tag: a key served before that still has
+      -- jobs, a flood beside keys just come) reads nothing now: once the others are done it is alone
+      -- and takes from the head of `due`; if it gets turns before that, it reads as it goes
+      -- (next_entry).
       if not (by_head and #ks == 1 and not bound) then
+        local last = nil
+        if by_head and not bound then
+          for _, k in ipairs(ks) do
+            if k.cap > 0 and (last == nil or before(last, k)) then
+              last = k
+            end
+          end
+        end
         local counts = {}
         for i, k in ipairs(ks) do
-          counts[i] = (k.cap > 0) and math.min(k.cap, share) + 1 or 1
+          if k == last then
+            counts[i] = 0
+          else
+            counts[i] = (k.cap > 0) and math.min(k.cap, share) + 1 or 1
+          end
         end
         read(ks, counts)
       end
