@@ -279,6 +279,37 @@ redis.register_function('postpone_0123456789012345678901234567890123456789', fun
 const USERS_OWN: &str = "#!lua name=billing
 redis.register_function('billing_total', function() return 1 end)";
 
+// A keyed job's single enqueue, a key's first job in a topic whose other key is ready (fairness's quiet
+// keys): the plain enqueue's calls, and its key's placement (fair.lua): the stats fields `vt` and `fair`
+// in one HMGET, its place read in `fready` and `fwait`, one EXISTS of both `frun` and `fhold` (neither
+// exists without limits per key), whether any key was ready (ZCARD: the hint), then the key made ready,
+// its job's key and its queue entry. `fair` is not written again.
+#[tokio::test]
+async fn a_keyed_single_enqueue_makes_thirteen_calls() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    let keyed = |id: &str, key: &str| job(id, Due::In(0)).with_key(Some(key.to_owned()));
+    s.enqueue(T, vec![keyed("flood", "flood")]).await.unwrap();
+    server.cli(&["CONFIG", "RESETSTAT"]).unwrap();
+    s.enqueue(T, vec![keyed("quiet", "quiet")]).await.unwrap();
+    assert_eq!(
+        calls_by_command(&server),
+        counted(&[
+            ("fcall", 1),
+            ("time", 1),
+            ("zrange", 1),
+            ("hsetnx", 1),
+            ("zadd", 3),
+            ("hmget", 1),
+            ("zmscore", 2),
+            ("exists", 1),
+            ("zcard", 1),
+            ("hset", 1),
+            ("hincrby", 1),
+        ]),
+    );
+}
+
 /// The doctor's line on the function libraries.
 async fn libraries_check(s: &postpone::store::redis::RedisStore) -> postpone::ops::Check {
     let checks = s.doctor().await.unwrap();

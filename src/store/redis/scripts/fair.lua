@@ -77,8 +77,13 @@ local function fair_helpers()
     end
     local ready = fetch_many('ZMSCORE', K_FREADY, names)
     local waits = fetch_many('ZMSCORE', K_FWAIT, names)
-    local runs = redis.call('EXISTS', K_FRUN) == 1 and fetch_many('HMGET', K_FRUN, names) or {}
-    local holds = redis.call('EXISTS', K_FHOLD) == 1 and fetch_many('ZMSCORE', K_FHOLD, names) or {}
+    -- Running counts per key and holds exist only under limits per key: one EXISTS of both says
+    -- whether to look (it counts the keys that exist).
+    local runs, holds = {}, {}
+    if redis.call('EXISTS', K_FRUN, K_FHOLD) > 0 then
+      runs = redis.call('EXISTS', K_FRUN) == 1 and fetch_many('HMGET', K_FRUN, names) or {}
+      holds = redis.call('EXISTS', K_FHOLD) == 1 and fetch_many('ZMSCORE', K_FHOLD, names) or {}
+    end
     local to_ready, to_wait, unwait = {}, {}, {}
     local due_now = false
     for i, name in ipairs(names) do
