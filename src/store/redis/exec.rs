@@ -194,14 +194,14 @@ fn function_missing(e: &RedisError) -> bool {
             .is_some_and(|d| d.starts_with("Function not found"))
 }
 
-/// Whether `e` says the server runs no functions for us: FCALL or FUNCTION is an unknown command (Redis
-/// before 7.0, or renamed away) or one the user's ACL denies. Only a refusal that names the command
-/// itself: an error from inside a function that ran (which may have written before it) is the call's
-/// error, never a reason to run the call again by script.
-fn no_functions(e: &RedisError) -> bool {
+/// Whether `e` says the server runs no functions for us: FCALL or FUNCTION (any of its subcommands) is
+/// an unknown command (Redis before 7.0, or renamed away) or one the user's ACL denies. Only a refusal
+/// that names the command itself: an error from inside a function that ran (which may have written
+/// before it) is the call's error, never a reason to run the call again by script.
+pub(super) fn no_functions(e: &RedisError) -> bool {
     let names_it = |d: &str| {
         let d = d.to_ascii_lowercase();
-        d.contains("'fcall'") || d.contains("'function'") || d.contains("'function|load'")
+        d.contains("'fcall'") || d.contains("'function'") || d.contains("'function|")
     };
     match e.kind() {
         ErrorKind::Server(ServerErrorKind::NoPerm) => e.detail().is_some_and(names_it),

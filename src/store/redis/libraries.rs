@@ -5,10 +5,10 @@
 use std::collections::HashSet;
 
 use redis::aio::ConnectionLike;
-use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
+use redis::{RedisError, Value};
 
 use super::conn;
-use super::exec::Conns;
+use super::exec::{no_functions, Conns};
 use super::scripts::SCRIPTS;
 use super::RedisStore;
 use crate::error::{Error, Result};
@@ -83,7 +83,7 @@ pub(super) async fn node_libraries(
         .await
     {
         Ok(v) => v,
-        Err(e) if unavailable(&e) => {
+        Err(e) if no_functions(&e) => {
             found.without_functions = 1;
             return Ok(found);
         }
@@ -123,18 +123,6 @@ pub(super) async fn node_libraries(
             .unwrap_or(0);
     }
     Ok(found)
-}
-
-/// Whether `e` says this server runs no functions for us: FUNCTION unknown (Redis before 7.0, or
-/// renamed away) or denied by the user's ACL.
-fn unavailable(e: &RedisError) -> bool {
-    match e.kind() {
-        ErrorKind::Server(ServerErrorKind::NoPerm) => true,
-        ErrorKind::Server(ServerErrorKind::ResponseError) => e.detail().is_some_and(|d| {
-            d.starts_with("unknown command") || d.starts_with("unknown subcommand")
-        }),
-        _ => false,
-    }
 }
 
 /// The `library_name` of each library in a FUNCTION LIST reply (RESP2 arrays of pairs, or RESP3
