@@ -112,12 +112,25 @@ impl Harness {
         );
         // An alert stays open for the test to see (an XSS would open one).
         caps.insert("unhandledPromptBehavior".into(), json!("ignore"));
-        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        let browser = ClientBuilder::new(connector)
-            .capabilities(caps)
-            .connect(&url)
-            .await
-            .expect("a chromedriver session");
+        // chromedriver, just listening, has reset a new session's connection now and then (two test
+        // binaries starting browsers at once on two cores): a few more tries.
+        let mut tries = 0;
+        let browser = loop {
+            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+            match ClientBuilder::new(connector)
+                .capabilities(caps.clone())
+                .connect(&url)
+                .await
+            {
+                Ok(browser) => break browser,
+                Err(e) if tries < 3 => {
+                    tries += 1;
+                    eprintln!("chromedriver session, try {tries}: {e}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("a chromedriver session: {e}"),
+            }
+        };
         Harness {
             redis,
             client,
@@ -173,13 +186,22 @@ impl Harness {
     }
 
     /// The text of the first element `css` selects.
+    /// A live page re-renders: an element found may be replaced before its text is read, and is then
+    /// found again.
     pub async fn text(&self, css: &str) -> String {
-        let el = self
-            .browser()
-            .find(Locator::Css(css))
-            .await
-            .unwrap_or_else(|e| panic!("no element {css}: {e}"));
-        el.text().await.unwrap()
+        for _ in 0..50 {
+            let el = self
+                .browser()
+                .find(Locator::Css(css))
+                .await
+                .unwrap_or_else(|e| panic!("no element {css}: {e}"));
+            match el.text().await {
+                Ok(text) => return text,
+                Err(e) if e.is_stale_element_reference() => continue,
+                Err(e) => panic!("the text of {css}: {e}"),
+            }
+        }
+        panic!("{css} was replaced 50 times in a row")
     }
 
     /// How many elements `css` selects.
