@@ -110,3 +110,29 @@ async fn tls_urls_are_understood() {
         .unwrap_err();
     assert!(matches!(err, Error::InvalidUrl { .. }), "{err:?}");
 }
+
+#[tokio::test]
+async fn connecting_leaves_no_error_in_the_servers_errorstats() {
+    // Redis 6.2 and 7.0 answer redis-rs's `CLIENT SETINFO` (sent at each connect unless told not to)
+    // with an error, which operators then see in `INFO errorstats` at every connect and reconnect.
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    s.check_worker_start().await.unwrap();
+    // The hints' subscriber opens a connection of its own: wait until it has subscribed.
+    let _hints = s.hints();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while server.cli(&["PUBSUB", "CHANNELS", "*"]).unwrap() == redis::Value::Array(vec![]) {
+        assert!(std::time::Instant::now() < deadline, "no subscriber");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let stats = match server.cli(&["INFO", "errorstats"]).unwrap() {
+        redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
+        redis::Value::VerbatimString { text, .. } => text,
+        other => panic!("unexpected INFO reply {other:?}"),
+    };
+    let errors: Vec<&str> = stats
+        .lines()
+        .filter(|l| l.starts_with("errorstat_"))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+}

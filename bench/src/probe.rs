@@ -88,7 +88,10 @@ fn client_command(name: &str) -> bool {
 pub(crate) async fn connection(url: &str) -> BoxResult<MultiplexedConnection> {
     let config = redis::AsyncConnectionConfig::new()
         .set_response_timeout(Some(std::time::Duration::from_secs(60)));
-    Ok(redis::Client::open(url)?
+    // Without `CLIENT SETINFO`, which Redis before 7.2 counts in `INFO errorstats` (as the store does).
+    let info = redis::IntoConnectionInfo::into_connection_info(url)?;
+    let settings = info.redis_settings().clone().set_skip_set_lib_name();
+    Ok(redis::Client::open(info.set_redis_settings(settings))?
         .get_multiplexed_async_connection_with_config(&config)
         .await?)
 }

@@ -155,11 +155,20 @@ impl RedisServer {
         self.signal("-CONT");
     }
 
+    /// A client for this server whose connections do not send `CLIENT SETINFO` (which Redis before 7.2
+    /// counts as an error in `INFO errorstats`).
+    pub fn client(&self) -> redis::Client {
+        use redis::IntoConnectionInfo;
+        let info = self.url().into_connection_info().expect("url");
+        let settings = info.redis_settings().clone().set_skip_set_lib_name();
+        redis::Client::open(info.set_redis_settings(settings)).expect("url")
+    }
+
     /// Runs one command on a fresh connection and returns its reply (panics on a connection error;
     /// a server error is returned as `Err`).
     pub fn cli(&self, args: &[&str]) -> Result<redis::Value, redis::RedisError> {
-        let client = redis::Client::open(self.url()).expect("url");
-        let mut conn = client
+        let mut conn = self
+            .client()
             .get_connection_with_timeout(Duration::from_secs(5))
             .unwrap_or_else(|e| panic!("connecting to the test server on port {}: {e}", self.port));
         conn.set_read_timeout(Some(Duration::from_secs(10)))

@@ -17,8 +17,9 @@ use crate::error::{BoxError, Error, Result};
 
 mod url;
 
-/// Parses a Redis URL. An error says what is wrong (scheme, host, port, database...) and shows the URL
-/// with its user-info replaced by `***`: it never contains the password.
+/// Parses a Redis URL (its connections skip redis-rs's `CLIENT SETINFO`). An error says what is wrong
+/// (scheme, host, port, database...) and shows the URL with its user-info replaced by `***`: it never
+/// contains the password.
 pub(super) fn parse_url(url: &str) -> Result<ConnectionInfo> {
     let invalid = |problem: String| Error::InvalidUrl {
         reason: format!("{:?}: {problem}", url::shown(url)),
@@ -26,8 +27,14 @@ pub(super) fn parse_url(url: &str) -> Result<ConnectionInfo> {
     if let Some(problem) = url::problem(url) {
         return Err(invalid(problem));
     }
-    url.into_connection_info()
-        .map_err(|e| invalid(redact(&e.to_string(), url)))
+    let info = url
+        .into_connection_info()
+        .map_err(|e| invalid(redact(&e.to_string(), url)))?;
+    // redis-rs names itself to the server on connect (`CLIENT SETINFO`, from Redis 7.2), which Redis 6.2
+    // and 7.0 answer with an error that lands in `INFO errorstats` at every connect and reconnect: the
+    // store does without the name.
+    let settings = info.redis_settings().clone().set_skip_set_lib_name();
+    Ok(info.set_redis_settings(settings))
 }
 
 /// `host:port` of a connection (never the credentials).
