@@ -148,7 +148,7 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
     let worker = builder.build()?;
     let shutdown = worker.shutdown_handle();
     let running = tokio::spawn(worker.run());
-    println!("ready");
+    outln!("ready");
 
     if args.workload == Workload::Idle {
         let mut sink = Vec::new();
@@ -212,7 +212,7 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
     shutdown.shutdown();
     running.await??;
     crate::observe::check(observed.as_ref(), handled)?;
-    println!("{}", serde_json::to_string(&report)?);
+    outln!("{}", serde_json::to_string(&report)?);
     Ok(())
 }
 

@@ -25,6 +25,9 @@
 //! member's end to the callback's start (`callback_after_last_ms`). `fairness` drains one key's flood
 //! beside 50 quiet keys (see `workloads/fairness.rs`): the quiet jobs' start lag (`quiet_p99_ms`).
 
+#[macro_use]
+mod out;
+
 mod args;
 mod child;
 mod handlers;
@@ -56,7 +59,7 @@ pub(crate) type BoxResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     if argv.is_empty() || argv.iter().any(|a| a == "-h" || a == "--help") {
-        println!("{USAGE}");
+        outln!("{USAGE}");
         return if argv.is_empty() {
             ExitCode::from(2)
         } else {
@@ -102,9 +105,9 @@ fn main() -> ExitCode {
             let (l1, l5, l15) = report::load();
             report.load1 = l1;
             report.allocator = ALLOCATOR_NAME;
-            println!("  load average {l1:.2} {l5:.2} {l15:.2}");
+            outln!("  load average {l1:.2} {l5:.2} {l15:.2}");
             match serde_json::to_string(&report) {
-                Ok(json) => println!("{json}"),
+                Ok(json) => outln!("{json}"),
                 Err(e) => {
                     eprintln!("postpone-bench: {e}");
                     return ExitCode::from(2);

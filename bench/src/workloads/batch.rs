@@ -88,24 +88,24 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     let status = client.batch_status(batch.id()).await?;
     let mut ok = members == n && callbacks == 1;
     if !ok {
-        println!(
+        outln!(
             "  FAILED: {members} member runs for {n} members, {callbacks} callback runs (1 expected)"
         );
     }
     if status.succeeded != n || status.pending() != 0 {
-        println!("  FAILED: the batch says {status:?}");
+        outln!("  FAILED: the batch says {status:?}");
         ok = false;
     }
     ok &= counts_ok(&client.topic::<Order>().counts().await?, n, 0);
     // A second callback would be in its topic, run or waiting.
     ok &= counts_ok(&client.topic::<BatchDone>().counts().await?, 1, 0);
-    println!(
+    outln!(
         "  batch of {n} created in {:.1} ms; members done and callback started after {secs:.3} s ({:.0} members/s, concurrency {})",
         creating.as_secs_f64() * 1e3,
         rate(n, secs),
         args.concurrency
     );
-    println!(
+    outln!(
         "  last member's end to the callback's start: {} (target <= 50 ms); Redis CPU {redis_cpu:.2} s ({:.1} µs per member)",
         after_last.map_or("none".to_owned(), |ms| format!("{ms:.3} ms")),
         redis_cpu * 1e6 / n as f64

@@ -22,7 +22,7 @@ pub(super) async fn run(args: &Args, _probe: &mut Probe) -> BoxResult<Report> {
         LEAD_MS + splitmix(seed ^ i.wrapping_mul(0x2545_f491_4f6c_dd1d)) % SPREAD_MS
     })
     .await?;
-    println!(
+    outln!(
         "  {} jobs due over {} s after {} s; waiting for them",
         args.jobs,
         SPREAD_MS / 1000,
@@ -32,25 +32,26 @@ pub(super) async fn run(args: &Args, _probe: &mut Probe) -> BoxResult<Report> {
     let counts = client.topic::<Order>().counts().await?;
     let mut ok = ok && counts_ok(&counts, args.jobs, 0);
     if r.handled != args.jobs || r.lateness_ms.len() as u64 != args.jobs {
-        println!(
+        outln!(
             "  FAILED: {} handler runs for {} jobs",
-            r.handled, args.jobs
+            r.handled,
+            args.jobs
         );
         ok = false;
     }
     if let Some(first_due) = r.due_ms.iter().min() {
-        println!("  latest starts: {}", latest_starts(&r, *first_due));
+        outln!("  latest starts: {}", latest_starts(&r, *first_due));
     }
     let mut late = r.lateness_ms;
     late.sort_by(f64::total_cmp);
     let (p50, p99) = (percentile(&late, 50.0), percentile(&late, 99.0));
     let (min, max) = (late[0], late[late.len() - 1]);
-    println!(
+    outln!(
         "  lateness by the Redis clock (handler start - due): p50 {p50:.2} ms, p99 {p99:.2} ms, \
          max {max:.2} ms, min {min:.2} ms"
     );
     if min < 0.0 {
-        println!("  FAILED: a job started {:.3} ms early", -min);
+        outln!("  FAILED: a job started {:.3} ms early", -min);
         ok = false;
     }
     Ok(Report {

@@ -30,7 +30,7 @@ pub(super) async fn io(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     let report = drain(Workload::DrainIo, args, probe, 0).await?;
     let ceiling = args.concurrency as f64 / IO_HANDLER.as_secs_f64();
     let share = report.jobs_per_sec.unwrap_or(0.0) / ceiling;
-    println!(
+    outln!(
         "  ceiling {ceiling:.0} jobs/s ({} slots, {} ms handler): {:.1} % of it",
         args.concurrency,
         IO_HANDLER.as_millis(),
@@ -40,7 +40,7 @@ pub(super) async fn io(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     if let Some(mean) = report.handler_mean_ms.filter(|m| *m > 0.0) {
         let timer = args.concurrency as f64 * 1e3 / mean;
         let share = report.jobs_per_sec.unwrap_or(0.0) / timer;
-        println!(
+        outln!(
             "  the 1 ms sleep took {mean:.3} ms on average (the timer's rounding): {timer:.0} jobs/s with \
              no overhead at all (the measured ceiling); {:.1} % of that",
             share * 100.0
@@ -57,17 +57,17 @@ pub(super) async fn io(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
 
 /// `backlog`: a plain drain, then the same with `args.backlog` jobs due in an hour in the topic.
 pub(super) async fn backlog(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
-    println!("  plain drain first, for the ratio:");
+    outln!("  plain drain first, for the ratio:");
     let plain = drain(Workload::Drain, args, probe, 0).await?;
     probe.flushall().await?;
-    println!("  with {} jobs due in an hour:", args.backlog);
+    outln!("  with {} jobs due in an hour:", args.backlog);
     let with = drain(Workload::Drain, args, probe, args.backlog).await?;
     let (a, b) = (
         plain.jobs_per_sec.unwrap_or(0.0),
         with.jobs_per_sec.unwrap_or(0.0),
     );
     let ratio = b / a;
-    println!("  backlog / drain = {b:.0} / {a:.0} = {ratio:.3}");
+    outln!("  backlog / drain = {b:.0} / {a:.0} = {ratio:.3}");
     Ok(Report {
         backlog: Some(args.backlog),
         drain_jobs_per_sec: Some(a),
@@ -90,7 +90,7 @@ async fn drain(
     if backlog > 0 {
         let start = Instant::now();
         ok &= enqueue_bulk(&client, 1_000_000_000, backlog, |_| HOUR_MS).await?;
-        println!(
+        outln!(
             "  enqueued the backlog in {:.1} s; Redis used_memory {} MB",
             start.elapsed().as_secs_f64(),
             probe.used_memory().await? >> 20
@@ -127,9 +127,10 @@ async fn drain(
     let counts = topic.counts().await?;
     ok &= counts_ok(&counts, args.jobs, backlog);
     if r.handled != args.jobs {
-        println!(
+        outln!(
             "  FAILED: {} handler runs for {} jobs",
-            r.handled, args.jobs
+            r.handled,
+            args.jobs
         );
         ok = false;
     }
@@ -137,7 +138,7 @@ async fn drain(
     let redis_us = r.redis_cpu_s * 1e6 / args.jobs as f64;
     let worker_us = r.cpu_s * 1e6 / args.jobs as f64;
     let per_job = |n: u64| n as f64 / args.jobs as f64;
-    println!(
+    outln!(
         "  {} jobs in {:.3} s: {jobs_per_sec:.0} jobs/s, concurrency {}; worker CPU {:.2} s ({:.1} us/job); \
          Redis CPU {:.3} s ({redis_us:.1} us/job)",
         args.jobs,
@@ -147,7 +148,7 @@ async fn drain(
         worker_us,
         r.redis_cpu_s,
     );
-    println!(
+    outln!(
         "  Redis commands: {sent} sent by the worker ({:.3} per job), {:.3} per job with calls inside \
          scripts: {}",
         per_job(sent),
@@ -194,13 +195,13 @@ async fn enqueue_kept(client: &Client, n: u64) -> BoxResult<bool> {
 async fn kept_memory(probe: &mut Probe, before: i64, kept: u64, jobs: u64) -> BoxResult<f64> {
     let after = probe.used_memory().await?;
     let bytes = (after - before) as f64 / jobs as f64;
-    println!(
+    outln!(
         "  kept {kept} finished jobs of {jobs}; Redis used_memory {:.1} MB more than before the enqueue: \
          {bytes:.0} bytes per kept job",
         (after - before) as f64 / f64::from(1 << 20)
     );
     if kept != jobs {
-        println!("  FAILED: {kept} finished jobs kept, not {jobs}");
+        outln!("  FAILED: {kept} finished jobs kept, not {jobs}");
     }
     Ok(bytes)
 }

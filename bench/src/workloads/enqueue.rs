@@ -27,7 +27,7 @@ pub(super) async fn single(args: &Args, probe: &mut Probe) -> BoxResult<Report> 
     let secs = start.elapsed().as_secs_f64();
     let mut report = finish(args, probe, &client, cpu, secs, created).await?;
     let ping = (ping_before + probe.ping_us(PINGS).await?) / 2.0;
-    println!(
+    outln!(
         "  round-trip floor: a PING from this process takes {ping:.1} us (at most {:.0} round trips/s, \
          one at a time); an enqueue took {:.1} us",
         1e6 / ping,
@@ -71,7 +71,7 @@ async fn finish(
     let ok = created && counts_ok(&counts, 0, args.jobs);
     let jobs_per_sec = rate(args.jobs, secs);
     let us = |cpu: f64| cpu * 1e6 / args.jobs as f64;
-    println!(
+    outln!(
         "  {} jobs in {secs:.3} s: {jobs_per_sec:.0} jobs/s, {:.1} us each; client CPU {client_cpu:.2} s \
          ({:.1} us/job); Redis CPU {redis_cpu:.3} s ({:.1} us/job)",
         args.jobs,
@@ -172,14 +172,14 @@ pub(super) async fn concurrent(args: &Args, probe: &mut Probe) -> BoxResult<Repo
     );
     let jobs_per_sec = rate(args.jobs, secs);
     let per_job = |x: f64| x / args.jobs as f64;
-    println!(
+    outln!(
         "  {} jobs from {tasks} tasks in {secs:.3} s: {jobs_per_sec:.0} jobs/s; client CPU {client_cpu:.2} s \
          ({:.1} us/job); Redis CPU {redis_cpu:.3} s ({:.1} us/job)",
         args.jobs,
         per_job(client_cpu * 1e6),
         per_job(redis_cpu * 1e6),
     );
-    println!(
+    outln!(
         "  per enqueue: p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.1} ms; over 10 ms: {}, over 50 ms: {}, \
          over 1 s: {}",
         lat.iter().filter(|l| **l > 10.0).count(),
@@ -193,19 +193,19 @@ pub(super) async fn concurrent(args: &Args, probe: &mut Probe) -> BoxResult<Repo
         .take(5)
         .map(|(l, at)| format!("{l:.1} ms at +{at:.3} s"))
         .collect();
-    println!("  slowest: {}", list.join(", "));
-    println!(
+    outln!("  slowest: {}", list.join(", "));
+    outln!(
         "  Redis commands: {:.3} per job ({sent} sent, {:.3} per job; {inner} calls inside scripts): {}",
         per_job((sent + inner) as f64),
         per_job(sent as f64),
         after.time_since(&stats)
     );
-    println!(
+    outln!(
         "  {returned_ok} enqueues returned Ok ({} not Created), {errors} errors; the topic holds {held} jobs",
         all.not_created
     );
     for (m, n) in &all.errors {
-        println!("  FAILED: {n} enqueues returned: {m}");
+        outln!("  FAILED: {n} enqueues returned: {m}");
     }
     Ok(Report {
         secs: Some(round(secs, 3)),

@@ -125,7 +125,7 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
     let deadline = Instant::now() + Duration::from_secs(30);
     while (seen.lock().unwrap_or_else(|p| p.into_inner()).quiet.len() as u64) < quiet_sent {
         if Instant::now() > deadline {
-            println!("  FAILED: not every quiet job ran within 30 s of the flood's end");
+            outln!("  FAILED: not every quiet job ran within 30 s of the flood's end");
             ok = false;
             break;
         }
@@ -143,18 +143,18 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
     quiet.sort_by(f64::total_cmp);
     let (p50, p99) = (percentile(&quiet, 50.0), percentile(&quiet, 99.0));
     let max = quiet.last().copied().unwrap_or(f64::NAN);
-    println!(
+    outln!(
         "  flood of {n} jobs drained in {secs:.3} s ({:.0} jobs/s, concurrency {}) beside {} quiet keys",
         rate(n, secs),
         args.concurrency,
         args.quiet_keys
     );
-    println!(
+    outln!(
         "  with the {quiet_in_flood} quiet jobs that started meanwhile: {:.0} jobs/s; Redis CPU {redis_cpu:.3} s ({:.1} us/job)",
         rate(all, secs),
         redis_cpu * 1e6 / all as f64
     );
-    println!(
+    outln!(
         "  quiet jobs: {} ran; start lag p50 {p50:.1} / p99 {p99:.1} / max {max:.1} ms ({})",
         quiet.len(),
         if args.no_keys {
@@ -163,7 +163,7 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
             "round-robin between keys"
         }
     );
-    println!("  Redis commands while the flood drained: {commands}");
+    outln!("  Redis commands while the flood drained: {commands}");
     Ok(Report {
         secs: Some(round(secs, 3)),
         jobs_per_sec: Some(round(rate(n, secs), 0)),

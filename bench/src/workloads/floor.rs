@@ -98,20 +98,20 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     let ping_us = probe.ping_us(ROUND_TRIPS).await?;
     let script_us = empty_script_us(&mut conn).await?;
     let ok = drained == args.jobs;
-    println!(
+    outln!(
         "  Redis CPU per job, bare commands: enqueue {enqueue_us:.2} us (HSET + ZADD, {ENQUEUE_BATCH} \
          jobs a call), drain {drain_us:.2} us (claim and acknowledgement, {batch} jobs a call)"
     );
-    println!(
+    outln!(
         "  (the floor under enqueue-concurrent's and drain's redis_us_per_job on this machine: what the \
          library spends above it is its scripts)"
     );
-    println!(
+    outln!(
         "  one at a time, awaited: PING {ping_us:.1} us, an empty function (FCALL of return 1) \
          {script_us:.1} us"
     );
     if !ok {
-        println!("  FAILED: {drained} of {} jobs drained", args.jobs);
+        outln!("  FAILED: {drained} of {} jobs drained", args.jobs);
     }
     Ok(Report {
         ping_us: Some(round(ping_us, 1)),

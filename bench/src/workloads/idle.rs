@@ -22,14 +22,14 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     let secs = args.secs as f64;
     let per_sec = sent as f64 / secs;
     let per_topic = per_sec / args.topics as f64;
-    println!(
+    outln!(
         "  {} topics, {} s: {sent} commands sent ({per_sec:.2}/s, {per_topic:.2}/s per topic); \
          {inner} calls inside scripts ({:.2}/s)",
         args.topics,
         args.secs,
         inner as f64 / secs
     );
-    println!("  by command: {by_command:?}");
+    outln!("  by command: {by_command:?}");
     Ok(Report {
         secs: Some(secs),
         commands_per_sec: Some(round(per_sec, 3)),

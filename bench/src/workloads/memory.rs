@@ -17,7 +17,7 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     let counts = client.topic::<Order>().counts().await?;
     let ok = ok && counts_ok(&counts, 0, args.jobs);
     let per_job = (after - before) as f64 / args.jobs as f64;
-    println!(
+    outln!(
         "  {} jobs due in an hour: used_memory {before} -> {after} bytes, {per_job:.0} bytes per job",
         args.jobs
     );

@@ -25,7 +25,7 @@ use crate::BoxResult;
 /// Runs `args.workload`.
 pub(crate) async fn run(args: &Args) -> BoxResult<Report> {
     let mut probe = Probe::connect(&args.redis).await?;
-    println!(
+    outln!(
         "postpone-bench {}: Redis {} at {}",
         args.workload,
         probe.version().await?,
@@ -128,7 +128,7 @@ fn counts_ok_retried(c: &TopicCounts, processed: u64, live: u64, retried: u64) -
         && c.retried == retried
         && c.stalled == 0;
     if !ok {
-        println!(
+        outln!(
             "  FAILED: expected {processed} processed, {retried} retried and {live} waiting, found {c:?}"
         );
     }

@@ -156,7 +156,7 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
         .await?;
     sqlx::query(DROP_TABLE).execute(&pool).await?;
     migrate(&mut *pool.acquire().await?, TABLE).await?;
-    println!(
+    outln!(
         "  PostgreSQL {version} at {database}, table {TABLE}; {tasks} tasks, a pool of {} connections",
         tasks + SPARE_CONNECTIONS
     );
@@ -241,7 +241,7 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
             break;
         }
         if waiting.elapsed() > limit {
-            println!(
+            outln!(
                 "  FAILED: {} of {committed} committed jobs in Redis {limit:?} after the last commit",
                 c.scheduled + c.ready
             );
@@ -290,14 +290,14 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
         ms.last().copied().unwrap_or(f64::NAN),
     );
     let jobs_per_sec = rate(committed, secs);
-    println!(
+    outln!(
         "  {committed} transactions from {tasks} tasks in {secs:.3} s: {jobs_per_sec:.0} transactional \
          enqueues/s; each (BEGIN, outbox row, COMMIT) p50 {:.2} ms, p99 {:.2} ms, max {:.1} ms",
         percentile(&tx_ms, 50.0),
         percentile(&tx_ms, 99.0),
         tx_ms.last().copied().unwrap_or(f64::NAN),
     );
-    println!(
+    outln!(
         "  commit-to-queued (commit returned -> in Redis's due set, by the Redis clock, upper bound \
          within 1 ms): p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.1} ms, min {min:.2} ms; below 0 \
          (queued before its task saw the commit return): {}, over {TARGET_MS} ms: {}, over 1 s: {}",
@@ -312,30 +312,30 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
         .take(5)
         .map(|(l, at)| format!("{l:.1} ms committed at +{at:.3} s"))
         .collect();
-    println!("  slowest: {}", list.join(", "));
+    outln!("  slowest: {}", list.join(", "));
     if last_queued_ms > i64::MIN {
-        println!(
+        outln!(
             "  the last job was queued {:.1} ms after the last commit returned; clocks: Redis - this \
              process {offset_us} us (TIME round trip {rtt_us} us)",
             ((last_queued_ms + 1) * 1000 - (last_commit_us + offset_us)) as f64 / 1e3
         );
     }
-    println!(
+    outln!(
         "  {committed} committed, {errors} failed; Redis holds {listed} jobs ({missing} committed ones \
          missing, {extra} not from a returned commit); the outbox holds {} rows ({} failing)",
         left.rows, left.failing
     );
     for (m, k) in &all.errors {
-        println!("  FAILED: {k} transactions returned: {m}");
+        outln!("  FAILED: {k} transactions returned: {m}");
     }
     if missing > 0 || extra > 0 || left.rows > 0 || left.failing > 0 {
-        println!("  FAILED: jobs lost, unexpected or left in the outbox");
+        outln!("  FAILED: jobs lost, unexpected or left in the outbox");
         ok = false;
     }
     if ok {
         sqlx::query(DROP_TABLE).execute(&pool).await?;
     } else {
-        println!("  the table {TABLE} is left as it is, to look at");
+        outln!("  the table {TABLE} is left as it is, to look at");
     }
     pool.close().await;
     Ok(Report {

@@ -48,7 +48,7 @@ pub(super) async fn run(args: &Args, _probe: &mut Probe) -> BoxResult<Report> {
     client.enqueue_many(items).await?;
     let started = Instant::now();
     let ok = enqueue_bulk(&client, 0, jobs, |k| 3_600_000 + k).await?;
-    println!(
+    outln!(
         "  {jobs} jobs enqueued in {:.1} s",
         started.elapsed().as_secs_f64()
     );
@@ -77,7 +77,7 @@ pub(super) async fn run(args: &Args, _probe: &mut Probe) -> BoxResult<Report> {
         ("big, page from the middle", big_middle),
         ("big, last page (newest first)", big_last),
     ] {
-        println!(
+        outln!(
             "  {what:32} p50 {p50:.3} ms  p99 {p99:.3} ms ({:.2}x the small topic's p50)",
             p50 / small.0
         );

@@ -46,7 +46,7 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     let mut worker = WorkerProcess::start(Workload::Steady, args).await?;
     let retries = (0..args.jobs).filter(|&k| steady::fails_once(k)).count() as u64;
     let delayed = (0..args.jobs).filter_map(steady::delay_ms).count();
-    println!(
+    outln!(
         "  rate {} jobs/s from {PRODUCERS} producers for {} s: {} jobs, {delayed} delayed by 0-{} s, \
          {retries} failing once; worker concurrency {}, handler sleeps {} ms",
         args.rate,
@@ -62,7 +62,7 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     let produced = produce(&client, args, start).await?;
     let enqueue_secs = start.elapsed().as_secs_f64();
     let client_cpu = own_cpu_s() - client_cpu;
-    println!(
+    outln!(
         "  enqueued in {enqueue_secs:.3} s: {:.0} jobs/s; the latest enqueue began {:.1} ms behind its \
          schedule; waiting for the jobs",
         rate(args.jobs, enqueue_secs),
@@ -70,7 +70,7 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     );
     let errors: u64 = produced.errors.values().sum();
     for (m, n) in &produced.errors {
-        println!("  FAILED: {n} enqueues returned: {m}");
+        outln!("  FAILED: {n} enqueues returned: {m}");
     }
     let mut ok = errors == 0 && produced.not_created == 0;
     // The worker waits for the jobs that exist.
@@ -88,7 +88,7 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     let counts = client.topic::<Order>().counts().await?;
     ok &= counts_ok_retried(&counts, created, 0, retries);
     if r.handled != created || r.lateness_ms.len() as u64 != created {
-        println!(
+        outln!(
             "  FAILED: {} jobs ran of {created} created (their enqueue returned Created): {} lost",
             r.handled,
             created.saturating_sub(r.handled)
@@ -98,7 +98,7 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
 
     let lag = sorted(r.lateness_ms.clone());
     let (p50, p99, max, min) = summary(&lag);
-    println!(
+    outln!(
         "  start lag by the Redis clock (handler start - due), first attempts: p50 {p50:.2} ms, p99 \
          {p99:.2} ms, max {max:.2} ms, min {min:.2} ms"
     );
@@ -106,7 +106,7 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     let mut enq = produced.latencies;
     enq.sort_by(f64::total_cmp);
     let (enq_p50, enq_p99, enq_max, _) = summary(&enq);
-    println!(
+    outln!(
         "  per enqueue: p50 {enq_p50:.2} ms, p99 {enq_p99:.2} ms, max {enq_max:.1} ms, {errors} errors"
     );
     // The handler's share of the worker's slots (Little's law): jobs/s x attempts per job x the
@@ -114,7 +114,7 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     let attempts = (args.jobs + retries) as f64 / args.jobs as f64;
     let ceiling = args.concurrency as f64 * 1e3 / r.handler_mean_ms.max(1e-9);
     let busy = args.rate as f64 * attempts / ceiling;
-    println!(
+    outln!(
         "  the {} ms sleep took {:.3} ms on average: {} slots run at most {ceiling:.0} attempts/s; the \
          offered load keeps {:.0} % of them busy",
         STEADY_HANDLER.as_millis(),
@@ -123,14 +123,14 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
         busy * 100.0,
     );
     if busy > 1.0 {
-        println!(
+        outln!(
             "  OVERLOADED: the jobs come faster than the slots can run them; the lag grows through the \
              run instead of holding steady (try --rate {:.0}, half the slots' ceiling)",
             ceiling / attempts / 2.0
         );
     }
     let per_job = |x: f64| x * 1e6 / args.jobs as f64;
-    println!(
+    outln!(
         "  worker CPU {:.2} s ({:.1} us/job) over {:.1} s; Redis CPU {:.2} s ({:.1} us/job, enqueues \
          and the handlers' TIME included); producers' CPU {client_cpu:.2} s ({:.1} us/job)",
         r.cpu_s,
@@ -140,7 +140,7 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
         per_job(r.redis_cpu_s),
         per_job(client_cpu),
     );
-    println!("  Redis commands: {}", after.time_since(&stats));
+    outln!("  Redis commands: {}", after.time_since(&stats));
     Ok(Report {
         secs: Some(round(enqueue_secs, 3)),
         jobs_per_sec: Some(round(rate(args.jobs, enqueue_secs), 0)),
@@ -232,14 +232,14 @@ fn print_breakdown(r: &ChildReport, concurrency: usize) {
     ] {
         let v = sorted(v);
         let (p50, p99, max, _) = summary(&v);
-        println!(
+        outln!(
             "    {name}: {} starts, p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.2} ms",
             v.len()
         );
     }
     let rtt = sorted(r.clock_rtt_ms.clone());
     let (p50, p99, max, _) = summary(&rtt);
-    println!(
+    outln!(
         "    the handler's TIME round trip (about half of it is in the lag): p50 {p50:.2} ms, p99 \
          {p99:.2} ms, max {max:.2} ms"
     );
@@ -253,7 +253,7 @@ fn print_breakdown(r: &ChildReport, concurrency: usize) {
         .map(|(_, b)| *b)
         .collect();
     let at_full = late.iter().filter(|b| **b >= full).count();
-    println!(
+    outln!(
         "    starts later than {TARGET_MS} ms: {} ({:.2} %); {at_full} of them with {full} or more of the \
          {concurrency} slots busy (waited for a slot, likely), {} with slots free",
         late.len(),
@@ -278,8 +278,8 @@ fn print_breakdown(r: &ChildReport, concurrency: usize) {
             format!("{}-{} s {p99:.1}/{max:.1}", w * 10, w * 10 + 10)
         })
         .collect();
-    println!("    p99/max ms by due time: {}", line.join(", "));
-    println!(
+    outln!("    p99/max ms by due time: {}", line.join(", "));
+    outln!(
         "    latest starts: {}",
         super::delayed::latest_starts(r, first_due)
     );

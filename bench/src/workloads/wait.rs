@@ -88,12 +88,12 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
             <Waited as postpone::Job>::TOPIC
         ))
         .await?;
-    println!(
+    outln!(
         "  {n} waiters registered in {:.1} ms ({waited} waited jobs in the store)",
         registering.elapsed().as_secs_f64() * 1e3
     );
     if waited != n {
-        println!("  FAILED: {waited} jobs registered as waited for, not {n}");
+        outln!("  FAILED: {waited} jobs registered as waited for, not {n}");
         ok = false;
     }
 
@@ -109,7 +109,7 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
             Err(e) => {
                 errors += 1;
                 if errors <= 5 {
-                    println!("  FAILED: a wait returned an error: {e}");
+                    outln!("  FAILED: a wait returned an error: {e}");
                 }
             }
         }
@@ -126,12 +126,12 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
         wakes.first().copied().unwrap_or(f64::NAN),
         wakes.last().copied().unwrap_or(f64::NAN),
     );
-    println!(
+    outln!(
         "  {n} jobs drained and their waiters woken in {secs:.3} s ({:.0} jobs/s, concurrency {})",
         rate(n, secs),
         args.concurrency
     );
-    println!(
+    outln!(
         "  handler finish to waiter return: p50 {p50:.3} / p99 {p99:.3} / max {max:.3} / min {min:.3} ms \
          (target p99 <= 5 ms)"
     );
@@ -190,7 +190,7 @@ fn wake_times(woken: &[Woken], finished: &[OnceLock<Instant>]) -> (Vec<f64>, u64
             _ => {
                 wrong += 1;
                 if wrong <= 5 {
-                    println!(
+                    outln!(
                         "  FAILED: the waiter of order {k} got {outcome:?} (handler finished: {})",
                         ended.is_some()
                     );
