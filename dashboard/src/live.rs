@@ -1,7 +1,9 @@
 //! Live figures by server-sent events: every topic's counts and the number of live workers. One poller
 //! per dashboard reads them once a second while anyone is watching, and every open page gets them
-//! through a `watch` channel when they change: ten open tabs cost what one does. The script puts them
-//! into the elements marked `data-live`.
+//! through a `watch` channel when they change: ten open tabs cost what one does. A page that opens
+//! gets the last figures at once and has them read again at once (they may be nearly a second old:
+//! a job's page opened just after a worker started showed "Workers 0" beside a job leased to it). The
+//! script puts them into the elements marked `data-live`.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -14,7 +16,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::stream::{self, Stream};
 use postpone::ops::Ops;
 use serde::Serialize;
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 /// How often the figures are read.
 const EVERY: Duration = Duration::from_secs(1);
@@ -46,6 +48,8 @@ type Message = Option<(&'static str, Arc<str>)>;
 pub(crate) struct Live {
     tx: watch::Sender<Message>,
     polling: AtomicBool,
+    /// Wakes the poller for a read now (a page just opened).
+    read_now: Notify,
 }
 
 impl Live {
@@ -53,6 +57,7 @@ impl Live {
         Live {
             tx: watch::channel(None).0,
             polling: AtomicBool::new(false),
+            read_now: Notify::new(),
         }
     }
 }
@@ -107,7 +112,8 @@ async fn poll(shared: crate::State) {
             }
             changed
         });
-        tokio::time::sleep(EVERY).await;
+        // Until the next read: a second, or a page that opens.
+        let _ = tokio::time::timeout(EVERY, live.read_now.notified()).await;
     }
 }
 
@@ -117,8 +123,11 @@ pub(crate) async fn events(
     State(shared): State<crate::State>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let mut rx = shared.live.tx.subscribe();
-    rx.mark_changed(); // the figures as they are now, if there are any yet
-    if !shared.live.polling.swap(true, Ordering::SeqCst) {
+    rx.mark_changed(); // the last figures, if there are any yet
+    if shared.live.polling.swap(true, Ordering::SeqCst) {
+        // And fresh ones: the poller reads at once (a permit is kept if it is reading now).
+        shared.live.read_now.notify_one();
+    } else {
         tokio::spawn(poll(shared.clone()));
     }
     let stream = stream::unfold(rx, |mut rx| async move {

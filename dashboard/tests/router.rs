@@ -301,3 +301,51 @@ async fn dashboard_batch_pages_without_batches_say_so() {
     let (status, _) = send(&app, get("/batch")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
+
+/// The next chunk of an event stream, as text.
+async fn next(stream: &mut axum::body::BodyDataStream) -> String {
+    use futures_util::StreamExt;
+    let chunk = stream.next().await.expect("an event").unwrap();
+    String::from_utf8_lossy(&chunk).into_owned()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_page_that_opens_gets_figures_read_at_once() {
+    let client = client().await;
+    let app = Dashboard::new(client.clone()).router();
+    let first = |text: &str| text.contains("\"scheduled\":1,");
+    let second = |text: &str| text.contains("\"scheduled\":2,");
+    let mut watching = app
+        .clone()
+        .oneshot(get("/events"))
+        .await
+        .unwrap()
+        .into_body()
+        .into_data_stream();
+    assert!(first(&next(&mut watching).await));
+    // The poller sleeps now; the figures change meanwhile.
+    client
+        .enqueue(CloseOrder { order_id: 2 })
+        .after(Duration::from_secs(60))
+        .await
+        .unwrap();
+    // A page that opens now gets the last figures, then the new ones without waiting for the poller's
+    // next second (the clock is paused: only a timer that fires moves it).
+    let opened = tokio::time::Instant::now();
+    let mut page = app
+        .oneshot(get("/events"))
+        .await
+        .unwrap()
+        .into_body()
+        .into_data_stream();
+    let mut text = next(&mut page).await;
+    if first(&text) {
+        text = next(&mut page).await;
+    }
+    assert!(second(&text), "{text}");
+    assert_eq!(
+        opened.elapsed(),
+        Duration::ZERO,
+        "the new figures waited for the poller's timer"
+    );
+}
