@@ -21,7 +21,7 @@ use super::{all_created, client, rate};
 use crate::args::Args;
 use crate::jobs::{PlainTenant, Tenant, TenantJob};
 use crate::probe::Probe;
-use crate::report::{percentile, round, Report};
+use crate::report::{own_cpu_s, percentile, round, Report};
 use crate::BoxResult;
 
 /// How often each quiet producer enqueues.
@@ -88,7 +88,7 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
         quiet: Vec::new(),
         quiet_in_flood: 0,
     }));
-    let redis_cpu = probe.cpu_s().await?;
+    let (redis_cpu, own_cpu) = (probe.cpu_s().await?, own_cpu_s());
     let stats = probe.command_stats().await?;
     let running = super::spawn_worker(args, seen.clone(), |w| w.handle(handle::<J>)).await?;
     let started = Instant::now();
@@ -114,7 +114,7 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
     let drained_at = tokio::time::timeout(TIMEOUT, rx)
         .await
         .map_err(|_| "the flood was not drained in time")??;
-    let redis_cpu = probe.cpu_s().await? - redis_cpu;
+    let (redis_cpu, own_cpu) = (probe.cpu_s().await? - redis_cpu, own_cpu_s() - own_cpu);
     let commands = probe.command_stats().await?.time_since(&stats);
     producing.store(false, std::sync::atomic::Ordering::Relaxed);
     let mut quiet_sent = 0;
@@ -150,9 +150,10 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
         args.quiet_keys
     );
     outln!(
-        "  with the {quiet_in_flood} quiet jobs that started meanwhile: {:.0} jobs/s; Redis CPU {redis_cpu:.3} s ({:.1} us/job)",
+        "  with the {quiet_in_flood} quiet jobs that started meanwhile: {:.0} jobs/s; Redis CPU {redis_cpu:.3} s ({:.1} us/job), this process's (worker and producers) {own_cpu:.3} s ({:.1} us/job)",
         rate(all, secs),
-        redis_cpu * 1e6 / all as f64
+        redis_cpu * 1e6 / all as f64,
+        own_cpu * 1e6 / all as f64
     );
     outln!(
         "  quiet jobs: {} ran; start lag p50 {p50:.1} / p99 {p99:.1} / max {max:.1} ms ({})",
@@ -174,6 +175,8 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
         all_jobs_per_sec: Some(round(rate(all, secs), 0)),
         redis_cpu_s: Some(round(redis_cpu, 3)),
         redis_us_per_job: Some(round(redis_cpu * 1e6 / all as f64, 2)),
+        worker_cpu_s: Some(round(own_cpu, 3)),
+        worker_us_per_job: Some(round(own_cpu * 1e6 / all as f64, 2)),
         ok,
         ..Report::default()
     })
