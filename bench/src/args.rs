@@ -123,6 +123,9 @@ pub(crate) struct Args {
     /// `fairness`: the quiet keys beside the flood (0: the flood alone, what the layout by key costs
     /// without the quiet keys' load).
     pub(crate) quiet_keys: u64,
+    /// `fairness`: the keys the flood's jobs are spread over, round-robin (default 1: one tenant's
+    /// flood); many keys measure the claim's cost per job as the number of ready keys grows.
+    pub(crate) flood_keys: u64,
     /// The worker process records metrics and runs a `tracing` subscriber (the `observe` feature).
     pub(crate) observe: bool,
     /// Delete whatever the Redis holds before the run (without it, a Redis holding keys is refused).
@@ -195,6 +198,8 @@ options:
   --priorities     drain, drain-io, backlog: half the jobs enqueued with a priority (1 or 2)
   --no-keys        fairness: the jobs without keys, on a topic of their own (bench.fair_plain)
   --quiet-keys N   fairness: quiet keys beside the flood (default 50; 0: the flood alone)
+  --flood-keys K   fairness: the flood's jobs spread over K keys, round-robin (default 1); with many
+                   keys, what a claim costs per job as the number of ready keys grows
   --keep           drain: jobs of a type that keeps every finished job with its result (keep 1h,
                    keep_last 1,000,000); Redis bytes per kept job (kept_bytes_per_job)
   --observe        the worker process records postpone's metrics (a Prometheus recorder) and logs
@@ -229,6 +234,7 @@ impl Args {
             keep: false,
             no_keys: false,
             quiet_keys: 50,
+            flood_keys: 1,
         };
         let mut quiet_given = false;
         while let Some(flag) = it.next() {
@@ -261,6 +267,10 @@ impl Args {
                     out.quiet_keys = number(flag, value()?)?;
                     quiet_given = true;
                 }
+                "--flood-keys" => {
+                    out.flood_keys = number(flag, value()?)?;
+                    quiet_given = true;
+                }
                 other => return Err(format!("unknown option {other:?}")),
             }
         }
@@ -280,7 +290,10 @@ impl Args {
             return Err("--no-keys applies to fairness only".into());
         }
         if quiet_given && workload != Workload::Fairness {
-            return Err("--quiet-keys applies to fairness only".into());
+            return Err("--quiet-keys and --flood-keys apply to fairness only".into());
+        }
+        if out.flood_keys == 0 || out.flood_keys > out.jobs {
+            return Err("--flood-keys must be 1 to --jobs".into());
         }
         if out.jobs == 0 && workload != Workload::Idle {
             return Err("--jobs must be at least 1".into());
@@ -388,7 +401,12 @@ mod tests {
             (Workload::Fairness, 100_000, 50, false)
         );
         let a = parse("fairness --quiet-keys 0 --no-keys").unwrap();
-        assert_eq!((a.quiet_keys, a.no_keys), (0, true));
+        assert_eq!((a.quiet_keys, a.no_keys, a.flood_keys), (0, true, 1));
+        let a = parse("fairness --jobs 1000000 --flood-keys 100,000").unwrap();
+        assert_eq!(a.flood_keys, 100_000);
+        assert!(parse("fairness --jobs 10 --flood-keys 11").is_err());
+        assert!(parse("fairness --flood-keys 0").is_err());
+        assert!(parse("drain --flood-keys 2").is_err());
         assert!(parse("drain --quiet-keys 0").is_err());
         let a = parse("batch").unwrap();
         assert_eq!((a.workload, a.jobs), (Workload::Batch, 10_000));

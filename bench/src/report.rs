@@ -121,6 +121,9 @@ pub(crate) struct Report {
     /// flood (the throughput it shares with them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) all_jobs_per_sec: Option<f64>,
+    /// `fairness`: the keys the flood's jobs were spread over.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) flood_keys: Option<u64>,
     /// `batch`: ms from the last member's end to the success callback's start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) callback_after_last_ms: Option<f64>,

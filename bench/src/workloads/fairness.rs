@@ -1,7 +1,8 @@
 //! `fairness`: one tenant's flood beside quiet tenants, on one topic, as BullMQ's side runs it: `--jobs`
 //! (default 100,000) jobs of the key `flood` already due, then a worker in the same process at
 //! `--concurrency` and `--quiet-keys` (default 50) quiet producers, each enqueueing one job of its own
-//! key every 10 ms, until the flood is drained (with `--quiet-keys 0`, the flood alone). The figures:
+//! key every 10 ms, until the flood is drained (with `--quiet-keys 0`, the flood alone; with
+//! `--flood-keys K`, the flood's jobs spread over K keys round-robin). The figures:
 //! each quiet job's start lag (its handler's start minus its enqueue, on the monotonic clock) p50 / p99
 //! / max, and the flood's jobs/s.
 //!
@@ -46,7 +47,7 @@ type Shared = Arc<Mutex<Seen>>;
 
 async fn handle<J: TenantJob>(job: J, _ctx: JobContext, seen: Shared) -> Result<(), JobError> {
     let mut s = seen.lock().unwrap_or_else(|p| p.into_inner());
-    if job.tenant() == "flood" {
+    if job.tenant().starts_with("flood") {
         s.flood_done += 1;
         if s.flood_done == s.flood_total {
             s.quiet_in_flood = s.quiet.len();
@@ -75,8 +76,17 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
     let client = client(args).await?;
     let origin = Instant::now();
     let mut ok = true;
+    let keys = args.flood_keys;
+    let flood_key = |k: u64| {
+        if keys == 1 {
+            "flood".to_owned()
+        } else {
+            format!("flood{}", k % keys)
+        }
+    };
     for first in (0..n).step_by(1000) {
-        let items = (first..(first + 1000).min(n)).map(|k| EnqueueItem::new(J::new(k, "flood", 0)));
+        let items =
+            (first..(first + 1000).min(n)).map(|k| EnqueueItem::new(J::new(k, &flood_key(k), 0)));
         ok &= all_created(&client.enqueue_many(items).await?);
     }
     let (tx, rx) = oneshot::channel();
@@ -144,7 +154,8 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
     let (p50, p99) = (percentile(&quiet, 50.0), percentile(&quiet, 99.0));
     let max = quiet.last().copied().unwrap_or(f64::NAN);
     outln!(
-        "  flood of {n} jobs drained in {secs:.3} s ({:.0} jobs/s, concurrency {}) beside {} quiet keys",
+        "  flood of {n} jobs ({}) drained in {secs:.3} s ({:.0} jobs/s, concurrency {}) beside {} quiet keys",
+        if keys == 1 { "one key".to_owned() } else { format!("over {keys} keys") },
         rate(n, secs),
         args.concurrency,
         args.quiet_keys
@@ -173,6 +184,7 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
         max_ms: Some(round(max, 3)),
         quiet_p99_ms: Some(round(p99, 3)),
         all_jobs_per_sec: Some(round(rate(all, secs), 0)),
+        flood_keys: Some(keys),
         redis_cpu_s: Some(round(redis_cpu, 3)),
         redis_us_per_job: Some(round(redis_cpu * 1e6 / all as f64, 2)),
         worker_cpu_s: Some(round(own_cpu, 3)),
