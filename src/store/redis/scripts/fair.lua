@@ -522,7 +522,10 @@ local function fair_helpers()
       end
       local ks, names, bound = {}, {}, nil
       for i = 1, #popped, 2 do
-        local k = { name = popped[i], tag = tonumber(popped[i + 1]), ids = {}, dues = {}, nread = 0, pos = 1, took = 0 }
+        -- Every field the claim always sets, in the constructor: the table is made at its size (two
+        -- more fields set later would grow it, a rehash per key).
+        local k = { name = popped[i], tag = tonumber(popped[i + 1]), ids = {}, dues = {}, nread = 0, pos = 1, took = 0,
+          cap = math.huge, running = 0 }
         if i + 1 == #popped and #popped == 2 * (want - taken + 1) then
           bound = k
         else
@@ -536,7 +539,6 @@ local function fair_helpers()
       local tats = (interval > 0) and fetch_many('ZMSCORE', K_FTAT, names) or {}
       local open = 0
       for i, k in ipairs(ks) do
-        k.cap, k.running = math.huge, 0
         if k.name ~= UNKEYED then
           if kmax > 0 then
             k.running = tonumber(runs[i] or '0')
