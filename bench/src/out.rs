@@ -1,6 +1,6 @@
 //! Standard output that outlives its reader. Rust ignores `SIGPIPE`, so a line written after the reader
 //! has gone (`postpone-bench drain | head -3`) fails with `BrokenPipe`, and `println!` panics on it. The
-//! harness writes its lines through [`outln!`] instead: once standard output is closed, the lines are
+//! harness writes its lines through `outln!` instead: once standard output is closed, the lines are
 //! dropped and the run goes on to its end, so that its worker processes are stopped and Redis is left
 //! empty as after any run (exiting there would leave a worker process waiting for jobs that never
 //! come). Any other write error is said once on standard error.
