@@ -292,7 +292,7 @@ impl Args {
         if quiet_given && workload != Workload::Fairness {
             return Err("--quiet-keys and --flood-keys apply to fairness only".into());
         }
-        if out.flood_keys == 0 || out.flood_keys > out.jobs {
+        if workload == Workload::Fairness && (out.flood_keys == 0 || out.flood_keys > out.jobs) {
             return Err("--flood-keys must be 1 to --jobs".into());
         }
         if out.jobs == 0 && workload != Workload::Idle {
