@@ -78,11 +78,11 @@ local function fair_helpers()
     local ready = fetch_many('ZMSCORE', K_FREADY, names)
     local waits = fetch_many('ZMSCORE', K_FWAIT, names)
     -- Running counts per key and holds exist only under limits per key: one EXISTS of both says
-    -- whether to look (it counts the keys that exist).
+    -- whether to look (a missing one reads as nothing held, nothing running).
     local runs, holds = {}, {}
     if redis.call('EXISTS', K_FRUN, K_FHOLD) > 0 then
-      runs = redis.call('EXISTS', K_FRUN) == 1 and fetch_many('HMGET', K_FRUN, names) or {}
-      holds = redis.call('EXISTS', K_FHOLD) == 1 and fetch_many('ZMSCORE', K_FHOLD, names) or {}
+      runs = fetch_many('HMGET', K_FRUN, names)
+      holds = fetch_many('ZMSCORE', K_FHOLD, names)
     end
     local to_ready, to_wait, unwait = {}, {}, {}
     local due_now = false
