@@ -74,6 +74,42 @@ async fn leases_extend_and_expire() {
 }
 
 #[tokio::test]
+async fn a_finish_under_a_token_that_is_a_prefix_of_the_leases_or_extends_it_is_stale() {
+    // The scripts compare tokens as text: a lease "<token>:<due>:<holder>" is held by a token only
+    // when the whole token and then the colon start it.
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    s.enqueue(T, vec![job("a", Due::In(0))]).await.unwrap();
+    let j = s
+        .claim(T, ClaimRequest::new(1, 30_000, 100, 1))
+        .await
+        .unwrap()
+        .jobs
+        .remove(0);
+    assert!(j.token >= 10, "a token of one digit has no shorter prefix");
+    for other in [j.token / 10, j.token * 10 + j.token % 10] {
+        let out = s
+            .finish(T, vec![FinishItem::new(j.id.clone(), other, Finish::Done)])
+            .await
+            .unwrap();
+        assert_eq!(
+            out,
+            vec![FinishOutcome::Stale],
+            "token {other} against {}",
+            j.token
+        );
+    }
+    let out = s
+        .finish(
+            T,
+            vec![FinishItem::new(j.id.clone(), j.token, Finish::Done)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(out, vec![FinishOutcome::Applied]);
+}
+
+#[tokio::test]
 async fn big_batches_are_fine() {
     let server = RedisServer::start();
     let s = store(&server, "shop").await;

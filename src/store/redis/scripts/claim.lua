@@ -169,7 +169,10 @@ if K_RECEIVED ~= K_CLAIM then
   redis.call('DEL', K_RECEIVED)
 end
 local token = 0
-local out = {}
+-- The reply: ten fields filled in at the end, then three per claimed job, appended at `o` (a count, not
+-- `#reply`, which Lua finds by a binary search; and no second table to copy them from).
+local reply = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+local o = 10
 local next_due = earliest(K_DUE)
 -- Whether the topic is paused matters only when something is due now (a paused topic's later jobs are
 -- reported as usual, and the claim at their time finds it paused): an idle claim does not read it.
@@ -241,9 +244,8 @@ if recorded then
   local recs = fetch_many('HMGET', K_JOBS, ids)
   for i, id in ipairs(ids) do
     if held_by(leases[i], token_s) and recs[i] then
-      out[#out + 1] = id
-      out[#out + 1] = string.format('%d', lease_due(leases[i]))
-      out[#out + 1] = recs[i]
+      reply[o + 1], reply[o + 2], reply[o + 3] = id, string.format('%d', lease_due(leases[i])), recs[i]
+      o = o + 3
     end
   end
 elseif max > 0 and next_due and next_due <= now then
@@ -355,9 +357,8 @@ elseif max > 0 and next_due and next_due <= now then
     for i = 1, k do
       if recs[i] then
         -- The due time goes back as Redis wrote it (an integer's digits): no parsing here.
-        out[#out + 1] = ids[i]
-        out[#out + 1] = got[2 * i]
-        out[#out + 1] = recs[i]
+        reply[o + 1], reply[o + 2], reply[o + 3] = ids[i], got[2 * i], recs[i]
+        o = o + 3
       else
         -- A due id without a record (deleted outside postpone): dead-letter it with the reason, so the
         -- damage is seen and counted, rather than hand out nothing or drop it silently.
@@ -426,8 +427,6 @@ end
 if paused then
   next_due = nil
 end
-local reply = { now, swept, swept_dead, next_due or false, next_lease or false, #pending + (ends and 2 or 0), token, now_us_part, paused and 1 or 0, held }
-for i = 1, #out do
-  reply[10 + i] = out[i]
-end
+reply[1], reply[2], reply[3], reply[4], reply[5] = now, swept, swept_dead, next_due or false, next_lease or false
+reply[6], reply[7], reply[8], reply[9], reply[10] = #pending + (ends and 2 or 0), token, now_us_part, paused and 1 or 0, held
 return reply

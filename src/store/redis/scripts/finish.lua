@@ -41,6 +41,8 @@ local ended_kind, ended_data = {}, {}
 local retry_jobs, retry_due = {}, {}
 local dead_ids, dead_recs, dead_reasons = {}, {}, {}
 local processed, retried, n_cancelled = 0, 0, 0
+-- How many `gone` and `ended` hold: counts, not `#`, which Lua finds by a binary search.
+local n_gone, n_ended = 0, 0
 local first_retry = nil
 local hold_until = nil
 -- Holds asked by handlers (ids, until when): the job's key's when it has one (fair.lua), else the topic's.
@@ -55,11 +57,13 @@ for i = 1, n do
     out[i] = 3
   else
     seen[id] = true
-    gone[#gone + 1] = id
+    n_gone = n_gone + 1
+    gone[n_gone] = id
     out[i] = 1
     if kind == 'done' or kind == 'result' then
-      ended[#ended + 1] = id
-      ended_kind[#ended], ended_data[#ended] = 's', kind == 'result' and ARGV[b + 4] or ''
+      n_ended = n_ended + 1
+      ended[n_ended], ended_kind[n_ended] = id, 's'
+      ended_data[n_ended] = kind == 'result' and ARGV[b + 4] or ''
       processed = processed + 1
     elseif kind == 'retry' or kind == 'hold' then
       if kind == 'hold' then
@@ -67,8 +71,8 @@ for i = 1, n do
         hold_untils[#hold_untils + 1] = resolve_due(now, 'in', tonumber(ARGV[b + 5]))
       end
       if cancelled[i] == 1 then
-        ended[#ended + 1] = id
-        ended_kind[#ended], ended_data[#ended] = 'c', ''
+        n_ended = n_ended + 1
+        ended[n_ended], ended_kind[n_ended], ended_data[n_ended] = id, 'c', ''
         n_cancelled = n_cancelled + 1
         out[i] = 2
       else
@@ -85,8 +89,8 @@ for i = 1, n do
         end
       end
     else
-      ended[#ended + 1] = id
-      ended_kind[#ended], ended_data[#ended] = 'd', ARGV[b + 5]
+      n_ended = n_ended + 1
+      ended[n_ended], ended_kind[n_ended], ended_data[n_ended] = id, 'd', ARGV[b + 5]
       dead_ids[#dead_ids + 1] = id
       dead_recs[#dead_recs + 1] = ARGV[b + 4]
       dead_reasons[#dead_reasons + 1] = ARGV[b + 5]
