@@ -341,13 +341,19 @@ elseif max > 0 and next_due and next_due <= now then
     -- Numbers go to redis.call as strings made once: Redis would format each with %.17g.
     local deadline_s = string.format('%d', deadline)
     local ids, active, leases = {}, {}, {}
+    -- Jobs with one due time (a run: see with_due_times) share one lease value, made once (a joined
+    -- string is hashed and interned whole).
+    local lease_at, lease_v = nil, nil
     for i = 1, k do
-      local id = got[2 * i - 1]
+      local id, at = got[2 * i - 1], got[2 * i]
+      if at ~= lease_at then
+        lease_at, lease_v = at, lease_of(token_s, at, holder)
+      end
       ids[i] = id
       active[2 * i - 1] = deadline_s
       active[2 * i] = id
       leases[2 * i - 1] = id
-      leases[2 * i] = lease_of(token_s, got[2 * i], holder)
+      leases[2 * i] = lease_v
     end
     hashed_leases()
     call_many('ZADD', K_ACTIVE, active, 2)

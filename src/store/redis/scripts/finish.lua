@@ -36,7 +36,9 @@ end
 
 local out, seen = {}, {}
 local gone, ended = {}, {}
--- How each ended job ended ('s' succeeded, 'c' cancelled, 'd' dead) and its result or reason.
+-- How each ended job ended ('s' succeeded, 'c' cancelled, 'd' dead) and its result or reason, by its
+-- place in `ended`: written only where it is not 's' and '' (a success without a result, the usual
+-- end), and completed before they are read (only when outcomes.lua is wanted).
 local ended_kind, ended_data = {}, {}
 local retry_jobs, retry_due = {}, {}
 local dead_ids, dead_recs, dead_reasons = {}, {}, {}
@@ -62,8 +64,10 @@ for i = 1, n do
     out[i] = 1
     if kind == 'done' or kind == 'result' then
       n_ended = n_ended + 1
-      ended[n_ended], ended_kind[n_ended] = id, 's'
-      ended_data[n_ended] = kind == 'result' and ARGV[b + 4] or ''
+      ended[n_ended] = id
+      if kind == 'result' then
+        ended_data[n_ended] = ARGV[b + 4]
+      end
       processed = processed + 1
     elseif kind == 'retry' or kind == 'hold' then
       if kind == 'hold' then
@@ -72,7 +76,7 @@ for i = 1, n do
       end
       if cancelled[i] == 1 then
         n_ended = n_ended + 1
-        ended[n_ended], ended_kind[n_ended], ended_data[n_ended] = id, 'c', ''
+        ended[n_ended], ended_kind[n_ended] = id, 'c'
         n_cancelled = n_cancelled + 1
         out[i] = 2
       else
@@ -131,6 +135,9 @@ end
 if #ended > 0 then
   if flags[3] or flags[4] or flags[5] or flags[6] then
     outcome_helpers()
+    for i = 1, n_ended do
+      ended_kind[i], ended_data[i] = ended_kind[i] or 's', ended_data[i] or ''
+    end
     local recs = flags[3] and fetch_many('HMGET', K_JOBS, ended) or {}
     O.after_end(flags[3], flags[4], flags[5], flags[6], channel, topic, ended, ended_kind, ended_data, recs, now)
   end
