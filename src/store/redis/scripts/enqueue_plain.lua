@@ -34,7 +34,7 @@ if stride == 2 then
   at = resolve_due(now, kind, tonumber(shared))
   score = string.format('%d', at)
 end
-local jobs, zadd = {}, {}
+local zadd = {}
 -- `out` is written from the first job that is not created at the first one's time (`uniform`): until
 -- then every outcome is that one, and the reply is that time alone.
 local out, uniform = nil, nil
@@ -46,9 +46,8 @@ for i = 1, n do
   elseif due[i] then
     code, time = 3, tonumber(due[i])
   else
-    local base = 4 + (i - 1) * stride
     if stride == 3 then
-      local value = ARGV[base + 3]
+      local value = ARGV[4 + (i - 1) * 3 + 3]
       local s = scores[value]
       if s == nil then
         local t = resolve_due(now, kind, tonumber(value))
@@ -58,7 +57,6 @@ for i = 1, n do
       at, score = s[1], s[2]
     end
     local k = 2 * created
-    jobs[k + 1], jobs[k + 2] = ids[i], ARGV[base + 2]
     zadd[k + 1], zadd[k + 2] = score, ids[i]
     created = created + 1
     code, time = 1, at
@@ -79,8 +77,24 @@ for i = 1, n do
     uniform = time
   end
 end
-if created > 0 then
+if created == n and stride == 2 then
+  -- Every job created, and the arguments after the fourth are its id, record pairs: HSET takes them as
+  -- they came, in slices (no table of them).
+  local step = SLICE - SLICE % 2
+  for i = 5, #ARGV, step do
+    redis.call('HSET', K_JOBS, unpack(ARGV, i, math.min(i + step - 1, #ARGV)))
+  end
+elseif created > 0 then
+  local jobs, k = {}, 0
+  for i = 1, n do
+    if not active[i] and not due[i] then
+      local base = 4 + (i - 1) * stride
+      jobs[k + 1], jobs[k + 2], k = ARGV[base + 1], ARGV[base + 2], k + 2
+    end
+  end
   call_many('HSET', K_JOBS, jobs, 2)
+end
+if created > 0 then
   call_many('ZADD', K_DUE, zadd, 2)
   tally(now, created, 0, 0, 0, 0)
   -- A topic with keyed jobs files them under the key '' (fair.lua).
