@@ -11,17 +11,24 @@ use postpone::store::{
 use support::redis_server::RedisServer;
 use support::store::*;
 
+/// Enqueues job "a", due now, and claims it under a lease of `lease_ms`.
+async fn enqueue_and_claim_one(
+    s: &postpone::store::redis::RedisStore,
+    lease_ms: u64,
+) -> postpone::store::ClaimedJob {
+    s.enqueue(T, vec![job("a", Due::In(0))]).await.unwrap();
+    s.claim(T, ClaimRequest::new(1, lease_ms, 100, 1))
+        .await
+        .unwrap()
+        .jobs
+        .remove(0)
+}
+
 #[tokio::test]
 async fn leases_extend_and_expire() {
     let server = RedisServer::start();
     let s = store(&server, "shop").await;
-    s.enqueue(T, vec![job("a", Due::In(0))]).await.unwrap();
-    let j = s
-        .claim(T, ClaimRequest::new(1, 50, 100, 1))
-        .await
-        .unwrap()
-        .jobs
-        .remove(0);
+    let j = enqueue_and_claim_one(&s, 50).await;
     let lease = [(j.id.clone(), j.token)];
     assert_eq!(
         s.extend(T, &lease, 50).await.unwrap(),
@@ -79,13 +86,7 @@ async fn a_finish_under_a_token_that_is_a_prefix_of_the_leases_or_extends_it_is_
     // when the whole token and then the colon start it.
     let server = RedisServer::start();
     let s = store(&server, "shop").await;
-    s.enqueue(T, vec![job("a", Due::In(0))]).await.unwrap();
-    let j = s
-        .claim(T, ClaimRequest::new(1, 30_000, 100, 1))
-        .await
-        .unwrap()
-        .jobs
-        .remove(0);
+    let j = enqueue_and_claim_one(&s, 30_000).await;
     assert!(j.token >= 10, "a token of one digit has no shorter prefix");
     for other in [j.token / 10, j.token * 10 + j.token % 10] {
         let out = s

@@ -79,11 +79,8 @@ for i = 1, n do
 end
 if created == n and stride == 2 then
   -- Every job created, and the arguments after the fourth are its id, record pairs: HSET takes them as
-  -- they came, in slices (no table of them).
-  local step = SLICE - SLICE % 2
-  for i = 5, #ARGV, step do
-    redis.call('HSET', K_JOBS, unpack(ARGV, i, math.min(i + step - 1, #ARGV)))
-  end
+  -- they came (no table of them).
+  call_range('HSET', K_JOBS, ARGV, 5, #ARGV, 2)
 elseif created > 0 then
   local jobs, k = {}, 0
   for i = 1, n do

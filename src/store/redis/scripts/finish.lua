@@ -102,7 +102,7 @@ for i = 1, n do
   end
 end
 
-if #gone > 0 then
+if n_gone > 0 then
   call_many('ZREM', K_ACTIVE, gone, 1)
   call_many('HDEL', K_LEASES, gone, 1)
   drop_marker_if_last()
@@ -132,7 +132,7 @@ if hold_until then
     redis.call('HSET', K_STATS, 'hold_until', string.format('%d', hold_until))
   end
 end
-if #ended > 0 then
+if n_ended > 0 then
   if flags[3] or flags[4] or flags[5] or flags[6] then
     outcome_helpers()
     for i = 1, n_ended do
@@ -156,7 +156,7 @@ if #retry_jobs > 0 then
   hint_if_earlier(channel, topic, first, first_retry)
 end
 -- Jobs with a priority keep it through a retry; jobs that end forget it.
-if (#retry_due > 0 or #ended > 0) and flags[2] then
+if (#retry_due > 0 or n_ended > 0) and flags[2] then
   if #retry_due > 0 then
     local r_ids, r_dues = {}, {}
     for i = 1, #retry_due, 2 do
@@ -165,7 +165,7 @@ if (#retry_due > 0 or #ended > 0) and flags[2] then
     end
     P().file_prio(r_ids, r_dues, fetch_many('HMGET', K_PRIO, r_ids), now)
   end
-  if #ended > 0 then
+  if n_ended > 0 then
     call_many('HDEL', K_PRIO, ended, 1)
   end
 end
@@ -173,7 +173,7 @@ end
 -- keep them with their deaths.
 -- A key made ready (a parked key's lease ended, or a retry is due now) wakes the claimers, once.
 local dead_keys = nil
-if #gone > 0 and flags[7] then
+if n_gone > 0 and flags[7] then
   fair_helpers()
   if #dead_ids > 0 then
     dead_keys = fetch_many('HMGET', K_FKEY, dead_ids)

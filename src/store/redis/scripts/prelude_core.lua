@@ -32,17 +32,22 @@ local DAMAGED = 'damaged: its record was missing from Redis (deleted outside pos
 -- Lua's unpack() takes at most ~8000 values: calls with a list argument go in slices of SLICE.
 local SLICE = 4000
 
--- redis.call(cmd, key, [opt,] list...) in slices, each a multiple of `stride` values.
-local function call_many(cmd, key, list, stride, opt)
+-- redis.call(cmd, key, [opt,] list[from..to]...) in slices, each a multiple of `stride` values.
+local function call_range(cmd, key, list, from, to, stride, opt)
   local step = SLICE - SLICE % stride
-  for i = 1, #list, step do
-    local j = math.min(i + step - 1, #list)
+  for i = from, to, step do
+    local j = math.min(i + step - 1, to)
     if opt then
       redis.call(cmd, key, opt, unpack(list, i, j))
     else
       redis.call(cmd, key, unpack(list, i, j))
     end
   end
+end
+
+-- redis.call(cmd, key, [opt,] list...) in slices, each a multiple of `stride` values.
+local function call_many(cmd, key, list, stride, opt)
+  call_range(cmd, key, list, 1, #list, stride, opt)
 end
 
 -- redis.call(cmd, key, list...) in slices, the replies joined (HMGET, ZMSCORE, SMISMEMBER).
