@@ -119,6 +119,79 @@ pub(crate) async fn fair_flood_does_not_delay_a_job_of_another_key(store: Arc<dy
     assert_eq!(flooded, earliest, "the flood's earliest");
 }
 
+/// One batch of jobs with keys, one without and one that exists already, all due at one time or each
+/// at its own: each job created is filed once under its key (the one without under the key "", the
+/// topic having keyed jobs), and the claims take one job of each key per turn.
+pub(crate) async fn fair_a_batch_of_keyed_unkeyed_and_existing_jobs_files_each_created_job_once(
+    store: Arc<dyn Store>,
+) {
+    for own_times in [false, true] {
+        let s = &*store;
+        let t = &topic(if own_times {
+            "fair_mixed_own"
+        } else {
+            "fair_mixed_shared"
+        });
+        enqueue_one(s, t, keyed("a-0", "a", Due::In(0))).await;
+        let due = |ms: u64| Due::In(if own_times { ms } else { 0 });
+        let batch = vec![
+            keyed("a-0", "a", due(0)),
+            keyed("b-0", "b", due(1)),
+            new_job("u", REC, due(2)),
+            keyed("a-1", "a", due(3)),
+            keyed("c-0", "c", due(4)),
+        ];
+        let outcomes = s.enqueue(t, batch).await.unwrap();
+        assert!(
+            matches!(outcomes[0], EnqueueOutcome::Exists { .. })
+                && outcomes[1..]
+                    .iter()
+                    .all(|o| matches!(o, EnqueueOutcome::Created { .. })),
+            "{outcomes:?}"
+        );
+        wait_past(s, now(s).await + 4).await;
+        let first = claimed_ids(s, t, 4).await;
+        let mut keys: Vec<_> = first.iter().map(|id| key_of(id)).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            ["a", "b", "c", "u"],
+            "one job of each key, the one without a key as one (own times: {own_times}): {first:?}"
+        );
+        assert_eq!(
+            claimed_ids(s, t, 4).await,
+            ["a-1"],
+            "own times: {own_times}"
+        );
+        assert!(claimed_ids(s, t, 4).await.is_empty(), "each job once");
+    }
+}
+
+/// Six hundred keys with two jobs each, in one batch: a claim of 600 takes one job of every key, the
+/// next the other 600 (more keys than the Redis scripts keep the names of from call to call, and than
+/// the heap of turns holds in most claims).
+pub(crate) async fn fair_six_hundred_keys_each_take_one_turn_per_claim(store: Arc<dyn Store>) {
+    let (s, t) = (&*store, &topic("fair_600_keys"));
+    let jobs = (0..2)
+        .flat_map(|n| {
+            (0..600).map(move |k| keyed(&format!("k{k:03}-{n}"), &format!("k{k:03}"), Due::In(0)))
+        })
+        .collect();
+    s.enqueue(t, jobs).await.unwrap();
+    for round in 0..2 {
+        let ids = claimed_ids(s, t, 600).await;
+        let mut keys: Vec<_> = ids.iter().map(|id| key_of(id)).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(
+            (ids.len(), keys.len()),
+            (600, 600),
+            "claim {round}: one job of each key"
+        );
+    }
+    assert!(claimed_ids(s, t, 600).await.is_empty(), "each job once");
+}
+
 pub(crate) async fn fair_key_takes_its_own_jobs_in_due_order(store: Arc<dyn Store>) {
     let (s, t) = (&*store, &topic("fair_own_order"));
     let base = now(s).await + 200;

@@ -186,6 +186,8 @@ macro_rules! store_conformance {
             // fairness by key
             fair_claim_takes_one_job_per_key_before_any_key_gets_a_second,
             fair_flood_does_not_delay_a_job_of_another_key,
+            fair_a_batch_of_keyed_unkeyed_and_existing_jobs_files_each_created_job_once,
+            fair_six_hundred_keys_each_take_one_turn_per_claim,
             fair_key_takes_its_own_jobs_in_due_order,
             fair_unkeyed_jobs_take_one_turn_as_the_key_of_no_key_and_older_ones_go_in_due_order,
             fair_only_key_left_fills_the_whole_claim,

@@ -323,9 +323,9 @@ impl Batched for Enqueues {
         keys: &TopicKeys,
         jobs: &[NewJob],
     ) -> Result<Vec<EnqueueOutcome>> {
-        // A replace, a priority or a key may touch the priority or fairness keys: the general batch
-        // script.
-        let plain = |job: &NewJob| !job.replace && job.priority == 0 && job.key.is_none();
+        // A replace (which may move a job under another key for fairness) or a priority (the priority
+        // keys) takes the general batch script; jobs with keys for fairness take the lean one.
+        let lean = |job: &NewJob| !job.replace && job.priority == 0;
         match jobs {
             // One job, a key for fairness or not (never with a replace): the lean script.
             [job] if !job.replace && job.priority == 0 => {
@@ -334,7 +334,7 @@ impl Batched for Enqueues {
             [first, ..]
                 if jobs
                     .iter()
-                    .all(|job| plain(job) && due_args(job.due).0 == due_args(first.due).0)
+                    .all(|job| lean(job) && due_args(job.due).0 == due_args(first.due).0)
                     && distinct_ids(jobs) =>
             {
                 enqueue_plain(store, topic, keys, jobs).await
@@ -378,8 +378,9 @@ async fn enqueue_many(
     outcomes(reply, jobs.len(), CONTEXT)
 }
 
-/// Many plain jobs (no replace, no priority, all due `in` or all `at`): `enqueue_plain.lua`, which
-/// needs only the first four keys, and two arguments per job when all share a due value (else three).
+/// Many lean jobs (no replace, no priority, all due `in` or all `at`, with keys for fairness or not):
+/// `enqueue_plain.lua`, which needs only the first four keys, and two arguments per job when all share a
+/// due value and none has a key (one more for a due value of its own, one more for a key).
 async fn enqueue_plain(
     store: &RedisStore,
     topic: &str,
@@ -389,6 +390,7 @@ async fn enqueue_plain(
     const CONTEXT: &str = "enqueueing jobs";
     let (kind, first) = jobs.first().map_or(("in", 0), |job| due_args(job.due));
     let shared = jobs.iter().all(|job| due_args(job.due).1 == first);
+    let keyed = jobs.iter().any(|job| job.key.is_some());
     let reply = store
         .eval_with(CONTEXT, &SCRIPTS.enqueue_plain, &keys.0[..4], |inv| {
             inv.arg(&store.inner.channel).arg(topic).arg(kind);
@@ -397,10 +399,14 @@ async fn enqueue_plain(
             } else {
                 inv.arg("");
             }
+            inv.arg(if keyed { "1" } else { "" });
             for job in jobs {
                 inv.arg(&job.id).arg(&job.record[..]);
                 if !shared {
                     inv.arg(due_args(job.due).1);
+                }
+                if keyed {
+                    inv.arg(job.key.as_deref().unwrap_or(""));
                 }
             }
         })

@@ -1,25 +1,34 @@
--- Enqueues a batch of plain jobs (none replaces, none has a priority, all due 'in' or all 'at', no two
+-- Enqueues a batch of lean jobs (none replaces, none has a priority, all due 'in' or all 'at', no two
 -- with one id: jobs.rs sends a batch with a repeated id to enqueue.lua) into one topic, each
 -- atomically, in order: enqueue.lua's outcomes for such a batch, with a third of the arguments, four
 -- keys and the core prelude only (the coalesced enqueues of many concurrent callers take this path, so
--- per job and per call everything here counts).
+-- per job and per call everything here counts). Jobs with keys for fairness are filed under them as
+-- enqueue.lua files them (fair.lua names its keys from `due`'s).
 -- KEYS: due, active, jobs, history (the first four of keys.rs).
 -- ARGV: channel, topic, 'in'|'at', the due value (ms) shared by every job or '' when each has its own,
--- then per job: id, record, and its due value when there is no shared one.
+-- '1' when the jobs carry keys for fairness (else ''), then per job: id, record, its due value when
+-- there is no shared one, and its key ('' for none) when they carry keys.
 -- Returns, when every job was created with one due time: that due time alone. Else two integers per
 -- job: outcome (1 created, 3 exists, 4 running) and due time (ms).
 -- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (earliest), HSET, ZADD, EXISTS (fkey: fair.lua),
--- HINCRBY (history), and PUBLISH when earlier.
-local channel, topic, kind, shared = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+-- HINCRBY (history), and PUBLISH when earlier; jobs with keys add what fair.lua's `file` calls.
+local channel, topic, kind, shared, keyed = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5] == '1'
+-- The arguments before the first job's, and each job's count.
+local HEAD = 5
 local stride = 3
 if shared ~= '' then
   stride = 2
 end
-local n = (#ARGV - 4) / stride
+-- Where a job's key is among its fields (when they carry keys).
+local key_at = stride + 1
+if keyed then
+  stride = stride + 1
+end
+local n = (#ARGV - HEAD) / stride
 local now = now_ms()
 local ids = {}
 for i = 1, n do
-  ids[i] = ARGV[4 + (i - 1) * stride + 1]
+  ids[i] = ARGV[HEAD + (i - 1) * stride + 1]
 end
 local active = fetch_many('ZMSCORE', K_ACTIVE, ids)
 local due = fetch_many('ZMSCORE', K_DUE, ids)
@@ -30,7 +39,7 @@ local lowest, hint = first, nil
 -- one resolved once.
 local scores = {}
 local at, score = nil, nil
-if stride == 2 then
+if shared ~= '' then
   at = resolve_due(now, kind, tonumber(shared))
   score = string.format('%d', at)
 end
@@ -39,6 +48,9 @@ local zadd = {}
 -- then every outcome is that one, and the reply is that time alone.
 local out, uniform = nil, nil
 local created = 0
+-- Jobs created with a key (ids, keys, due times), and without one (filed under the key '' in a topic
+-- with keyed jobs).
+local k_ids, k_keys, k_dues, u_ids, u_dues = {}, {}, {}, {}, {}
 for i = 1, n do
   local code, time
   if active[i] then
@@ -46,8 +58,8 @@ for i = 1, n do
   elseif due[i] then
     code, time = 3, tonumber(due[i])
   else
-    if stride == 3 then
-      local value = ARGV[4 + (i - 1) * 3 + 3]
+    if shared == '' then
+      local value = ARGV[HEAD + (i - 1) * stride + 3]
       local s = scores[value]
       if s == nil then
         local t = resolve_due(now, kind, tonumber(value))
@@ -60,6 +72,15 @@ for i = 1, n do
     zadd[k + 1], zadd[k + 2] = score, ids[i]
     created = created + 1
     code, time = 1, at
+    if keyed then
+      local key = ARGV[HEAD + (i - 1) * stride + key_at]
+      if key ~= '' then
+        local m = #k_ids + 1
+        k_ids[m], k_keys[m], k_dues[m] = ids[i], key, at
+      else
+        u_ids[#u_ids + 1], u_dues[#u_dues + 1] = ids[i], at
+      end
+    end
     if lowest == nil or at < lowest then
       lowest = at
       hint = at
@@ -78,14 +99,14 @@ for i = 1, n do
   end
 end
 if created == n and stride == 2 then
-  -- Every job created, and the arguments after the fourth are its id, record pairs: HSET takes them as
+  -- Every job created, and the arguments after the head are its id, record pairs: HSET takes them as
   -- they came (no table of them).
-  call_range('HSET', K_JOBS, ARGV, 5, #ARGV, 2)
+  call_range('HSET', K_JOBS, ARGV, HEAD + 1, #ARGV, 2)
 elseif created > 0 then
   local jobs, k = {}, 0
   for i = 1, n do
     if not active[i] and not due[i] then
-      local base = 4 + (i - 1) * stride
+      local base = HEAD + (i - 1) * stride
       jobs[k + 1], jobs[k + 2], k = ARGV[base + 1], ARGV[base + 2], k + 2
     end
   end
@@ -94,18 +115,26 @@ end
 if created > 0 then
   call_many('ZADD', K_DUE, zadd, 2)
   tally(now, created, 0, 0, 0, 0)
-  -- A topic with keyed jobs files them under the key '' (fair.lua).
-  if redis.call('EXISTS', K_FKEY) == 1 then
-    fair_helpers()
-    local u_ids, u_dues = {}, {}
-    for i = 2, #zadd, 2 do
-      u_ids[#u_ids + 1] = zadd[i]
-      u_dues[#u_dues + 1] = tonumber(zadd[i - 1])
-    end
-    if F.file_unkeyed(u_ids, u_dues, now) then
-      first, hint = nil, now
-    end
+end
+-- Jobs with a key are filed under it, and in a topic with keyed jobs those without under the key ''
+-- (fair.lua: after the keyed ones, which may be the topic's first).
+local readied = false
+if keyed then
+  fair_helpers()
+  if #k_ids > 0 then
+    readied = F.file(k_ids, k_keys, k_dues, now)
   end
+  readied = F.file_unkeyed(u_ids, u_dues, now) or readied
+elseif created > 0 and redis.call('EXISTS', K_FKEY) == 1 then
+  fair_helpers()
+  for i = 2, #zadd, 2 do
+    u_ids[#u_ids + 1] = zadd[i]
+    u_dues[#u_dues + 1] = tonumber(zadd[i - 1])
+  end
+  readied = F.file_unkeyed(u_ids, u_dues, now)
+end
+if readied then
+  first, hint = nil, now
 end
 hint_if_earlier(channel, topic, first, hint)
 if out == nil then

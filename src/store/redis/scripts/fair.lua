@@ -39,6 +39,38 @@ local K_FKEY = string.sub(K_DUE, 1, #K_DUE - 3) .. 'fkey'
 -- `F_DUE`: the topic they were made for (`due`'s name). A function library (scripts.rs) keeps them
 -- from call to call: a call for another topic makes them again, with its keys' names.
 local F, F_KEYS, F_DUE = nil, nil, nil
+-- Keys' names (each key's SHA-1 in hex) by key, kept from call to call as `F` is (a name is the same
+-- in every topic): Redis's SHA-1 of a short key is some 4,700 instructions (callgrind), a lookup here
+-- a hundred, and a tenant's key comes back with each of its jobs. At most KEY_NAMES_MAX, then started
+-- afresh (the memory a library keeps stays small, whatever the number of keys).
+local KEY_NAMES, KEY_NAMES_N, KEY_NAMES_MAX = {}, 0, 512
+
+local function key_name(key)
+  local name = KEY_NAMES[key]
+  if not name then
+    name = redis.sha1hex(key)
+    if KEY_NAMES_N >= KEY_NAMES_MAX then
+      KEY_NAMES, KEY_NAMES_N = {}, 0
+    end
+    KEY_NAMES[key], KEY_NAMES_N = name, KEY_NAMES_N + 1
+  end
+  return name
+end
+
+-- Small integers as redis.call takes them (the ranks a claim reads its keys' queues at), written once
+-- each and kept as `KEY_NAMES` are: string.format makes and interns a string at every call.
+local INT_S = {}
+
+local function int_s(n)
+  local s = INT_S[n]
+  if not s then
+    s = string.format('%d', n)
+    if n >= 0 and n <= 1024 then
+      INT_S[n] = s
+    end
+  end
+  return s
+end
 
 local function fair_helpers()
   if F and F_DUE == K_DUE then
@@ -136,26 +168,27 @@ local function fair_helpers()
   -- a key became ready.
   local function file(ids, keys, dues, now, set_keys)
     local fields, members = {}, {}
-    -- Each key is placed once, by its earliest job of the call; its queue gets one ZADD.
-    local names, first_at = {}, {}
+    -- Each key is placed once, by its earliest job of the call; its queue gets one ZADD. A due time is
+    -- written once for a run of jobs that share it (a batch's jobs mostly do).
+    local first_at = {}
+    local last_due, score = nil, nil
     for i, id in ipairs(ids) do
-      local key = keys[i]
-      local name = names[key]
-      if not name then
-        name = redis.sha1hex(key)
-        names[key] = name
+      local key, due = keys[i], dues[i]
+      local name = key_name(key)
+      fields[2 * i - 1], fields[2 * i] = id, key
+      if due ~= last_due then
+        last_due, score = due, string.format('%d', due)
       end
-      fields[#fields + 1] = id
-      fields[#fields + 1] = key
       local queued = members[name]
       if not queued then
-        queued = {}
-        members[name] = queued
-      end
-      queued[#queued + 1] = string.format('%d', dues[i])
-      queued[#queued + 1] = id
-      if first_at[name] == nil or dues[i] < first_at[name] then
-        first_at[name] = dues[i]
+        members[name] = { score, id }
+        first_at[name] = due
+      else
+        local m = #queued
+        queued[m + 1], queued[m + 2] = score, id
+        if due < first_at[name] then
+          first_at[name] = due
+        end
       end
     end
     -- New keyed jobs read `vt` (for a key that becomes ready) and `fair` in one call: `fair` is written
@@ -177,7 +210,11 @@ local function fair_helpers()
         end
       end
       for name, queued in pairs(members) do
-        call_many('ZADD', qkey(name), queued, 2)
+        if #queued == 2 then
+          redis.call('ZADD', K_FQ .. name, queued[1], queued[2])
+        else
+          call_many('ZADD', K_FQ .. name, queued, 2)
+        end
       end
     end
     return readied
@@ -238,7 +275,7 @@ local function fair_helpers()
       return
     end
     redis.call('HDEL', K_FKEY, id)
-    local name = redis.sha1hex(key)
+    local name = key_name(key)
     redis.call('ZREM', qkey(name), id)
     if redis.call('EXISTS', qkey(name)) == 0 then
       redis.call('ZREM', K_FREADY, name)
@@ -291,7 +328,7 @@ local function fair_helpers()
     local keys = fetch_many('HMGET', K_FKEY, ids)
     for i = 1, #ids do
       if keys[i] and keys[i] ~= '' then
-        redis.call('HINCRBY', K_FRUN, redis.sha1hex(keys[i]), 1)
+        redis.call('HINCRBY', K_FRUN, key_name(keys[i]), 1)
       end
     end
   end
@@ -308,7 +345,7 @@ local function fair_helpers()
     local vt = nil
     for i = 1, #ids do
       if keys[i] and keys[i] ~= '' then
-        local name = redis.sha1hex(keys[i])
+        local name = key_name(keys[i])
         if redis.call('HINCRBY', K_FRUN, name, -1) <= 0 then
           redis.call('HDEL', K_FRUN, name)
         end
@@ -325,7 +362,7 @@ local function fair_helpers()
   -- Holds key `key` until `until_ms` (a handler's `JobError::rate_limited` on one of its jobs): none of
   -- its jobs is claimed before, the other keys' are.
   local function fair_hold(key, until_ms)
-    local name = redis.sha1hex(key)
+    local name = key_name(key)
     redis.call('ZADD', K_FHOLD, 'GT', string.format('%d', until_ms), name)
     if redis.call('ZREM', K_FREADY, name) == 1 or redis.call('ZSCORE', K_FWAIT, name) then
       redis.call('ZADD', K_FWAIT, 'GT', string.format('%d', until_ms), name)
@@ -354,42 +391,50 @@ local function fair_helpers()
     return at
   end
 
-  -- The claim's turns go to the candidate keys lowest (tag, name) first, as ZPOPMIN would give them.
-  local function before(a, b)
-    return a.tag < b.tag or (a.tag == b.tag and a.name < b.name)
-  end
+  -- The claim's turns go to the candidate keys lowest (tag, rank) first: a key's rank is its place in
+  -- the round's ZPOPMIN, which gives them by (tag, name), so keys that pop with one tag take their
+  -- turns in the order of their names; keys that reach one tag from different tags take theirs in
+  -- the order they popped in (a tie either way is fair). Each is a number, its order (`ord`): (tag -
+  -- the round's first tag) * ORD_SPAN + rank, so a turn adds ORD_SPAN, and the heap below compares
+  -- numbers (a Lua function comparing two keys' fields cost some 10,000 instructions per job claimed
+  -- beside 50 other keys; callgrind). ORD_SPAN is more than a round pops (CLAIM_CAP in worker.rs, + 1).
+  local ORD_SPAN = 16384
 
+  -- A min-heap of orders.
   local function heap_push(h, x)
     local i = #h + 1
     h[i] = x
     while i > 1 do
       local p = math.floor(i / 2)
-      if not before(h[i], h[p]) then
+      local y = h[p]
+      if x >= y then
         break
       end
-      h[i], h[p] = h[p], h[i]
+      h[i], h[p] = y, x
       i = p
     end
   end
 
   local function heap_pop(h)
     local top, n = h[1], #h
-    h[1] = h[n]
+    local x = h[n]
+    h[1] = x
     h[n] = nil
     n = n - 1
     local i = 1
     while true do
-      local l, r, m = 2 * i, 2 * i + 1, i
-      if l <= n and before(h[l], h[m]) then
-        m = l
-      end
-      if r <= n and before(h[r], h[m]) then
-        m = r
-      end
-      if m == i then
+      local l = 2 * i
+      if l > n then
         break
       end
-      h[i], h[m] = h[m], h[i]
+      local m, y = l, h[l]
+      if l < n and h[l + 1] < y then
+        m, y = l + 1, h[l + 1]
+      end
+      if x <= y then
+        break
+      end
+      h[i], h[m] = y, x
       i = m
     end
     return top
@@ -406,7 +451,13 @@ local function fair_helpers()
     for j, k in ipairs(ks) do
       if counts[j] > 0 then
         local from = k.nread
-        local ids = redis.call('ZRANGE', K_FQ .. k.name, string.format('%d', from), string.format('%d', from + counts[j] - 1))
+        -- The queue's name, made once per key (a string made is hashed whole and interned).
+        local q = k.q
+        if not q then
+          q = K_FQ .. k.name
+          k.q = q
+        end
+        local ids = redis.call('ZRANGE', q, int_s(from), int_s(from + counts[j] - 1))
         if #ids < counts[j] then
           k.whole = true
         end
@@ -521,11 +572,16 @@ local function fair_helpers()
         break
       end
       local ks, names, bound = {}, {}, nil
+      -- Each key by its order (see ORD_SPAN), for the heap of orders.
+      local by_ord = {}
+      local tag0 = tonumber(popped[2])
       for i = 1, #popped, 2 do
         -- Every field the claim always sets, in the constructor: the table is made at its size (two
         -- more fields set later would grow it, a rehash per key).
-        local k = { name = popped[i], tag = tonumber(popped[i + 1]), ids = {}, dues = {}, nread = 0, pos = 1, took = 0,
-          cap = math.huge, running = 0 }
+        local tag = tonumber(popped[i + 1])
+        local k = { name = popped[i], tag = tag, ids = {}, dues = {}, nread = 0, pos = 1, took = 0,
+          cap = math.huge, running = 0, ord = (tag - tag0) * ORD_SPAN + (i + 1) / 2, q = false }
+        by_ord[k.ord] = k
         if i + 1 == #popped and #popped == 2 * (want - taken + 1) then
           bound = k
         else
@@ -577,7 +633,7 @@ local function fair_helpers()
         local last = nil
         if by_head and not bound then
           for _, k in ipairs(ks) do
-            if k.cap > 0 and (last == nil or before(last, k)) then
+            if k.cap > 0 and (last == nil or last.ord < k.ord) then
               last = k
             end
           end
@@ -595,16 +651,16 @@ local function fair_helpers()
       local heap = {}
       for _, k in ipairs(ks) do
         if k.cap > 0 then
-          heap_push(heap, k)
+          heap_push(heap, k.ord)
         end
       end
       while taken < want and #heap > 0 and turns > 0 do
-        if bound and before(bound, heap[1]) then
+        if bound and bound.ord < heap[1] then
           -- The first key not popped comes before: the next round pops it.
           break
         end
         turns = turns - 1
-        local k = heap_pop(heap)
+        local k = by_ord[heap_pop(heap)]
         -- The last key left takes all it may.
         local alone = #heap == 0 and not bound
         local cap = math.min(alone and want - taken or 1, k.cap)
@@ -638,12 +694,13 @@ local function fair_helpers()
         if took > 0 then
           taken = taken + took
           served = k.tag
-          k.took, k.cap, k.tag = k.took + took, k.cap - took, k.tag + 1
+          k.took, k.cap, k.tag, k.ord = k.took + took, k.cap - took, k.tag + 1, k.ord + ORD_SPAN
+          by_ord[k.ord] = k
         end
         -- Whether it stays in the heap (once the claim is full, the write-back reads where it goes).
         local i = taken < want and k.cap > 0 and next_entry(k, 1, took_ids)
         if i and tonumber(k.dues[i]) <= now then
-          heap_push(heap, k)
+          heap_push(heap, k.ord)
         end
       end
 
@@ -659,15 +716,15 @@ local function fair_helpers()
         local drop = k.pos - 1
         if drop > 0 and k.whole and drop == k.nread then
           -- All of its queue goes: deleted with the others' below.
-          emptied[#emptied + 1] = K_FQ .. k.name
+          emptied[#emptied + 1] = k.q or K_FQ .. k.name
         elseif drop > 0 then
-          redis.call('ZREMRANGEBYRANK', K_FQ .. k.name, '0', string.format('%d', drop - 1))
+          redis.call('ZREMRANGEBYRANK', k.q or K_FQ .. k.name, '0', int_s(drop - 1))
         end
         if k.pos <= k.nread then
           head = tonumber(k.dues[k.pos])
         elseif not k.whole then
           -- Every entry read was claimed or stale, and there are more: the next one decides.
-          local nxt = redis.call('ZRANGE', K_FQ .. k.name, '0', '0', 'WITHSCORES')
+          local nxt = redis.call('ZRANGE', k.q or K_FQ .. k.name, '0', '0', 'WITHSCORES')
           if #nxt > 0 then
             head = tonumber(nxt[2])
           end
