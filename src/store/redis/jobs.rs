@@ -380,7 +380,8 @@ async fn enqueue_many(
 
 /// Many lean jobs (no replace, no priority, all due `in` or all `at`, with keys for fairness or not):
 /// `enqueue_plain.lua`, which needs only the first four keys, and two arguments per job when all share a
-/// due value and none has a key (one more for a due value of its own, one more for a key).
+/// due value and none has a key (one more for a due value of its own, one more for a key: a batch
+/// with keys says so in its kind).
 async fn enqueue_plain(
     store: &RedisStore,
     topic: &str,
@@ -393,13 +394,18 @@ async fn enqueue_plain(
     let keyed = jobs.iter().any(|job| job.key.is_some());
     let reply = store
         .eval_with(CONTEXT, &SCRIPTS.enqueue_plain, &keys.0[..4], |inv| {
-            inv.arg(&store.inner.channel).arg(topic).arg(kind);
+            // Jobs with keys are marked in the kind ("in:k", "at:k"): a plain batch sends nothing more.
+            inv.arg(&store.inner.channel).arg(topic);
+            match (keyed, kind) {
+                (false, kind) => inv.arg(kind),
+                (true, "in") => inv.arg("in:k"),
+                (true, _) => inv.arg("at:k"),
+            };
             if shared {
                 inv.arg(first);
             } else {
                 inv.arg("");
             }
-            inv.arg(if keyed { "1" } else { "" });
             for job in jobs {
                 inv.arg(&job.id).arg(&job.record[..]);
                 if !shared {

@@ -5,16 +5,21 @@
 -- per job and per call everything here counts). Jobs with keys for fairness are filed under them as
 -- enqueue.lua files them (fair.lua names its keys from `due`'s).
 -- KEYS: due, active, jobs, history (the first four of keys.rs).
--- ARGV: channel, topic, 'in'|'at', the due value (ms) shared by every job or '' when each has its own,
--- '1' when the jobs carry keys for fairness (else ''), then per job: id, record, its due value when
--- there is no shared one, and its key ('' for none) when they carry keys.
+-- ARGV: channel, topic, 'in'|'at' ('in:k'|'at:k' when the jobs carry keys for fairness), the due value
+-- (ms) shared by every job or '' when each has its own, then per job: id, record, its due value when
+-- there is no shared one, and its key ('' for none) when they carry keys. (Keys are marked in the kind,
+-- not by an argument of their own: a plain batch pays nothing for them.)
 -- Returns, when every job was created with one due time: that due time alone. Else two integers per
 -- job: outcome (1 created, 3 exists, 4 running) and due time (ms).
 -- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (earliest), HSET, ZADD, EXISTS (fkey: fair.lua),
 -- HINCRBY (history), and PUBLISH when earlier; jobs with keys add what fair.lua's `file` calls.
-local channel, topic, kind, shared, keyed = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5] == '1'
+local channel, topic, kind, shared = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local keyed = false
+if #kind == 4 then
+  kind, keyed = string.sub(kind, 1, 2), true
+end
 -- The arguments before the first job's, and each job's count.
-local HEAD = 5
+local HEAD = 4
 local stride = 3
 if shared ~= '' then
   stride = 2
@@ -49,8 +54,12 @@ local zadd = {}
 local out, uniform = nil, nil
 local created = 0
 -- Jobs created with a key (ids, keys, due times), and without one (filed under the key '' in a topic
--- with keyed jobs).
-local k_ids, k_keys, k_dues, u_ids, u_dues = {}, {}, {}, {}, {}
+-- with keyed jobs): made only for a batch that carries keys (a plain one's are made below when the
+-- topic has keyed jobs).
+local k_ids, k_keys, k_dues, u_ids, u_dues
+if keyed then
+  k_ids, k_keys, k_dues, u_ids, u_dues = {}, {}, {}, {}, {}
+end
 for i = 1, n do
   local code, time
   if active[i] then
@@ -127,6 +136,7 @@ if keyed then
   readied = F.file_unkeyed(u_ids, u_dues, now) or readied
 elseif created > 0 and redis.call('EXISTS', K_FKEY) == 1 then
   fair_helpers()
+  u_ids, u_dues = {}, {}
   for i = 2, #zadd, 2 do
     u_ids[#u_ids + 1] = zadd[i]
     u_dues[#u_dues + 1] = tonumber(zadd[i - 1])
