@@ -210,11 +210,7 @@ local function fair_helpers()
         end
       end
       for name, queued in pairs(members) do
-        if #queued == 2 then
-          redis.call('ZADD', K_FQ .. name, queued[1], queued[2])
-        else
-          call_many('ZADD', K_FQ .. name, queued, 2)
-        end
+        call_many('ZADD', qkey(name), queued, 2)
       end
     end
     return readied
@@ -451,13 +447,7 @@ local function fair_helpers()
     for j, k in ipairs(ks) do
       if counts[j] > 0 then
         local from = k.nread
-        -- The queue's name, made once per key (a string made is hashed whole and interned).
-        local q = k.q
-        if not q then
-          q = K_FQ .. k.name
-          k.q = q
-        end
-        local ids = redis.call('ZRANGE', q, int_s(from), int_s(from + counts[j] - 1))
+        local ids = redis.call('ZRANGE', k.q, int_s(from), int_s(from + counts[j] - 1))
         if #ids < counts[j] then
           k.whole = true
         end
@@ -577,10 +567,11 @@ local function fair_helpers()
       local tag0 = tonumber(popped[2])
       for i = 1, #popped, 2 do
         -- Every field the claim always sets, in the constructor: the table is made at its size (two
-        -- more fields set later would grow it, a rehash per key).
+        -- more fields set later would grow it, a rehash per key). `q`: its queue's name, made once (a
+        -- string made is hashed whole and interned).
         local tag = tonumber(popped[i + 1])
         local k = { name = popped[i], tag = tag, ids = {}, dues = {}, nread = 0, pos = 1, took = 0,
-          cap = math.huge, running = 0, ord = (tag - tag0) * ORD_SPAN + (i + 1) / 2, q = false }
+          cap = math.huge, running = 0, ord = (tag - tag0) * ORD_SPAN + (i + 1) / 2, q = qkey(popped[i]) }
         by_ord[k.ord] = k
         if i + 1 == #popped and #popped == 2 * (want - taken + 1) then
           bound = k
@@ -716,15 +707,15 @@ local function fair_helpers()
         local drop = k.pos - 1
         if drop > 0 and k.whole and drop == k.nread then
           -- All of its queue goes: deleted with the others' below.
-          emptied[#emptied + 1] = k.q or K_FQ .. k.name
+          emptied[#emptied + 1] = k.q
         elseif drop > 0 then
-          redis.call('ZREMRANGEBYRANK', k.q or K_FQ .. k.name, '0', int_s(drop - 1))
+          redis.call('ZREMRANGEBYRANK', k.q, '0', int_s(drop - 1))
         end
         if k.pos <= k.nread then
           head = tonumber(k.dues[k.pos])
         elseif not k.whole then
           -- Every entry read was claimed or stale, and there are more: the next one decides.
-          local nxt = redis.call('ZRANGE', k.q or K_FQ .. k.name, '0', '0', 'WITHSCORES')
+          local nxt = redis.call('ZRANGE', k.q, '0', '0', 'WITHSCORES')
           if #nxt > 0 then
             head = tonumber(nxt[2])
           end
