@@ -11,7 +11,7 @@
 -- not by an argument of their own: a plain batch pays nothing for them.)
 -- Returns, when every job was created with one due time: that due time alone. Else two integers per
 -- job: outcome (1 created, 3 exists, 4 running) and due time (ms).
--- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (earliest), HSET, ZADD, EXISTS (fkey: fair.lua),
+-- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (none_due_by), HSET, ZADD, EXISTS (fkey: fair.lua),
 -- HINCRBY (history), and PUBLISH when earlier; jobs with keys add what fair.lua's `file` calls.
 local channel, topic, kind, shared = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local keyed = false
@@ -37,8 +37,9 @@ for i = 1, n do
 end
 local active = fetch_many('ZMSCORE', K_ACTIVE, ids)
 local due = fetch_many('ZMSCORE', K_DUE, ids)
-local first = earliest(K_DUE)
-local lowest, hint = first, nil
+-- The lowest due time of the jobs created, and its score: whether they come before every job due
+-- already is asked once, before they are filed (none_due_by).
+local lowest, lowest_s = nil, nil
 -- Due times by their argument, each with its score as ZADD takes it (an integer written once: a Lua
 -- number handed to redis.call would be printed as a float and parsed back, for every job); a shared
 -- one resolved once.
@@ -91,8 +92,7 @@ for i = 1, n do
       end
     end
     if lowest == nil or at < lowest then
-      lowest = at
-      hint = at
+      lowest, lowest_s = at, score
     end
   end
   if out == nil and (code ~= 1 or (uniform ~= nil and time ~= uniform)) then
@@ -121,7 +121,11 @@ elseif created > 0 then
   end
   call_many('HSET', K_JOBS, jobs, 2)
 end
+local hint = nil
 if created > 0 then
+  if none_due_by(lowest_s) then
+    hint = lowest
+  end
   call_many('ZADD', K_DUE, zadd, 2)
   tally(now, created, 0, 0, 0, 0)
 end
@@ -144,9 +148,11 @@ elseif created > 0 and redis.call('EXISTS', K_FKEY) == 1 then
   readied = F.file_unkeyed(u_ids, u_dues, now)
 end
 if readied then
-  first, hint = nil, now
+  hint = now
 end
-hint_if_earlier(channel, topic, first, hint)
+if hint then
+  publish_hint(channel, topic, hint)
+end
 if out == nil then
   return { uniform }
 end

@@ -57,21 +57,6 @@ local function key_name(key)
   return name
 end
 
--- Small integers as redis.call takes them (the ranks a claim reads its keys' queues at), written once
--- each and kept as `KEY_NAMES` are: string.format makes and interns a string at every call.
-local INT_S = {}
-
-local function int_s(n)
-  local s = INT_S[n]
-  if not s then
-    s = string.format('%d', n)
-    if n >= 0 and n <= 1024 then
-      INT_S[n] = s
-    end
-  end
-  return s
-end
-
 local function fair_helpers()
   if F and F_DUE == K_DUE then
     return
