@@ -172,7 +172,9 @@ workloads (see BENCHMARKS.md):
   floor               the Redis commands of an enqueue and of a drained job sent bare (pipelined, no
                       scripts) on the library's structures: Redis CPU per job, the floor under
                       enqueue-concurrent's and drain's (enqueue_floor_us_per_job,
-                      drain_floor_us_per_job); a PING and an empty script's call, awaited
+                      drain_floor_us_per_job); then inside functions that do nothing else
+                      (scripted_enqueue_floor_us_per_job, scripted_drain_floor_us_per_job); a
+                      PING, an empty script's call and the least scripted enqueue's, awaited
 
 options:
   --jobs N         jobs (defaults: 50,000; enqueue-concurrent and drain-io 64,000; delayed 2,000;

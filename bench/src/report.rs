@@ -68,6 +68,18 @@ pub(crate) struct Report {
     /// in calls of `--concurrency` jobs, no script), microseconds: the floor under `drain`'s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) drain_floor_us_per_job: Option<f64>,
+    /// `floor`: as `enqueue_floor_us_per_job`, each call's commands inside one function that does
+    /// nothing else (and reads the due time from Redis's clock): the floor under a scripted enqueue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) scripted_enqueue_floor_us_per_job: Option<f64>,
+    /// `floor`: as `drain_floor_us_per_job`, each call's commands inside one function that does
+    /// nothing else: the floor under a scripted claim and acknowledgement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) scripted_drain_floor_us_per_job: Option<f64>,
+    /// `floor`: an awaited call of the least scripted enqueue (`TIME`, `HSETNX`, `ZADD`), one at a
+    /// time, microseconds: the floor under `enqueue`'s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) scripted_enqueue_call_us: Option<f64>,
     /// Redis CPU per job, microseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) redis_us_per_job: Option<f64>,
