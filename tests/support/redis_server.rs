@@ -273,7 +273,10 @@ impl RedisServer {
                 }
                 return Err(format!("exited with {status}\n{stderr}\n{}", self.log()));
             }
-            if ping(self.port) {
+            // A PONG alone may come from another test's server that took the port first (its
+            // redis-server then exits with "Address already in use", maybe only after this PING):
+            // this server's own log says it is the one listening.
+            if ping(self.port) && self.log().contains("Ready to accept connections") {
                 break;
             }
             if Instant::now() > deadline {

@@ -177,7 +177,9 @@ fn spawn(port: u16, dir: &Path, o: &Builder) -> Result<Watched, String> {
     let watched = Watched { shell, stdin, pid };
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
-        if cli(port, &["PING"]).is_ok() {
+        // A PONG alone may come from another test's server on that port (this one then exits with
+        // "Address already in use"): this node's own log says it is the one listening.
+        if cli(port, &["PING"]).is_ok() && node_log(dir).contains("Ready to accept connections") {
             return Ok(watched);
         }
         let log = node_log(dir);
