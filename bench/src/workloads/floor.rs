@@ -102,6 +102,23 @@ struct Floor {
     drained: u64,
 }
 
+impl Floor {
+    /// A floor's figures, its drain measured from Redis's CPU `cpu` and this process's `own`.
+    async fn measured(
+        probe: &mut Probe,
+        enqueue_us: f64,
+        (cpu, own): (f64, f64),
+        drained: u64,
+    ) -> BoxResult<Floor> {
+        Ok(Floor {
+            enqueue_us,
+            drain_us: (probe.cpu_s().await? - cpu) * 1e6 / drained.max(1) as f64,
+            client_drain_us: (own_cpu_s() - own) * 1e6 / drained.max(1) as f64,
+            drained,
+        })
+    }
+}
+
 /// The bare commands, pipelined.
 async fn bare(
     conn: &mut MultiplexedConnection,
@@ -151,12 +168,7 @@ async fn bare(
         }
         drained += claim_and_ack(conn, &due).await?;
     }
-    Ok(Floor {
-        enqueue_us,
-        drain_us: (probe.cpu_s().await? - cpu) * 1e6 / drained.max(1) as f64,
-        client_drain_us: (own_cpu_s() - own) * 1e6 / drained.max(1) as f64,
-        drained,
-    })
+    Floor::measured(probe, enqueue_us, (cpu, own), drained).await
 }
 
 /// The lease set and hash in their hashed encodings, as the library keeps them.
@@ -234,12 +246,7 @@ async fn scripted(
         }
         drained += acked;
     }
-    Ok(Floor {
-        enqueue_us,
-        drain_us: (probe.cpu_s().await? - cpu) * 1e6 / drained.max(1) as f64,
-        client_drain_us: (own_cpu_s() - own) * 1e6 / drained.max(1) as f64,
-        drained,
-    })
+    Floor::measured(probe, enqueue_us, (cpu, own), drained).await
 }
 
 /// Leases the claimed jobs and reads their records, then acknowledges them; returns how many.

@@ -221,7 +221,9 @@ local function tally_one(minute, k, n)
 end
 
 -- Adds to this minute's history (see keys.rs): enqueued, processed, retried, failed, dead. One HINCRBY
--- per kind counted (and an HSET when its field held the same minute of an earlier day).
+-- per kind counted (and an HSET when its field held the same minute of an earlier day). The five
+-- counts are named and tested one by one: a table of them, or `select` in a loop, costs a single
+-- enqueue 2,900 more instructions (3.6 %; callgrind).
 local function tally(now, e, p, r, f, d)
   local minute = math.floor(now / 60000)
   local slot = minute % HISTORY_MINUTES
