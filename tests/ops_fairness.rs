@@ -356,3 +356,60 @@ async fn a_jobs_detail_says_its_key_holds_it_back(client: Client) {
 
 on_both!(a_jobs_detail_says_its_key_holds_it_back:
     ops_job_detail_key_limit_on_memory, ops_job_detail_key_limit_on_redis);
+
+/// A key's own limits, set through the operations API on a partitioned topic: they replace the
+/// worker's limits per key for that key (2 at once where the worker says 1), show in its job's detail
+/// and in the busiest keys, are listed once whatever the partitions, and are cleared.
+async fn a_keys_own_limits_replace_the_workers_for_it(client: Client) {
+    let ops = client.ops();
+    enqueue_acme(&client, 1).await;
+    let own = KeyLimits::new().max_running(2);
+    ops.set_key_limits("ops.sync", "acme", own).await.unwrap();
+    assert_eq!(
+        ops.key_limits("ops.sync").await.unwrap(),
+        [("acme".to_owned(), own)]
+    );
+    // A key no job could have, and an unknown topic, are refused.
+    let err = ops
+        .set_key_limits("ops.sync", "", own)
+        .await
+        .expect_err("an empty key");
+    assert!(matches!(err, postpone::Error::InvalidKey { .. }), "{err:?}");
+    assert!(ops.key_limits("no.such.topic").await.is_err());
+
+    enqueue_acme(&client, 1).await;
+    let last = client
+        .enqueue(Sync {
+            shop: "acme".into(),
+        })
+        .await
+        .unwrap();
+    let mut worker = Gated::start(&client, 4, KeyLimits::new().max_running(1));
+    worker.started.recv().await.unwrap();
+    worker.started.recv().await.unwrap();
+    // Two run (acme's own max); the third waits for its key, and says which limit holds it.
+    let detail = ops.job("ops.sync", &last.id).await.unwrap().expect("live");
+    let load = detail.key_load.as_ref().expect("its key's load");
+    assert_eq!((load.queued, load.running), (1, 2), "{load:?}");
+    assert_eq!(load.own_limits, Some(own), "{load:?}");
+    assert!(
+        detail
+            .why
+            .contains("runs its most at once (2, max running per key"),
+        "{}",
+        detail.why
+    );
+    let page = ops.busiest_keys("ops.sync", 10).await.unwrap();
+    let acme = page.keys.iter().find(|k| k.key == "acme").expect("acme");
+    assert_eq!(acme.own_limits, Some(own), "{page:?}");
+    assert_eq!(page.limits, Some(KeyLimits::new().max_running(1)));
+
+    ops.clear_key_limits("ops.sync", "acme").await.unwrap();
+    assert!(ops.key_limits("ops.sync").await.unwrap().is_empty());
+    worker.release.add_permits(3);
+    worker.started.recv().await.unwrap();
+    worker.stop().await;
+}
+
+on_both!(a_keys_own_limits_replace_the_workers_for_it:
+    ops_key_limits_of_its_own_on_memory, ops_key_limits_of_its_own_on_redis);

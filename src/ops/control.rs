@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::listing::{JobQuery, MAX_PAGE};
 use crate::client::{Topic, When};
 use crate::error::{Error, Result};
+use crate::flow::KeyLimits;
 use crate::store::{Death, KeyLoad, KeysPage, MinuteCounts, PageState};
 
 /// Dead letters handled at once by a bulk requeue or purge.
@@ -150,7 +151,9 @@ impl Topic {
                     queued: 0,
                     running: 0,
                     held_until_ms: None,
+                    own_limits: None,
                 });
+                sum.own_limits = sum.own_limits.or(k.own_limits);
                 sum.queued += k.queued;
                 sum.running += k.running;
                 sum.held_until_ms = sum.held_until_ms.max(k.held_until_ms);
@@ -163,6 +166,65 @@ impl Topic {
             .sort_by(|a, b| b.queued.cmp(&a.queued).then_with(|| a.key.cmp(&b.key)));
         all.keys.truncate(limit);
         Ok(all)
+    }
+
+    /// Gives key `key` of the topic's keyed jobs limits of its own ([fairness by
+    /// key](crate::guide::fairness)): for that key alone they replace the limits per key the topic's
+    /// workers claim under (the type's, or [`WorkerBuilder::key_limits`](crate::WorkerBuilder::key_limits)),
+    /// in every worker, from their next claim on, until [`clear_key_limits`](Self::clear_key_limits).
+    /// [`KeyLimits::new()`](crate::KeyLimits::new) lets the key run with no limit. Kept in the store
+    /// (in every partition) whether or not the key has jobs; a key waiting at its max running is looked
+    /// at again at once. Fails with [`Error::InvalidKey`] for a key no job could have.
+    ///
+    /// ```
+    /// # use postpone::{Client, Job, KeyLimits, RateLimit};
+    /// # use serde::{Deserialize, Serialize};
+    /// #[derive(Serialize, Deserialize, Job)]
+    /// #[job(topic = "webhooks.deliver", key = "endpoint", key_max_running = 2)]
+    /// struct Deliver {
+    ///     endpoint: String,
+    /// }
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> postpone::Result<()> {
+    /// let client = Client::memory();
+    /// let topic = client.topic::<Deliver>();
+    /// // One customer's endpoint takes 10 at once and 50 a second; every other endpoint keeps 2.
+    /// let big = KeyLimits::new().max_running(10).rate(RateLimit::per_second(50));
+    /// topic.set_key_limits("https://big.example/hook", big).await?;
+    /// assert_eq!(topic.key_limits().await?, vec![("https://big.example/hook".to_owned(), big)]);
+    /// topic.clear_key_limits("https://big.example/hook").await?;
+    /// assert!(topic.key_limits().await?.is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_key_limits(&self, key: &str, limits: KeyLimits) -> Result<()> {
+        self.put_key_limits(key, Some(limits)).await
+    }
+
+    /// Takes back key `key`'s own limits ([`set_key_limits`](Self::set_key_limits)): it claims under
+    /// the topic's limits per key again, from the workers' next claim on. Nothing happens for a key
+    /// without limits of its own.
+    pub async fn clear_key_limits(&self, key: &str) -> Result<()> {
+        self.put_key_limits(key, None).await
+    }
+
+    async fn put_key_limits(&self, key: &str, limits: Option<KeyLimits>) -> Result<()> {
+        crate::validate_key(key)?;
+        let store = self.store();
+        self.each(|t| async move { store.set_key_limits(&t, key, limits).await })
+            .await?;
+        Ok(())
+    }
+
+    /// The keys of the topic with limits of their own ([`set_key_limits`](Self::set_key_limits)),
+    /// with them, by key.
+    pub async fn key_limits(&self) -> Result<Vec<(String, KeyLimits)>> {
+        let store = self.store();
+        let per_partition = self
+            .each(|t| async move { store.key_limits(&t).await })
+            .await?;
+        let all: std::collections::BTreeMap<String, KeyLimits> =
+            per_partition.into_iter().flatten().collect();
+        Ok(all.into_iter().collect())
     }
 
     /// Requeues the dead letters `filter` selects, oldest first, each an atomic step (due now, attempts

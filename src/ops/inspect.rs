@@ -54,7 +54,7 @@ pub struct JobDetail {
     /// is held back (as [`Ops::busiest_keys`](crate::ops::Ops::busiest_keys) shows keys).
     pub key_load: Option<crate::store::KeyLoad>,
     /// The limits per key its topic's workers last claimed keyed jobs under, beside
-    /// [`key_load`](Self::key_load).
+    /// [`key_load`](Self::key_load) (whose `own_limits`, when set, replace them for its key).
     pub key_limits: Option<crate::KeyLimits>,
     /// Errors of its failed attempts, oldest first.
     pub errors: Vec<AttemptError>,
@@ -157,9 +157,10 @@ impl Facts<'_> {
                 span(now, until)
             ));
         }
-        let max = self
-            .stored
-            .key_limits
+        // Its own limits, if it has some, else the topic's limits per key.
+        let max = load
+            .own_limits
+            .or(self.stored.key_limits)
             .map(|l| l.max_running_per_key())
             .filter(|m| *m > 0 && load.running >= u64::from(*m))?;
         Some(format!(

@@ -76,6 +76,7 @@ pub(crate) use self::workers::{worker_id, Presence};
 
 use crate::client::{CancelStatus, Client, Topic, When};
 use crate::error::{Error, Result};
+use crate::flow::KeyLimits;
 use crate::store::TopicCounts;
 
 /// A topic as the operations API lists it.
@@ -279,6 +280,21 @@ impl Ops {
     /// A topic's busiest keys (fairness by key): see [`Topic::busiest_keys`].
     pub async fn busiest_keys(&self, topic: &str, limit: usize) -> Result<KeysPage> {
         self.topic(topic).await?.busiest_keys(limit).await
+    }
+
+    /// Gives one key of a topic limits of its own: see [`Topic::set_key_limits`].
+    pub async fn set_key_limits(&self, topic: &str, key: &str, limits: KeyLimits) -> Result<()> {
+        self.topic(topic).await?.set_key_limits(key, limits).await
+    }
+
+    /// Takes back one key's own limits: see [`Topic::clear_key_limits`].
+    pub async fn clear_key_limits(&self, topic: &str, key: &str) -> Result<()> {
+        self.topic(topic).await?.clear_key_limits(key).await
+    }
+
+    /// The keys of a topic with limits of their own: see [`Topic::key_limits`].
+    pub async fn key_limits(&self, topic: &str) -> Result<Vec<(String, KeyLimits)>> {
+        self.topic(topic).await?.key_limits().await
     }
 
     /// A topic's per-minute history: see [`Topic::history`].

@@ -162,6 +162,9 @@ pub struct KeyLoad {
     pub running: u64,
     /// Until when it is held back (its rate per key, or a handler's `rate_limited`), if it is.
     pub held_until_ms: Option<i64>,
+    /// Its own limits ([`Topic::set_key_limits`](crate::Topic::set_key_limits)), which replace for it
+    /// the limits per key the topic's workers claim under; `None` when it has none of its own.
+    pub own_limits: Option<crate::flow::KeyLimits>,
 }
 
 /// The busiest keys of a topic (see [`OpsStore::busiest_keys`]).
@@ -277,6 +280,20 @@ pub trait OpsStore: Send + Sync + std::fmt::Debug + 'static {
     /// The store topic's history for the last `minutes` minutes (the current one included, at most
     /// [`HISTORY_MINUTES`]), oldest first; minutes with nothing counted are left out.
     async fn history(&self, topic: &str, minutes: u32) -> Result<Vec<MinuteCounts>>;
+
+    /// Sets (`Some`) or clears (`None`) the limits of key `key` of the topic's keyed jobs: its own, in
+    /// place of the limits per key its claims give ([`ClaimRequest::key_limits`](crate::store::ClaimRequest::key_limits)),
+    /// for that key alone, applied by every claim from the next on and kept until cleared. A key parked
+    /// at its max running is filed again (and the claimers hinted), so that its new limits apply.
+    async fn set_key_limits(
+        &self,
+        topic: &str,
+        key: &str,
+        limits: Option<crate::KeyLimits>,
+    ) -> Result<()>;
+
+    /// The keys of the topic with limits of their own ([`OpsStore::set_key_limits`]), by key.
+    async fn key_limits(&self, topic: &str) -> Result<Vec<(String, crate::KeyLimits)>>;
 
     /// postpone's function libraries on the store's servers; with `prune`, those of other builds are
     /// deleted first (a process of another build that still runs loads its own again at its next

@@ -956,6 +956,65 @@ pub(crate) async fn fair_key_limit_max_running_holds_per_key_while_other_keys_ru
     }
 }
 
+pub(crate) async fn fair_key_limit_a_keys_own_limits_replace_the_claims_for_that_key_alone(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_key_limit_own"));
+    // The claims' limits: 2 of a key at once.
+    let limits = KeyLimits::new().max_running(2);
+    let jobs = ["a", "b", "c"].iter().flat_map(|k| flood(k, 10)).collect();
+    s.enqueue(t, jobs).await.unwrap();
+    // b may run 5 at once, c has no limit; a keeps the claims'.
+    s.set_key_limits(t, "b", Some(KeyLimits::new().max_running(5)))
+        .await
+        .unwrap();
+    s.set_key_limits(t, "c", Some(KeyLimits::new()))
+        .await
+        .unwrap();
+    let listed = s.key_limits(t).await.unwrap();
+    assert_eq!(
+        listed,
+        [
+            ("b".to_owned(), KeyLimits::new().max_running(5)),
+            ("c".to_owned(), KeyLimits::new())
+        ]
+    );
+
+    let first = claim_limited(s, t, 30, LONG, limits).await;
+    assert_eq!(
+        per_key(&first),
+        counts_of(&[("a", 2), ("b", 5), ("c", 10)]),
+        "{first:?}"
+    );
+    let none = claim_limited(s, t, 30, LONG, limits).await;
+    assert!(none.jobs.is_empty(), "a and b are at their max: {none:?}");
+
+    // Raising a parked key's limit takes effect at once: the claimers are hinted.
+    let mut rx = s.hints();
+    hints_for(s, &mut rx, t).await;
+    let before = now(s).await;
+    s.set_key_limits(t, "a", Some(KeyLimits::new().max_running(4)))
+        .await
+        .unwrap();
+    let seen = hints_for(s, &mut rx, t).await;
+    assert!(
+        seen.iter().any(|at| *at >= before),
+        "a key waiting at its max running is looked at again: {seen:?}"
+    );
+    let more = claim_limited(s, t, 30, LONG, limits).await;
+    assert_eq!(per_key(&more), counts_of(&[("a", 2)]), "{more:?}");
+
+    // Cleared, a key is back under the claims' limits: a (4 running) and b (5) are over 2.
+    s.set_key_limits(t, "a", None).await.unwrap();
+    s.set_key_limits(t, "b", None).await.unwrap();
+    let listed = s.key_limits(t).await.unwrap();
+    assert_eq!(listed, [("c".to_owned(), KeyLimits::new())]);
+    let none = claim_limited(s, t, 30, LONG, limits).await;
+    assert!(none.jobs.is_empty(), "{none:?}");
+    s.set_key_limits(t, "c", None).await.unwrap();
+    assert!(s.key_limits(t).await.unwrap().is_empty());
+}
+
 pub(crate) async fn fair_key_limit_a_finish_that_frees_a_parked_key_wakes_claimers(
     store: Arc<dyn Store>,
 ) {

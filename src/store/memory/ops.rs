@@ -138,6 +138,23 @@ impl OpsStore for MemoryStore {
         Ok(self.read_topic(topic, |state, now| state.busiest_keys(limit, now)))
     }
 
+    async fn set_key_limits(
+        &self,
+        topic: &str,
+        key: &str,
+        limits: Option<crate::KeyLimits>,
+    ) -> Result<()> {
+        let (readied, now) = self.with_topic(topic, |state, now| {
+            (state.set_key_limits(key, limits, now), now)
+        });
+        self.hint(topic, readied.then_some(now));
+        Ok(())
+    }
+
+    async fn key_limits(&self, topic: &str) -> Result<Vec<(String, crate::KeyLimits)>> {
+        Ok(self.read_topic(topic, |state, _| state.key_limits()))
+    }
+
     async fn history(&self, topic: &str, minutes: u32) -> Result<Vec<MinuteCounts>> {
         Ok(self.read_topic(topic, |state, now| state.history(minutes, now)))
     }

@@ -33,14 +33,17 @@ pub(super) fn key_text(key: &[u8]) -> Option<String> {
     (!key.is_empty()).then(|| String::from_utf8_lossy(key).into_owned())
 }
 
-/// Key `key`'s load as the scripts reply it: jobs queued, running, held until (ms, 0: not held).
+/// Key `key`'s load as the scripts reply it: jobs queued, running, held until (ms, 0: not held), its
+/// own limits' label (`''`: none).
 pub(super) fn key_load(r: &mut Reply, key: String) -> Result<KeyLoad> {
     let (queued, running, held) = (r.int()?, r.int()?, r.int()?);
+    let own = String::from_utf8_lossy(&r.bytes()?).into_owned();
     Ok(KeyLoad {
         key,
         queued: queued.max(0) as u64,
         running: running.max(0) as u64,
         held_until_ms: (held > 0).then_some(held),
+        own_limits: crate::flow::KeyLimits::from_label(&own),
     })
 }
 
@@ -268,7 +271,7 @@ impl OpsStore for RedisStore {
         let sampled = r.int()? == 1;
         let running_counted = r.int()? == 1;
         let limits = crate::flow::KeyLimits::from_label(&String::from_utf8_lossy(&r.bytes()?));
-        let mut out = Vec::with_capacity(r.remaining() / 4);
+        let mut out = Vec::with_capacity(r.remaining() / 5);
         while r.remaining() > 0 {
             let key = String::from_utf8_lossy(&r.bytes()?).into_owned();
             out.push(key_load(&mut r, key)?);
@@ -280,6 +283,61 @@ impl OpsStore for RedisStore {
             running_counted,
             limits,
         })
+    }
+
+    async fn set_key_limits(
+        &self,
+        topic: &str,
+        key: &str,
+        limits: Option<crate::KeyLimits>,
+    ) -> Result<()> {
+        const CONTEXT: &str = "setting a key's limits";
+        let keys = self.keys(topic)?;
+        self.eval(CONTEXT, &SCRIPTS.key_limits, &keys, |inv| {
+            inv.arg(if limits.is_some() { "set" } else { "clear" })
+                .arg(&self.inner.channel)
+                .arg(topic)
+                .arg(key);
+            if let Some(limits) = limits {
+                // The claim's arguments for limits per key (worker.rs), and their label.
+                let (interval, burst) = match limits.rate_per_key() {
+                    Some(rate) => (format!("{:.6}", rate.interval_ms()), rate.burst()),
+                    None => ("0".to_owned(), 1),
+                };
+                inv.arg(format!(
+                    "{} {interval} {burst} {}",
+                    limits.max_running_per_key(),
+                    limits.label()
+                ));
+            }
+        })
+        .await?;
+        Ok(())
+    }
+
+    async fn key_limits(&self, topic: &str) -> Result<Vec<(String, crate::KeyLimits)>> {
+        const CONTEXT: &str = "listing the keys with limits of their own";
+        let keys = self.keys(topic)?;
+        let reply = self
+            .eval(CONTEXT, &SCRIPTS.key_limits, &keys, |inv| {
+                inv.arg("list").arg(&self.inner.channel).arg(topic);
+            })
+            .await?;
+        let mut r = Reply::new(reply, CONTEXT)?;
+        let mut out = Vec::with_capacity(r.remaining() / 2);
+        while r.remaining() > 0 {
+            let key = String::from_utf8_lossy(&r.bytes()?).into_owned();
+            let label = String::from_utf8_lossy(&r.bytes()?).into_owned();
+            let limits = crate::KeyLimits::from_label(&label).ok_or_else(|| {
+                Error::backend(
+                    CONTEXT,
+                    format!("a stored label that is no limits: {label:?}"),
+                )
+            })?;
+            out.push((key, limits));
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
     }
 
     async fn history(&self, topic: &str, minutes: u32) -> Result<Vec<MinuteCounts>> {

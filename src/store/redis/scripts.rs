@@ -251,6 +251,7 @@ scripts! {
         include_str!("scripts/fair_keys.lua"),
     ),
     set_paused: script(include_str!("scripts/set_paused.lua")),
+    key_limits: script(include_str!("scripts/key_limits.lua")),
     hold: script(include_str!("scripts/hold.lua")),
     registry: script(include_str!("scripts/registry.lua")),
     outboxes: lean_script(include_str!("scripts/outboxes.lua")),

@@ -68,6 +68,9 @@ pub(in crate::store::memory) struct Fair {
     /// The limits per key of the last claim of keyed jobs, for operators (none once no keyed job is
     /// left, as on Redis).
     limits: Option<KeyLimits>,
+    /// Keys with limits of their own, set by operators ([`Fair::set_own_limits`]): in place of the
+    /// claim's limits per key, for that key alone. Kept until cleared, whatever the key's jobs.
+    own: HashMap<String, KeyLimits>,
 }
 
 impl Fair {
@@ -171,6 +174,10 @@ impl Fair {
             return;
         };
         let key = filed.key.clone();
+        let key_max = self
+            .own
+            .get(&key)
+            .map_or(key_max, |own| own.max_running_per_key());
         if key_max > 0 && key != UNKEYED {
             filed.counted = true;
             *self.running.entry(key.clone()).or_default() += 1;
@@ -209,6 +216,24 @@ impl Fair {
         } else if let Some(w) = self.waiting.score(key) {
             self.waiting.insert(key, w.max(until));
         }
+    }
+
+    /// Sets (`Some`) or clears key `key`'s own limits, which replace the claim's limits per key for
+    /// it. A key parked at its max running is filed again (the claimers want a hint): its new limits
+    /// are the next claim's to apply.
+    pub(super) fn set_own_limits(&mut self, key: &str, limits: Option<KeyLimits>, now: i64) {
+        match limits {
+            Some(limits) => self.own.insert(key.to_owned(), limits),
+            None => self.own.remove(key),
+        };
+        self.unpark(key, now);
+    }
+
+    /// The keys with limits of their own, by key.
+    pub(super) fn own_limits(&self) -> Vec<(String, KeyLimits)> {
+        let mut out: Vec<_> = self.own.iter().map(|(k, l)| (k.clone(), *l)).collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
     }
 
     /// Forgets the limits kept for keys (rates, holds) once the topic has no keyed job left, as a
@@ -255,8 +280,6 @@ impl Fair {
         for (_, key) in self.held.take_up_to(now, usize::MAX) {
             self.held.remove(&key);
         }
-        let key_max = limits.max_running_per_key();
-        let rate = limits.rate_per_key();
         // Each turn claims a job or files a key elsewhere; bounded, as on Redis.
         let mut turns = 4 * left + 16;
         while left > 0 && turns > 0 {
@@ -265,6 +288,9 @@ impl Fair {
                 break;
             };
             let limited = key != UNKEYED;
+            // A key's own limits replace the claim's for it.
+            let limits = self.own.get(&key).copied().unwrap_or(limits);
+            let (key_max, rate) = (limits.max_running_per_key(), limits.rate_per_key());
             let mut cap = if self.ready.len() == 0 { left } else { 1 };
             let mut running = 0;
             if limited && key_max > 0 {
@@ -378,6 +404,12 @@ impl Fair {
                 self.running.remove(key);
             }
         }
+        self.unpark(key, now);
+    }
+
+    /// Files `key` again if it was parked at its max running: ready at `vt` when its first job is due
+    /// (the claimers want a hint), else waiting for it.
+    fn unpark(&mut self, key: &str, now: i64) {
         if self.parked.remove(key) {
             match self.head(key) {
                 Some(at) if at <= now => {
@@ -460,7 +492,8 @@ impl Fair {
 /// What operators see of the keys (see [`OpsStore::busiest_keys`](crate::store::OpsStore::busiest_keys)).
 impl Fair {
     /// Key `key`'s load as operators see it (as [`Fair::busiest`] and `fair_keys.lua` say it): its jobs
-    /// queued, running, and until when it is held back (a hold, or its rate when that is later).
+    /// queued, running, until when it is held back (a hold, or its rate when that is later) and its
+    /// own limits.
     pub(super) fn load_of(&self, key: &str, now: i64) -> crate::store::KeyLoad {
         let mut held = self.held.score(key).unwrap_or(0);
         if let Some(waits) = self.waiting.score(key).filter(|w| *w > held) {
@@ -473,6 +506,7 @@ impl Fair {
             queued: self.queues.get(key).map_or(0, |q| q.len() as u64),
             running: u64::from(self.running.get(key).copied().unwrap_or(0)),
             held_until_ms: (held > now).then_some(held),
+            own_limits: self.own.get(key).copied(),
         }
     }
 

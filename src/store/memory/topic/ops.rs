@@ -41,6 +41,23 @@ impl Topic {
         self.paused = paused;
     }
 
+    /// Sets (`Some`) or clears key `key`'s own limits; returns whether a key parked at its max running
+    /// was filed again (then the claimers want a hint).
+    pub(in crate::store::memory) fn set_key_limits(
+        &mut self,
+        key: &str,
+        limits: Option<crate::KeyLimits>,
+        now: i64,
+    ) -> bool {
+        self.fair.set_own_limits(key, limits, now);
+        self.fair.take_readied()
+    }
+
+    /// The keys with limits of their own, by key.
+    pub(in crate::store::memory) fn key_limits(&self) -> Vec<(String, crate::KeyLimits)> {
+        self.fair.own_limits()
+    }
+
     /// The last `minutes` minutes of history, oldest first.
     pub(in crate::store::memory) fn history(&self, minutes: u32, now: i64) -> Vec<MinuteCounts> {
         let minutes = i64::from(minutes).clamp(0, HISTORY_MINUTES);

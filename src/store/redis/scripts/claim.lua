@@ -185,13 +185,14 @@ local held, tat, go_at = 0, nil, nil
 local has_prio = false
 -- `ends` in stats (ends of followed jobs wait for delivery), read with the flow fields when they are.
 local ends = nil
--- `fair` in stats: some job may have a key (fair.lua).
-local has_fair = false
+-- `fair` in stats: some job may have a key (fair.lua); `flim`: some key has limits of its own.
+local has_fair, has_own = false, false
 if max > 0 and next_due and next_due <= now then
-  local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat', 'flow', 'prio', 'ends', 'fair', 'kflow')
+  local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat', 'flow', 'prio', 'ends', 'fair', 'kflow', 'flim')
   has_prio = st[5] ~= false
   ends = st[6]
   has_fair = st[7] ~= false
+  has_own = st[9] ~= false
   paused = st[1] == '1'
   if st[4] ~= flow_label and (st[4] or flow_label ~= '0/0/0') then
     redis.call('HSET', K_STATS, 'flow', flow_label)
@@ -286,7 +287,7 @@ elseif max > 0 and next_due and next_due <= now then
       end
       if #taken > 0 then
         call_many('ZREM', K_DUE, taken, 1)
-        if has_fair and key_max > 0 then
+        if has_fair and (key_max > 0 or has_own) then
           -- A keyed job claimed by its priority still counts against its key's max running.
           fair_helpers()
           F.count(taken)
@@ -321,7 +322,7 @@ elseif max > 0 and next_due and next_due <= now then
       legacy = F.unkeyed(max - #got / 2, now, got)
     end
     if #got / 2 < max then
-      F.claim(max - #got / 2, now, got, key_max, key_interval, key_burst, legacy)
+      F.claim(max - #got / 2, now, got, key_max, key_interval, key_burst, legacy, has_own)
     end
   elseif #got / 2 < max then
     local more = redis.call('ZRANGE', K_DUE, '-inf', now_s, 'BYSCORE', 'LIMIT', '0', string.format('%d', max - #got / 2))

@@ -23,11 +23,15 @@
 --   frun    hash  key's SHA-1 -> its running jobs (keys with some; every lease of a keyed job counts)
 --   ftat    zset  key's SHA-1 -> its rate's TAT (ms; only while in the future)
 --   fhold   zset  key's SHA-1 -> until when it is held (a handler's `JobError::rate_limited`)
+--   flimit  hash  key's SHA-1 -> the key's own limits, set by operators (key_limits.lua), in place of
+--                 the claim's limits per key: "<max running> <interval ms> <burst> <label> <key>"; kept
+--                 until cleared, whatever the key's jobs (configuration, not state)
 -- Stats: `fair` (set while `fkey` may hold an id; the claim clears it, and deletes the others, once
 -- `fkey` is empty), `vt` (the tag of the key served last: a key that gets a due job joins at it),
 -- `flegacy` (while jobs enqueued before the topic's first keyed job may be due with no key entry: the
 -- last due time they may have), `kflow` (the limits per key of the last claim, for operators: written
--- by claim.lua).
+-- by claim.lua), `flim` (set while `flimit` holds a key: the claim reads it with the stats it reads
+-- anyway, so a topic where no key has limits of its own pays no call for them).
 -- A key with no job has nothing here (its queue is gone with its last entry) once its TAT has passed.
 -- A key at its max running is in neither `fready` nor `fwait`: the end of one of its leases files it
 -- again (fair_release).
@@ -69,6 +73,7 @@ local function fair_helpers()
   -- `stats`, named here too: the single enqueues get only the topic's first four keys.
   local K_FSTATS = base .. 'stats'
   local K_FRUN, K_FTAT, K_FHOLD = base .. 'frun', base .. 'ftat', base .. 'fhold'
+  local K_FLIMIT = base .. 'flimit'
 
   -- Key `name`'s queue: a zset of its jobs' ids by due time.
   local function qkey(name)
@@ -301,7 +306,8 @@ local function fair_helpers()
   end
 
   -- Counts claimed jobs (ids) as running under their keys, when the claim counts (a key max running
-  -- is set): `frun`.
+  -- is set, or some key has limits of its own: every keyed job is counted then, and its end uncounts
+  -- it): `frun`.
   local function fair_count(ids)
     if #ids == 0 then
       return
@@ -502,7 +508,8 @@ local function fair_helpers()
   -- parked at its max running (`kmax`, 0: none), or is gone with its last job. The rate per key is a
   -- GCRA as the topic's (flow.rs): emission interval `interval` ms (0: none), burst `burst`. `legacy`:
   -- whether jobs from before the topic's first key may still be due without a key entry (what
-  -- fair_unkeyed returned).
+  -- fair_unkeyed returned). `own`: whether some key has limits of its own (`flim` in stats): each
+  -- such key's replace `kmax`, `interval` and `burst` for it (`flimit`, read for the keys popped).
   --
   -- The turns are played out here, not in Redis: the candidate keys are popped from `fready` at once
   -- (the first `want` + 1; the last only bounds the turns, as the first key not popped), their limits
@@ -512,7 +519,7 @@ local function fair_helpers()
   -- in one ZADD for all. The last key left takes from the head of `due` when nothing holds a key back
   -- (take_head); a key alone from the start reads no entry of its queue but the one after those it
   -- took (the write-back's, where it goes).
-  local function fair_claim(want, now, got, kmax, interval, burst, legacy)
+  local function fair_claim(want, now, got, kmax, interval, burst, legacy, own)
     local vt = redis.call('HGET', K_FSTATS, 'vt')
     local now_s = string.format('%d', now)
     local woke = redis.call('ZRANGE', K_FWAIT, '-inf', now_s, 'BYSCORE', 'LIMIT', '0', '1000')
@@ -526,7 +533,7 @@ local function fair_helpers()
       call_many('ZADD', K_FREADY, add, 2, 'NX')
     end
     -- Rates' TATs and holds that have passed say nothing more.
-    if interval > 0 then
+    if interval > 0 or own then
       redis.call('ZREMRANGEBYSCORE', K_FTAT, '-inf', now_s)
     end
     redis.call('ZREMRANGEBYSCORE', K_FHOLD, '-inf', now_s)
@@ -534,7 +541,7 @@ local function fair_helpers()
     -- Whether the last key left with jobs due now may take them from the head of `due` (take_head): no
     -- limit per key and no hold (a key held back keeps jobs due now), no unfiled job (`flegacy`), every
     -- key whose time has come woken.
-    local by_head = kmax == 0 and interval == 0 and not any_hold and not legacy and #woke < 1000
+    local by_head = kmax == 0 and interval == 0 and not own and not any_hold and not legacy and #woke < 1000
     local taken, served = 0, nil
     -- Ids claimed here (`nclaimed` of them), and, as a set, `took_ids`: an id met again under another
     -- key is stale there (a key served last and alone adds none: no key comes after it).
@@ -566,12 +573,21 @@ local function fair_helpers()
         end
       end
       -- Each key's limits: how many it may take (`cap`), and when it may go if not now (`go_at`).
-      local runs = (kmax > 0) and fetch_many('HMGET', K_FRUN, names) or {}
+      local runs = (kmax > 0 or own) and fetch_many('HMGET', K_FRUN, names) or {}
       local holds = any_hold and fetch_many('ZMSCORE', K_FHOLD, names) or {}
-      local tats = (interval > 0) and fetch_many('ZMSCORE', K_FTAT, names) or {}
+      local tats = (interval > 0 or own) and fetch_many('ZMSCORE', K_FTAT, names) or {}
+      -- (No table made when no key has limits of its own.)
+      local lims = own and fetch_many('HMGET', K_FLIMIT, names)
       local open = 0
       for i, k in ipairs(ks) do
         if k.name ~= UNKEYED then
+          -- The key's own limits, if any, in place of the claim's (kept on the key for the write-back).
+          local kmax, interval, burst = kmax, interval, burst
+          if lims and lims[i] then
+            local m, iv, b = string.match(lims[i], '^(%d+) ([%d.]+) (%d+) ')
+            kmax, interval, burst = tonumber(m), tonumber(iv), tonumber(b)
+            k.lim = { kmax, interval, burst }
+          end
           if kmax > 0 then
             k.running = tonumber(runs[i] or '0')
             -- At its max: parked until one of its leases ends (fair_release).
@@ -706,6 +722,10 @@ local function fair_helpers()
           end
         end
         local go_at = k.go_at
+        local kmax, interval, burst = kmax, interval, burst
+        if k.lim then
+          kmax, interval, burst = k.lim[1], k.lim[2], k.lim[3]
+        end
         if k.took > 0 then
           if kmax > 0 and k.name ~= UNKEYED then
             redis.call('HINCRBY', K_FRUN, k.name, k.took)
@@ -767,7 +787,8 @@ local function fair_helpers()
     cancel = fair_cancel, unkeyed = fair_unkeyed, claim = fair_claim, count = fair_count,
     release = fair_release, hold = fair_hold, next_due = fair_next_due,
   }
-  F_KEYS = { Q = K_FQ, READY = K_FREADY, WAIT = K_FWAIT, RUN = K_FRUN, TAT = K_FTAT, HOLD = K_FHOLD }
+  F_KEYS = { Q = K_FQ, READY = K_FREADY, WAIT = K_FWAIT, RUN = K_FRUN, TAT = K_FTAT, HOLD = K_FHOLD,
+    LIMIT = K_FLIMIT, STATS = K_FSTATS }
 end
 
 -- Files one job just put in `due` at `at` under its key (`key`; '' for none: then under the key '' when

@@ -7,7 +7,7 @@
 -- have missed keys (0: every key was looked at), whether running jobs are counted (1: a limit per key
 -- counts them), the limits per key the workers last claimed under (`kflow` in stats: "<jobs>/<per
 -- ms>/<max running>", '' when none yet), then per key, busiest first: key, queued, running, held until
--- (ms, 0: not held).
+-- (ms, 0: not held), its own limits' label ('' when none).
 local limit, sample = tonumber(ARGV[1]), tonumber(ARGV[2])
 fair_helpers()
 local now = now_ms()
@@ -51,7 +51,8 @@ for _, name in ipairs(names) do
     end
   end
   if key then
-    rows[#rows + 1] = { key, queued, tonumber(redis.call('HGET', F_KEYS.RUN, name) or '0'), key_held_until(name, now) }
+    rows[#rows + 1] = { key, queued, tonumber(redis.call('HGET', F_KEYS.RUN, name) or '0'), key_held_until(name, now),
+      key_own_label(name) }
   end
 end
 table.sort(rows, function(a, b)

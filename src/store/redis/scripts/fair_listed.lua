@@ -13,6 +13,13 @@ local function key_held_until(name, now)
   return held > now and held or 0
 end
 
+-- Key `name`'s own limits (`flimit`, key_limits.lua) as their label ("<jobs>/<per ms>/<max
+-- running>"), '' when it has none. After fair_helpers().
+local function key_own_label(name)
+  local own = redis.call('HGET', F_KEYS.LIMIT, name)
+  return own and string.match(own, '^%S+ %S+ %S+ (%S+)') or ''
+end
+
 -- The key for fairness at the end of the first line of a job's entry in `waiting` (deps.lua); ''
 -- for none.
 local function waiting_key(info)

@@ -6,14 +6,15 @@
 -- {4, kept value (outcomes.lua)} kept, {5, due time, record, stalls, parents left ("<topic>\t<id>" per
 -- line), key} waiting for jobs. `key` is the job's key for fairness, '' for none; <key facts> are its
 -- key, that key's jobs queued, its running jobs, until when it is held back (ms, 0: not held:
--- key_held_until) and the limits per key of the last claim (`kflow`, '' when none).
+-- key_held_until), its own limits (key_own_label, '' when none) and the limits per key of the last
+-- claim (`kflow`, '' when none).
 local id = ARGV[1]
 -- A live job's key and its key's state (see above); `fkey` holds '' for a job filed under the key ''
 -- (none).
 local function key_facts(id)
   local key = redis.call('HGET', K_FKEY, id) or ''
   if key == '' then
-    return { '', 0, 0, 0, '' }
+    return { '', 0, 0, 0, '', '' }
   end
   fair_helpers()
   local name = redis.sha1hex(key)
@@ -22,6 +23,7 @@ local function key_facts(id)
     redis.call('ZCARD', F_KEYS.Q .. name),
     tonumber(redis.call('HGET', F_KEYS.RUN, name) or '0'),
     key_held_until(name, now_ms()),
+    key_own_label(name),
     redis.call('HGET', K_STATS, 'kflow') or '',
   }
 end

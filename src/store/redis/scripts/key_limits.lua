@@ -1,0 +1,39 @@
+-- The limits of one key of a topic's keyed jobs, its own (`flimit`, see fair.lua and
+-- OpsStore::set_key_limits), in place of the limits per key its claims give; or the list of them.
+-- ARGV: 'set' | 'clear' | 'list', channel, topic, key, and for 'set' "<max running> <interval ms>
+-- <burst> <label>" (the claim's arguments for limits per key, and their label).
+-- `flim` in stats is set while `flimit` holds a key: the claim reads it with the stats it reads
+-- anyway. A key parked at its max running (in neither `fready` nor `fwait`, with jobs queued) is made
+-- ready, and the claimers hinted, so that its new limits apply at the next claim.
+-- Returns: for 'list', key, label pairs; else 1.
+fair_helpers()
+local op, channel, topic = ARGV[1], ARGV[2], ARGV[3]
+if op == 'list' then
+  local all = redis.call('HGETALL', F_KEYS.LIMIT)
+  local out = {}
+  for i = 2, #all, 2 do
+    local label, key = string.match(all[i], '^%S+ %S+ %S+ (%S+) (.*)$')
+    if label then
+      out[#out + 1] = key
+      out[#out + 1] = label
+    end
+  end
+  return out
+end
+local key = ARGV[4]
+local name = key_name(key)
+if op == 'set' then
+  redis.call('HSET', F_KEYS.LIMIT, name, ARGV[5] .. ' ' .. key)
+  redis.call('HSET', K_STATS, 'flim', '1')
+else
+  redis.call('HDEL', F_KEYS.LIMIT, name)
+  if redis.call('EXISTS', F_KEYS.LIMIT) == 0 then
+    redis.call('HDEL', K_STATS, 'flim')
+  end
+end
+if not redis.call('ZSCORE', F_KEYS.READY, name) and not redis.call('ZSCORE', F_KEYS.WAIT, name)
+  and redis.call('EXISTS', F_KEYS.Q .. name) == 1 then
+  redis.call('ZADD', F_KEYS.READY, redis.call('HGET', K_STATS, 'vt') or '0', name)
+  publish_hint(channel, topic, now_ms())
+end
+return 1
