@@ -113,6 +113,10 @@ pub(crate) enum Command {
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=1000))]
         limit: u16,
     },
+    /// Limits of one key of its own (fairness by key), in place of the topic's limits per key: list,
+    /// set, clear
+    #[command(subcommand)]
+    KeyLimits(KeyLimitsCommand),
     /// Cancel a job (a running one is not retried)
     Cancel {
         /// The topic
@@ -273,6 +277,56 @@ pub(crate) struct RescheduleArgs {
     /// Due at this time, RFC 3339, e.g. 2026-05-01T09:00:00Z
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub(crate) at: Option<DateTime<Utc>>,
+}
+
+/// `key-limits ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum KeyLimitsCommand {
+    /// The keys of a topic with limits of their own
+    Ls {
+        /// The topic
+        topic: String,
+    },
+    /// Give one key limits of its own, which replace the topic's limits per key for it alone (every
+    /// worker, from its next claim on); with neither option the key runs with no limit
+    Set {
+        /// The topic
+        topic: String,
+        /// The key (as the jobs carry it)
+        key: String,
+        /// At most this many of the key's jobs running at once
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        max_running: Option<u32>,
+        /// At most this many of the key's jobs started per period: JOBS/PERIOD, e.g. 10/1s, 600/1m
+        #[arg(long, value_parser = parse_rate)]
+        rate: Option<postpone::RateLimit>,
+    },
+    /// Take back one key's own limits: it claims under the topic's limits per key again
+    Clear {
+        /// The topic
+        topic: String,
+        /// The key
+        key: String,
+    },
+}
+
+/// A rate as `JOBS/PERIOD` (`10/1s`, `600/1m`).
+fn parse_rate(text: &str) -> Result<postpone::RateLimit, String> {
+    const FORM: &str = "write JOBS/PERIOD, e.g. 10/1s or 600/1m";
+    let (jobs, per) = text
+        .split_once('/')
+        .ok_or_else(|| format!("{text:?} is not a rate: {FORM}"))?;
+    let jobs: u32 = jobs
+        .trim()
+        .parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("{jobs:?} is not a number of jobs above 0: {FORM}"))?;
+    let per = parse_duration(per.trim())?;
+    if per.is_zero() {
+        return Err(format!("the period must be above 0: {FORM}"));
+    }
+    Ok(postpone::RateLimit::new(jobs, per))
 }
 
 /// `dead ...`.

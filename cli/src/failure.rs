@@ -60,6 +60,7 @@ impl Failure {
                 E::JobNotFound { .. } | E::TopicNotFound { .. } => 3,
                 E::InvalidTopic { .. }
                 | E::InvalidId { .. }
+                | E::InvalidKey { .. }
                 | E::InvalidBatchId { .. }
                 | E::InvalidNamespace { .. }
                 | E::InvalidCursor { .. }

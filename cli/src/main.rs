@@ -94,6 +94,7 @@ async fn run(cli: Cli, target: &Target, out: &mut Out) -> Result<(), Failure> {
         Command::Jobs(a) => jobs::list(&ops, out, &a.topic, a.state, &a.page).await,
         Command::Job { topic, id } => jobs::show(&ops, out, &topic, &id).await,
         Command::Keys { topic, limit } => keys::keys(&ops, out, &topic, limit).await,
+        Command::KeyLimits(c) => keys::key_limits(&ops, out, c).await,
         Command::Cancel { topic, id } => control::cancel(&ops, out, &topic, &id).await,
         Command::Reschedule(a) => control::reschedule(&ops, out, a).await,
         Command::RunNow { topic, id } => control::run_now(&ops, out, &topic, &id).await,

@@ -95,7 +95,7 @@ async fn keys_lists_the_busiest_keys_of_a_topic_as_a_table_and_as_json() {
     let doc = postpone(&url, ns, &["keys", "cli.notify", "--json"])
         .expect(0)
         .json();
-    let key = |key: &str, queued: u64| json!({"key": key, "queued": queued, "running": null, "held_until": null});
+    let key = |key: &str, queued: u64| json!({"key": key, "queued": queued, "running": null, "held_until": null, "own_limit": null});
     assert_eq!(
         doc,
         json!({
@@ -296,6 +296,112 @@ async fn keys_show_running_jobs_under_a_key_limit_and_a_held_key() {
         left > chrono::TimeDelta::minutes(58) && left <= chrono::TimeDelta::hours(1),
         "held for about an hour: {left} {doc:#}"
     );
+
+    // acme gets limits of its own: 3 at once. It was waiting at its max (1): its two queued jobs
+    // start at once, beside the first, while globex stays under the worker's limit.
+    let run = postpone(
+        &url,
+        ns,
+        &[
+            "key-limits",
+            "set",
+            "cli.sync",
+            "acme",
+            "--max-running",
+            "3",
+        ],
+    );
+    assert!(
+        run.expect(0)
+            .stdout
+            .starts_with("key \"acme\" of topic cli.sync now runs under max 3 running of its own"),
+        "{run:#?}"
+    );
+    assert_eq!(
+        row(&run.stdout, "acme"),
+        ["acme", "max", "3", "running"],
+        "{run:#?}"
+    );
+    let topic = client.topic::<Sync>();
+    support::wait::eventually("acme's three jobs running", || async {
+        (topic.counts().await.unwrap().active == 3).then_some(())
+    })
+    .await;
+    let doc = postpone(&url, ns, &["key-limits", "ls", "cli.sync", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(
+        doc,
+        json!({"topic": "cli.sync", "keys": [{"key": "acme", "limit": {"max_running": 3, "rate": null}}]})
+    );
+    // globex gets a rate of its own: `keys` says it is its own.
+    let run = postpone(
+        &url,
+        ns,
+        &[
+            "key-limits",
+            "set",
+            "cli.sync",
+            "globex",
+            "--rate",
+            "600/1m",
+        ],
+    );
+    assert_eq!(
+        row(&run.expect(0).stdout, "globex"),
+        ["globex", "600/60s"],
+        "{run:#?}"
+    );
+    let run = postpone(&url, ns, &["keys", "cli.sync"]);
+    let text = &run.expect(0).stdout;
+    assert_eq!(
+        row(text, "globex")[..5],
+        ["globex", "2", "0", "600/60s", "(own)"],
+        "{run:#?}"
+    );
+    let doc = postpone(&url, ns, &["keys", "cli.sync", "--json"])
+        .expect(0)
+        .json();
+    let globex = doc["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["key"] == "globex")
+        .unwrap();
+    assert_eq!(
+        globex["own_limit"],
+        json!({"max_running": null, "rate": {"jobs": 600, "per_ms": 60000}}),
+        "{doc:#}"
+    );
+    // Back to the topic's limits.
+    postpone(&url, ns, &["key-limits", "clear", "cli.sync", "acme"]).expect(0);
+    let run = postpone(&url, ns, &["key-limits", "clear", "cli.sync", "globex"]);
+    assert!(
+        run.expect(0)
+            .stdout
+            .ends_with("no key of topic cli.sync has limits of its own\n"),
+        "{run:#?}"
+    );
+    assert!(ops.key_limits("cli.sync").await.unwrap().is_empty());
+    // Bad input: a rate that is none, a key no job could have, a max of 0, an unknown topic.
+    for args in [
+        &["key-limits", "set", "cli.sync", "acme", "--rate", "10"][..],
+        &["key-limits", "set", "cli.sync", "acme", "--rate", "0/1s"],
+        &[
+            "key-limits",
+            "set",
+            "cli.sync",
+            "acme",
+            "--max-running",
+            "0",
+        ],
+    ] {
+        let run = postpone(&url, ns, args);
+        assert!(run.expect(2).stderr.contains("--"), "{run:#?}");
+    }
+    let run = postpone(&url, ns, &["key-limits", "set", "cli.sync", ""]);
+    assert!(run.expect(2).stderr.contains("key"), "{run:#?}");
+    postpone(&url, ns, &["key-limits", "ls", "no.such.topic"]).expect(3);
 
     release.add_permits(10);
     stop.shutdown();

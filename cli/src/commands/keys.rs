@@ -1,12 +1,14 @@
 //! `keys TOPIC`: a topic's busiest keys (fairness by key), by jobs queued: per key its jobs queued,
-//! running (when a max running per key counts them), its limit (the limits per key the topic's workers
-//! claim under) and until when it is held back.
+//! running (when a max running per key counts them), its limit (its own, or the limits per key the
+//! topic's workers claim under) and until when it is held back. `key-limits ls|set|clear`: the keys
+//! with limits of their own.
 
 use chrono::{DateTime, Utc};
 use postpone::ops::{KeyLoad, KeysPage, Ops};
 use postpone::KeyLimits;
 use serde::Serialize;
 
+use crate::args::KeyLimitsCommand;
 use crate::failure::Failure;
 use crate::output::say;
 use crate::output::{cut, Out};
@@ -63,11 +65,14 @@ struct KeyDoc {
     /// `null` when the topic does not count running jobs per key.
     running: Option<u64>,
     held_until: Option<DateTime<Utc>>,
+    /// The key's own limits (`key-limits set`), in place of the topic's; `null`: none of its own.
+    own_limit: Option<LimitDoc>,
 }
 
 impl KeyDoc {
     fn of(k: KeyLoad, running_counted: bool) -> Self {
         KeyDoc {
+            own_limit: k.own_limits.map(LimitDoc::of),
             held_until: k.held_until_ms.and_then(DateTime::from_timestamp_millis),
             running: running_counted.then_some(k.running),
             queued: k.queued,
@@ -123,9 +128,10 @@ pub(crate) async fn keys(ops: &Ops, out: &Out, topic: &str, limit: u16) -> Resul
                 true => k.running.to_string(),
                 false => "-".to_owned(),
             },
-            match (k.key.is_empty(), page.limits) {
+            match (k.key.is_empty(), k.own_limits, page.limits) {
                 // The jobs without a key are under no limit per key.
-                (true, Some(_)) => "none".to_owned(),
+                (true, _, Some(_)) => "none".to_owned(),
+                (false, Some(own), _) => format!("{own} (own)"),
                 _ => limit.clone(),
             },
             k.held_until_ms
@@ -144,5 +150,81 @@ pub(crate) async fn keys(ops: &Ops, out: &Out, topic: &str, limit: u16) -> Resul
         footer.push_str("; RUNNING is counted only under a max running per key");
     }
     say!("{}", out.dim(&footer));
+    Ok(())
+}
+
+/// `key-limits ls|set|clear --json`.
+#[derive(Serialize)]
+struct OwnDoc<'a> {
+    topic: &'a str,
+    keys: Vec<OwnKeyDoc>,
+}
+
+/// One key with limits of its own in `key-limits --json`.
+#[derive(Serialize)]
+struct OwnKeyDoc {
+    key: String,
+    limit: LimitDoc,
+}
+
+/// `key-limits ls|set|clear`.
+pub(crate) async fn key_limits(
+    ops: &Ops,
+    out: &Out,
+    command: KeyLimitsCommand,
+) -> Result<(), Failure> {
+    let topic = match command {
+        KeyLimitsCommand::Ls { topic } => topic,
+        KeyLimitsCommand::Set {
+            topic,
+            key,
+            max_running,
+            rate,
+        } => {
+            let mut limits = KeyLimits::new().max_running(max_running.unwrap_or(0));
+            if let Some(rate) = rate {
+                limits = limits.rate(rate);
+            }
+            ops.set_key_limits(&topic, &key, limits).await?;
+            if !out.json {
+                say!(
+                    "key {key:?} of topic {topic} now runs under {} of its own, from the workers' \
+                     next claim on (`postpone key-limits clear {topic} KEY` takes them back)",
+                    limits
+                );
+            }
+            topic
+        }
+        KeyLimitsCommand::Clear { topic, key } => {
+            ops.clear_key_limits(&topic, &key).await?;
+            if !out.json {
+                say!("key {key:?} of topic {topic} runs under the topic's limits per key again");
+            }
+            topic
+        }
+    };
+    let own = ops.key_limits(&topic).await?;
+    if out.json {
+        out.json(&OwnDoc {
+            topic: &topic,
+            keys: own
+                .into_iter()
+                .map(|(key, l)| OwnKeyDoc {
+                    key,
+                    limit: LimitDoc::of(l),
+                })
+                .collect(),
+        });
+        return Ok(());
+    }
+    if own.is_empty() {
+        say!("no key of topic {topic} has limits of its own");
+        return Ok(());
+    }
+    let mut table = out.table(&["KEY", "LIMIT"]);
+    for (key, l) in &own {
+        table.add_row(vec![cut(key, KEY_SHOWN), l.to_string()]);
+    }
+    out.print_table(&table);
     Ok(())
 }

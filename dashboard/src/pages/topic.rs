@@ -95,8 +95,10 @@ impl Keys {
                 .keys
                 .into_iter()
                 .map(|k| KeyRow {
-                    limit: match (k.key.is_empty(), page.limits) {
-                        (true, Some(_)) => "none".to_owned(),
+                    limit: match (k.key.is_empty(), k.own_limits, page.limits) {
+                        (true, _, Some(_)) => "none".to_owned(),
+                        // Its own (set by an operator), in place of the topic's.
+                        (false, Some(own), _) => format!("{own} (own)"),
                         _ => limit.clone(),
                     },
                     key: Some(k.key).filter(|k| !k.is_empty()),

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use postpone::{Job, JobContext, JobError, KeyLimits, Worker};
+use postpone::{Job, JobContext, JobError, KeyLimits, RateLimit, Worker};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::sync::Semaphore;
@@ -145,6 +145,20 @@ async fn dashboard_busiest_keys_tab_shows_keys_running_and_held_fair() {
     assert!(
         footer.starts_with(&format!("{total} key")) && !footer.contains("max running"),
         "{footer}"
+    );
+    // A key with limits of its own (an operator's): they show in its row, marked, in place of the
+    // worker's.
+    let own = KeyLimits::new().rate(RateLimit::new(600, Duration::from_secs(60)));
+    ops.set_key_limits("fair.sync", "globex", own)
+        .await
+        .unwrap();
+    h.goto("topic?name=fair.sync&state=keys").await;
+    let limits = h
+        .js("return [...document.querySelectorAll('table.keys td.limit')].map(c => c.textContent.trim())")
+        .await;
+    assert_eq!(
+        limits,
+        json!(["max 1 running", "max 1 running", "600/60s (own)", "none"])
     );
     h.screenshot("topic-keys").await;
 
