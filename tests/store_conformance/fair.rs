@@ -1015,6 +1015,34 @@ pub(crate) async fn fair_key_limit_a_keys_own_limits_replace_the_claims_for_that
     assert!(s.key_limits(t).await.unwrap().is_empty());
 }
 
+pub(crate) async fn fair_key_limit_a_max_of_its_own_counts_the_keys_jobs_already_running(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_key_limit_own_running"));
+    let none_per_key = KeyLimits::new();
+    s.enqueue(t, flood("a", 6)).await.unwrap();
+    // Three of a's jobs run, claimed under no limit per key.
+    let first = claim_limited(s, t, 3, LONG, none_per_key).await;
+    assert_eq!(per_key(&first), counts_of(&[("a", 3)]), "{first:?}");
+    // From now on a may run 2 at once: the 3 running count against it.
+    s.set_key_limits(t, "a", Some(KeyLimits::new().max_running(2)))
+        .await
+        .unwrap();
+    let none = claim_limited(s, t, 10, LONG, none_per_key).await;
+    assert!(none.jobs.is_empty(), "3 running, max 2: {none:?}");
+    // Each end frees the slot its job took: one end leaves 2 running, the next lets one start.
+    let done = |i: usize| finish(s, t, &first.jobs[i], Finish::Done);
+    assert_eq!(done(0).await, FinishOutcome::Applied);
+    let none = claim_limited(s, t, 10, LONG, none_per_key).await;
+    assert!(none.jobs.is_empty(), "2 running, max 2: {none:?}");
+    assert_eq!(done(1).await, FinishOutcome::Applied);
+    let one = claim_limited(s, t, 10, LONG, none_per_key).await;
+    assert_eq!(per_key(&one), counts_of(&[("a", 1)]), "{one:?}");
+    let none = claim_limited(s, t, 10, LONG, none_per_key).await;
+    assert!(none.jobs.is_empty(), "2 running again: {none:?}");
+    s.set_key_limits(t, "a", None).await.unwrap();
+}
+
 pub(crate) async fn fair_key_limit_a_finish_that_frees_a_parked_key_wakes_claimers(
     store: Arc<dyn Store>,
 ) {

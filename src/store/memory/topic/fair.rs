@@ -219,13 +219,30 @@ impl Fair {
     }
 
     /// Sets (`Some`) or clears key `key`'s own limits, which replace the claim's limits per key for
-    /// it. A key parked at its max running is filed again (the claimers want a hint): its new limits
-    /// are the next claim's to apply.
+    /// it. Limits with a max running count every running job of the key against it from now on (as
+    /// Redis does: there a finish cannot tell a job claimed under no max). A key parked at its max
+    /// running is filed again (the claimers want a hint): its new limits are the next claim's to
+    /// apply.
     pub(super) fn set_own_limits(&mut self, key: &str, limits: Option<KeyLimits>, now: i64) {
         match limits {
             Some(limits) => self.own.insert(key.to_owned(), limits),
             None => self.own.remove(key),
         };
+        if limits.is_some_and(|l| l.max_running_per_key() > 0) {
+            let mut running = 0;
+            for filed in self.jobs.values_mut() {
+                // Claimed (out of its key's queue): running.
+                if filed.key == key && filed.queued_at.is_none() {
+                    filed.counted = true;
+                    running += 1;
+                }
+            }
+            if running > 0 {
+                self.running.insert(key.to_owned(), running);
+            } else {
+                self.running.remove(key);
+            }
+        }
         self.unpark(key, now);
     }
 

@@ -3,8 +3,11 @@
 -- ARGV: 'set' | 'clear' | 'list', channel, topic, key, and for 'set' "<max running> <interval ms>
 -- <burst> <label>" (the claim's arguments for limits per key, and their label).
 -- `flim` in stats is set while `flimit` holds a key: the claim reads it with the stats it reads
--- anyway. A key parked at its max running (in neither `fready` nor `fwait`, with jobs queued) is made
--- ready, and the claimers hinted, so that its new limits apply at the next claim.
+-- anyway. Limits with a max running count every running job of the key in `frun` from now on (a
+-- finish uncounts every keyed job of a topic with `frun`: a job claimed while its key had no max, left
+-- out, would free a slot it never took when it ends, and the key would run over its max for good). A
+-- key parked at its max running (in neither `fready` nor `fwait`, with jobs queued) is made ready, and
+-- the claimers hinted, so that its new limits apply at the next claim.
 -- Returns: for 'list', key, label pairs; else 1.
 fair_helpers()
 local op, channel, topic = ARGV[1], ARGV[2], ARGV[3]
@@ -25,6 +28,24 @@ local name = key_name(key)
 if op == 'set' then
   redis.call('HSET', F_KEYS.LIMIT, name, ARGV[5] .. ' ' .. key)
   redis.call('HSET', K_STATS, 'flim', '1')
+  if tonumber(string.match(ARGV[5], '^%d+')) > 0 then
+    -- The key's running jobs, among the topic's (an operator's step: the active set is read whole).
+    local active, running = redis.call('ZRANGE', K_ACTIVE, 0, -1), 0
+    for i = 1, #active, 1000 do
+      local ids = { unpack(active, i, math.min(i + 999, #active)) }
+      local keys = fetch_many('HMGET', K_FKEY, ids)
+      for j = 1, #ids do
+        if keys[j] == key and ids[j] ~= HASHED then
+          running = running + 1
+        end
+      end
+    end
+    if running > 0 then
+      redis.call('HSET', F_KEYS.RUN, name, running)
+    else
+      redis.call('HDEL', F_KEYS.RUN, name)
+    end
+  end
 else
   redis.call('HDEL', F_KEYS.LIMIT, name)
   if redis.call('EXISTS', F_KEYS.LIMIT) == 0 then
