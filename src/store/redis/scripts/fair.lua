@@ -788,7 +788,7 @@ local function fair_helpers()
     release = fair_release, hold = fair_hold, next_due = fair_next_due,
   }
   F_KEYS = { Q = K_FQ, READY = K_FREADY, WAIT = K_FWAIT, RUN = K_FRUN, TAT = K_FTAT, HOLD = K_FHOLD,
-    LIMIT = K_FLIMIT, STATS = K_FSTATS }
+    LIMIT = K_FLIMIT }
 end
 
 -- Files one job just put in `due` at `at` under its key (`key`; '' for none: then under the key '' when
