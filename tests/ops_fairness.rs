@@ -173,14 +173,16 @@ async fn a_periodic_jobs_ticks_are_filed_by_key(client: Client) {
     running.await.unwrap().unwrap();
 }
 
-/// Enqueues `n` jobs of the shop acme.
-async fn enqueue_acme(client: &Client, n: usize) {
+/// Enqueues `n` jobs of the shop acme; returns the last one's id.
+async fn enqueue_acme(client: &Client, n: usize) -> String {
+    let mut last = String::new();
     for _ in 0..n {
         let job = Sync {
             shop: "acme".into(),
         };
-        client.enqueue(job).await.unwrap();
+        last = client.enqueue(job).await.unwrap().id;
     }
+    last
 }
 
 /// A worker of [`Sync`] jobs under `limits` whose handlers say when they start (`started`), then wait
@@ -322,18 +324,12 @@ on_both!(busiest_keys_show_running_jobs_under_a_key_limit:
 /// A job's detail names its key, its key's load, and says when the key holds it back: at its key's
 /// max running, the "why" line says so (not "waiting for a free slot").
 async fn a_jobs_detail_says_its_key_holds_it_back(client: Client) {
-    enqueue_acme(&client, 1).await;
-    let last = client
-        .enqueue(Sync {
-            shop: "acme".into(),
-        })
-        .await
-        .unwrap();
+    let last = enqueue_acme(&client, 2).await;
     let mut worker = Gated::start(&client, 4, KeyLimits::new().max_running(1));
     worker.started.recv().await.unwrap();
     // The first runs (its claim counted it against its key): the second waits for its key.
     let ops = client.ops();
-    let detail = ops.job("ops.sync", &last.id).await.unwrap().expect("live");
+    let detail = ops.job("ops.sync", &last).await.unwrap().expect("live");
     let load = detail.key_load.as_ref().expect("its key's load");
     assert_eq!((load.queued, load.running), (1, 1), "{load:?}");
     assert_eq!(detail.key.as_deref(), Some("acme"));
@@ -377,18 +373,12 @@ async fn a_keys_own_limits_replace_the_workers_for_it(client: Client) {
     assert!(matches!(err, postpone::Error::InvalidKey { .. }), "{err:?}");
     assert!(ops.key_limits("no.such.topic").await.is_err());
 
-    enqueue_acme(&client, 1).await;
-    let last = client
-        .enqueue(Sync {
-            shop: "acme".into(),
-        })
-        .await
-        .unwrap();
+    let last = enqueue_acme(&client, 2).await;
     let mut worker = Gated::start(&client, 4, KeyLimits::new().max_running(1));
     worker.started.recv().await.unwrap();
     worker.started.recv().await.unwrap();
     // Two run (acme's own max); the third waits for its key, and says which limit holds it.
-    let detail = ops.job("ops.sync", &last.id).await.unwrap().expect("live");
+    let detail = ops.job("ops.sync", &last).await.unwrap().expect("live");
     let load = detail.key_load.as_ref().expect("its key's load");
     assert_eq!((load.queued, load.running), (1, 2), "{load:?}");
     assert_eq!(load.own_limits, Some(own), "{load:?}");
