@@ -187,10 +187,13 @@ pub(crate) async fn key_limits(
             }
             ops.set_key_limits(&topic, &key, limits).await?;
             if !out.json {
+                let what = match limits.is_none() {
+                    true => "no limit, in place of the topic's limits per key".to_owned(),
+                    false => format!("{limits} of its own"),
+                };
                 say!(
-                    "key {key:?} of topic {topic} now runs under {} of its own, from the workers' \
-                     next claim on (`postpone key-limits clear {topic} KEY` takes them back)",
-                    limits
+                    "key {key:?} of topic {topic} now runs under {what}, from the workers' next \
+                     claim on (`postpone key-limits clear {topic} KEY` takes them back)"
                 );
             }
             topic
