@@ -630,3 +630,57 @@ async fn a_plain_job_pays_no_command_for_features_it_does_not_use() {
         "a finish of 11"
     );
 }
+
+// A claim of a key alone (fairness's flood with no other key ready), its jobs all due now: the plain
+// claim's calls, and 7 for keys. What keys need read besides is read in calls the claim makes anyway:
+// `fair`, `vt` and `flegacy` with the other stats fields, the head's due time from the claim's earliest
+// due job, whether the key stays ready from one more id of `due`'s head (its queue's head is not read),
+// whether a key is ready for the next due time from the claim's own filing (no ZCARD of `fready`).
+// 30 calls before these were folded in.
+#[tokio::test]
+async fn a_claim_of_a_key_alone_makes_these_calls() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    let jobs = (0..10)
+        .map(|i| job(&format!("j{i}"), Due::In(0)).with_key(Some("flood".to_owned())))
+        .collect();
+    s.enqueue(T, jobs).await.unwrap();
+    let first = s
+        .claim(T, ClaimRequest::new(4, 60_000, 100, 1))
+        .await
+        .unwrap();
+    assert_eq!(first.jobs.len(), 4);
+    server.cli(&["CONFIG", "RESETSTAT"]).unwrap();
+    let next = s
+        .claim(T, ClaimRequest::new(4, 60_000, 100, 1))
+        .await
+        .unwrap();
+    let ids: Vec<_> = next.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["j4", "j5", "j6", "j7"]);
+    assert_eq!(
+        calls_by_command(&server),
+        counted(&[
+            // The plain claim's 17 (claim.lua): the script, the time, the earliest lease and due
+            // job, the stats fields, the head of `due` and its removal, the due times of its run
+            // (ZCOUNT), the marker (ZADD, HSETNX), the leases (ZADD, HSET), the records (HMGET), the
+            // claim's record (GET, SET), the next due time and the pending deaths (ZRANGE each).
+            ("fcall", 1),
+            ("time", 1),
+            ("hmget", 2),
+            ("zcount", 1),
+            ("hsetnx", 1),
+            ("get", 1),
+            ("set", 1),
+            // The head of `due` is read with one id more and removed by rank as in a plain claim;
+            // keys add 7: EXISTS of `fkey` and of `fhold`, `fwait`'s woken keys (ZRANGE), the key
+            // popped (ZPOPMIN), its queue's prefix dropped (ZREMRANGEBYRANK), the key ready again
+            // (ZADD), `vt` (HSET).
+            ("zrange", 6),
+            ("zremrangebyrank", 2),
+            ("zadd", 3),
+            ("hset", 2),
+            ("exists", 2),
+            ("zpopmin", 1),
+        ]),
+    );
+}

@@ -187,9 +187,14 @@ local has_prio = false
 local ends = nil
 -- `fair` in stats: some job may have a key (fair.lua); `flim`: some key has limits of its own.
 local has_fair, has_own = false, false
+-- `vt` and `flegacy` in stats (fair.lua), read with them for the keyed claim.
+local vt, flegacy = nil, nil
+-- Whether the keyed claim left a key ready (its next due time is now).
+local fair_ready = false
 if max > 0 and next_due and next_due <= now then
-  local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat', 'flow', 'prio', 'ends', 'fair', 'kflow', 'flim')
+  local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat', 'flow', 'prio', 'ends', 'fair', 'kflow', 'flim', 'vt', 'flegacy')
   has_prio = st[5] ~= false
+  vt, flegacy = st[10] or nil, st[11] or nil
   ends = st[6]
   has_fair = st[7] ~= false
   has_own = st[9] ~= false
@@ -319,10 +324,11 @@ elseif max > 0 and next_due and next_due <= now then
     -- Jobs without a key among the first due go in due order; then keyed jobs round-robin by key.
     local legacy = false
     if #got / 2 < max then
-      legacy = F.unkeyed(max - #got / 2, now, got)
+      legacy = F.unkeyed(max - #got / 2, now, got, flegacy)
     end
     if #got / 2 < max then
-      F.claim(max - #got / 2, now, got, key_max, key_interval, key_burst, legacy, has_own)
+      fair_ready = F.claim(max - #got / 2, now, got, key_max, key_interval, key_burst, legacy, has_own, vt,
+        #got == 0 and next_due or nil)
     end
   elseif #got / 2 < max then
     local more = redis.call('ZRANGE', K_DUE, '-inf', now_s, 'BYSCORE', 'LIMIT', '0', string.format('%d', max - #got / 2))
@@ -400,11 +406,13 @@ elseif max > 0 and next_due and next_due <= now then
     if next_lease == nil or deadline < next_lease then
       next_lease = deadline
     end
-    next_due = earliest(K_DUE)
+    if not has_fair then
+      next_due = earliest(K_DUE)
+    end
   end
   if has_fair then
     -- Due jobs of keys held back (their rate, hold or max running) do not make the next claim sooner.
-    next_due = F.next_due()
+    next_due = F.next_due(fair_ready)
   end
   if tat and k > 0 then
     tat = tat + k * interval

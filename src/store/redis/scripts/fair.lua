@@ -271,9 +271,9 @@ local function fair_helpers()
 
   -- Claims the jobs without a key among the first `room` due jobs, in due order, removing them from
   -- `due`; appends id, due time pairs to `got`. Returns whether such jobs may still be due (`flegacy`
-  -- stays set).
-  local function fair_unkeyed(room, now, got)
-    local legacy = tonumber(redis.call('HGET', K_FSTATS, 'flegacy') or '-1')
+  -- stays set). `flegacy`: that field of stats, which the caller reads with the others (nil: unset).
+  local function fair_unkeyed(room, now, got, flegacy)
+    local legacy = tonumber(flegacy or '-1')
     if legacy < 0 then
       return false
     end
@@ -358,9 +358,10 @@ local function fair_helpers()
 
   -- When a claim may next find a job of a topic with keys: now when a key is ready, else the earlier
   -- of the first waiting key's time and the earliest due job when it has no key; nil when neither
-  -- (every key with a due job is parked at its max running: the end of a lease hints).
-  local function fair_next_due()
-    if redis.call('ZCARD', K_FREADY) > 0 then
+  -- (every key with a due job is parked at its max running: the end of a lease hints). `ready`: the
+  -- caller knows a key is ready (what fair_claim returned).
+  local function fair_next_due(ready)
+    if ready or redis.call('ZCARD', K_FREADY) > 0 then
       return earliest(K_DUE)
     end
     local at = nil
@@ -487,12 +488,20 @@ local function fair_helpers()
   -- a job claimed by its priority, is dropped, and leaves the entry of a job taken here behind, stale
   -- in its place, which a later claim passes). `now_s`: now, written once by the caller. Appends id,
   -- due time pairs to `got`, removes the jobs taken from `due` by rank; the write-back drops the entries
-  -- passed. Returns how many it took. Jobs claimed earlier in the call must be out of `due` before.
-  local function take_head(k, need, now_s, got)
-    local head = redis.call('ZRANGE', K_DUE, '-inf', now_s, 'BYSCORE', 'LIMIT', '0', string.format('%d', need))
+  -- passed. Reads one id more than it may take: when that one is due now too, `k` has more jobs due
+  -- now (`more`). `first`: the due time of `due`'s head when known (nil: read here). Returns how many
+  -- it took. Jobs claimed earlier in the call must be out of `due` before.
+  local function take_head(k, need, now_s, got, first)
+    local head = redis.call('ZRANGE', K_DUE, '-inf', now_s, 'BYSCORE', 'LIMIT', '0', string.format('%d', need + 1))
+    if #head > need then
+      -- One more is due now, so `k` has another job due now: the write-back files it as ready without
+      -- reading its queue's head.
+      head[need + 1] = nil
+      k.more = true
+    end
     local took = #head
     if took > 0 then
-      with_due_times(head, nil, got)
+      with_due_times(head, first, got)
       redis.call('ZREMRANGEBYRANK', K_DUE, '0', string.format('%d', took - 1))
       -- The entries passed go with the write-back; the one after is read there.
       k.pos = k.pos + took
@@ -510,6 +519,9 @@ local function fair_helpers()
   -- whether jobs from before the topic's first key may still be due without a key entry (what
   -- fair_unkeyed returned). `own`: whether some key has limits of its own (`flim` in stats): each
   -- such key's replace `kmax`, `interval` and `burst` for it (`flimit`, read for the keys popped).
+  -- `vt`: `vt` of stats (nil when unset), which the caller reads with the other stats fields;
+  -- `head_due`: the due time of `due`'s head, when the caller knows it (nil: unknown). Returns
+  -- whether it filed a key as ready (then a key has a job due now).
   --
   -- The turns are played out here, not in Redis: the candidate keys are popped from `fready` at once
   -- (the first `want` + 1; the last only bounds the turns, as the first key not popped), their limits
@@ -519,8 +531,7 @@ local function fair_helpers()
   -- in one ZADD for all. The last key left takes from the head of `due` when nothing holds a key back
   -- (take_head); a key alone from the start reads no entry of its queue but the one after those it
   -- took (the write-back's, where it goes).
-  local function fair_claim(want, now, got, kmax, interval, burst, legacy, own)
-    local vt = redis.call('HGET', K_FSTATS, 'vt')
+  local function fair_claim(want, now, got, kmax, interval, burst, legacy, own, vt, head_due)
     local now_s = string.format('%d', now)
     local woke = redis.call('ZRANGE', K_FWAIT, '-inf', now_s, 'BYSCORE', 'LIMIT', '0', '1000')
     if #woke > 0 then
@@ -536,13 +547,18 @@ local function fair_helpers()
     if interval > 0 or own then
       redis.call('ZREMRANGEBYSCORE', K_FTAT, '-inf', now_s)
     end
-    redis.call('ZREMRANGEBYSCORE', K_FHOLD, '-inf', now_s)
     local any_hold = redis.call('EXISTS', K_FHOLD) == 1
+    if any_hold then
+      redis.call('ZREMRANGEBYSCORE', K_FHOLD, '-inf', now_s)
+      any_hold = redis.call('EXISTS', K_FHOLD) == 1
+    end
     -- Whether the last key left with jobs due now may take them from the head of `due` (take_head): no
     -- limit per key and no hold (a key held back keeps jobs due now), no unfiled job (`flegacy`), every
     -- key whose time has come woken.
     local by_head = kmax == 0 and interval == 0 and not own and not any_hold and not legacy and #woke < 1000
     local taken, served = 0, nil
+    -- Whether it filed a key as ready (the return value: the next due time is now).
+    local left_ready = false
     -- Ids claimed here (`nclaimed` of them), and, as a set, `took_ids`: an id met again under another
     -- key is stale there (a key served last and alone adds none: no key comes after it).
     local claimed, nclaimed, took_ids = {}, 0, {}
@@ -563,7 +579,8 @@ local function fair_helpers()
         -- string made is hashed whole and interned).
         local tag = tonumber(popped[i + 1])
         local k = { name = popped[i], tag = tag, ids = {}, dues = {}, nread = 0, pos = 1, took = 0,
-          cap = math.huge, running = 0, ord = (tag - tag0) * ORD_SPAN + (i + 1) / 2, q = qkey(popped[i]) }
+          cap = math.huge, running = 0, ord = (tag - tag0) * ORD_SPAN + (i + 1) / 2, q = qkey(popped[i]),
+          more = false }
         by_ord[k.ord] = k
         if i + 1 == #popped and #popped == 2 * (want - taken + 1) then
           bound = k
@@ -661,9 +678,9 @@ local function fair_helpers()
           -- The jobs claimed so far leave `due` first: its head is then this key's jobs due now.
           if nclaimed > 0 then
             call_many('ZREM', K_DUE, claimed, 1)
-            claimed, nclaimed = {}, 0
+            claimed, nclaimed, head_due = {}, 0, nil
           end
-          took = take_head(k, cap, now_s, got)
+          took = take_head(k, cap, now_s, got, head_due)
         end
         -- The usual claim takes the rest (from a stale entry of the queue on, if any).
         local ngot = #got
@@ -714,6 +731,9 @@ local function fair_helpers()
         end
         if k.pos <= k.nread then
           head = tonumber(k.dues[k.pos])
+        elseif k.more then
+          -- It took from the head of `due`, and more of its jobs are due now (take_head).
+          head = now
         elseif not k.whole then
           -- Every entry read was claimed or stale, and there are more: the next one decides.
           local nxt = redis.call('ZRANGE', k.q, '0', '0', 'WITHSCORES')
@@ -763,6 +783,7 @@ local function fair_helpers()
       end
       if #ready > 0 then
         call_many('ZADD', K_FREADY, ready, 2)
+        left_ready = true
       end
       if #waiting > 0 then
         call_many('ZADD', K_FWAIT, waiting, 2)
@@ -778,6 +799,7 @@ local function fair_helpers()
     if served then
       redis.call('HSET', K_FSTATS, 'vt', string.format('%d', served))
     end
+    return left_ready
   end
   -- One constructor: the table is made at its size (fields set one by one would grow it four times),
   -- small enough for the allocator's fast path (with the keys' names too, its 32 slots took a slow
