@@ -1043,6 +1043,38 @@ pub(crate) async fn fair_key_limit_a_max_of_its_own_counts_the_keys_jobs_already
     s.set_key_limits(t, "a", None).await.unwrap();
 }
 
+pub(crate) async fn fair_key_limit_a_max_set_on_the_workers_counts_the_jobs_claimed_under_it(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_key_limit_new_max"));
+    s.enqueue(t, flood("a", 8)).await.unwrap();
+    // Three of a's jobs run, claimed under no limit per key (workers before a deploy).
+    let before = claim_limited(s, t, 3, LONG, KeyLimits::new()).await;
+    assert_eq!(per_key(&before), counts_of(&[("a", 3)]), "{before:?}");
+    // Workers that claim under a max of 2 per key: the three were not claimed under it.
+    let max_two = KeyLimits::new().max_running(2);
+    let after = claim_limited(s, t, 10, LONG, max_two).await;
+    assert_eq!(per_key(&after), counts_of(&[("a", 2)]), "{after:?}");
+    // The three end: the two claimed under the max still run, and still count.
+    for job in &before.jobs {
+        assert_eq!(
+            finish(s, t, job, Finish::Done).await,
+            FinishOutcome::Applied
+        );
+    }
+    let none = claim_limited(s, t, 10, LONG, max_two).await;
+    assert!(none.jobs.is_empty(), "2 running under a max of 2: {none:?}");
+    // One of those ends: one more may start, and no more.
+    assert_eq!(
+        finish(s, t, &after.jobs[0], Finish::Done).await,
+        FinishOutcome::Applied
+    );
+    let one = claim_limited(s, t, 10, LONG, max_two).await;
+    assert_eq!(per_key(&one), counts_of(&[("a", 1)]), "{one:?}");
+    let none = claim_limited(s, t, 10, LONG, max_two).await;
+    assert!(none.jobs.is_empty(), "2 running again: {none:?}");
+}
+
 pub(crate) async fn fair_key_limit_a_finish_that_frees_a_parked_key_wakes_claimers(
     store: Arc<dyn Store>,
 ) {

@@ -123,7 +123,7 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
   if redis.call('HGET', K_STATS, 'fair') then
     fair_helpers()
     dead_keys = fetch_many('HMGET', K_FKEY, dead_ids)
-    F.release(expired, now)
+    F.release(expired, held, now)
     local b_ids, b_dues, ended = {}, {}, {}
     for i = 1, #back, 2 do
       b_dues[#b_dues + 1] = tonumber(back[i])
@@ -189,14 +189,18 @@ local ends = nil
 local has_fair, has_own = false, false
 -- `vt` and `flegacy` in stats (fair.lua), read with them for the keyed claim.
 local vt, flegacy = nil, nil
--- Whether the keyed claim left a key ready (its next due time is now).
-local fair_ready = false
+-- Whether the keyed claim left a key ready (its next due time is now), and the jobs it counted as
+-- running under their keys (id -> true; the others' leases are marked uncounted).
+local fair_ready, counted = false, nil
 if max > 0 and next_due and next_due <= now then
   local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat', 'flow', 'prio', 'ends', 'fair', 'kflow', 'flim', 'vt', 'flegacy')
   has_prio = st[5] ~= false
   vt, flegacy = st[10] or nil, st[11] or nil
   ends = st[6]
   has_fair = st[7] ~= false
+  if has_fair then
+    counted = {}
+  end
   has_own = st[9] ~= false
   paused = st[1] == '1'
   if st[4] ~= flow_label and (st[4] or flow_label ~= '0/0/0') then
@@ -295,7 +299,7 @@ elseif max > 0 and next_due and next_due <= now then
         if has_fair and (key_max > 0 or has_own) then
           -- A keyed job claimed by its priority still counts against its key's max running.
           fair_helpers()
-          F.count(taken)
+          F.count(taken, counted)
         end
       end
     end
@@ -328,7 +332,7 @@ elseif max > 0 and next_due and next_due <= now then
     end
     if #got / 2 < max then
       fair_ready = F.claim(max - #got / 2, now, got, key_max, key_interval, key_burst, legacy, has_own, vt,
-        #got == 0 and next_due or nil)
+        #got == 0 and next_due or nil, counted)
     end
   elseif #got / 2 < max then
     local more = redis.call('ZRANGE', K_DUE, '-inf', now_s, 'BYSCORE', 'LIMIT', '0', string.format('%d', max - #got / 2))
@@ -349,18 +353,26 @@ elseif max > 0 and next_due and next_due <= now then
     local deadline_s = string.format('%d', deadline)
     local ids, active, leases = {}, {}, {}
     -- Jobs with one due time (a run: see with_due_times) share one lease value, made once (a joined
-    -- string is hashed and interned whole).
-    local lease_at, lease_v = nil, nil
+    -- string is hashed and interned whole). In a topic with keyed jobs, a job its key does not count
+    -- as running gets the value marked uncounted (prelude.lua's lease_of), also made once per run.
+    local lease_at, lease_v, lease_n = nil, nil, nil
     for i = 1, k do
       local id, at = got[2 * i - 1], got[2 * i]
       if at ~= lease_at then
         lease_at, lease_v = at, lease_of(token_s, at, holder)
+        if has_fair then
+          lease_n = lease_v .. ':n'
+        end
       end
       ids[i] = id
       active[2 * i - 1] = deadline_s
       active[2 * i] = id
       leases[2 * i - 1] = id
-      leases[2 * i] = lease_v
+      if has_fair and not counted[id] then
+        leases[2 * i] = lease_n
+      else
+        leases[2 * i] = lease_v
+      end
     end
     hashed_leases()
     call_many('ZADD', K_ACTIVE, active, 2)
@@ -397,7 +409,11 @@ elseif max > 0 and next_due and next_due <= now then
         O.after_end(false, flags[1], flags[2], flags[3], channel, topic, lost_ids, kinds, lost_reasons, {}, now)
       end
       if has_fair then
-        F.release(lost_ids, now)
+        local lost_leases = {}
+        for i, id in ipairs(lost_ids) do
+          lost_leases[i] = counted[id] and '' or ':n'
+        end
+        F.release(lost_ids, lost_leases, now)
         F.forget(lost_ids)
       end
       drop_marker_if_last()

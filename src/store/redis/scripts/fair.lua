@@ -307,8 +307,8 @@ local function fair_helpers()
 
   -- Counts claimed jobs (ids) as running under their keys, when the claim counts (a key max running
   -- is set, or some key has limits of its own: every keyed job is counted then, and its end uncounts
-  -- it): `frun`.
-  local function fair_count(ids)
+  -- it): `frun`. Marks those counted in `counted` (id -> true: their leases say so).
+  local function fair_count(ids, counted)
     if #ids == 0 then
       return
     end
@@ -316,22 +316,31 @@ local function fair_helpers()
     for i = 1, #ids do
       if keys[i] and keys[i] ~= '' then
         redis.call('HINCRBY', K_FRUN, key_name(keys[i]), 1)
+        counted[ids[i]] = true
       end
     end
   end
 
-  -- The leases of jobs (ids) ended: each keyed job's key runs one fewer, and a key that was at its max
-  -- running (in neither `fready` nor `fwait`, with jobs queued) is ready again. Call before their keys
-  -- are forgotten. Returns true when it made a key ready (then claimers want a hint: the claims since
-  -- it was parked left it out, and may have found nothing else to wait for).
-  local function fair_release(ids, now)
+  -- Whether lease value `v` says its job is not counted as running under its key (":n" at its end:
+  -- prelude.lua's lease_of).
+  local function uncounted(v)
+    return v ~= false and v ~= nil and string.byte(v, -1) == 110 and string.byte(v, -2) == 58
+  end
+
+  -- The leases of jobs (ids, their lease values `leases`) ended: each keyed job counted as running
+  -- runs one fewer under its key (a lease marked uncounted, claimed while its key had no max, is left
+  -- out: it never took a slot), and a key that was at its max running (in neither `fready` nor
+  -- `fwait`, with jobs queued) is ready again. Call before their keys are forgotten. Returns true when
+  -- it made a key ready (then claimers want a hint: the claims since it was parked left it out, and may
+  -- have found nothing else to wait for).
+  local function fair_release(ids, leases, now)
     if #ids == 0 or redis.call('EXISTS', K_FRUN) == 0 then
       return false
     end
     local keys = fetch_many('HMGET', K_FKEY, ids)
     local vt = nil
     for i = 1, #ids do
-      if keys[i] and keys[i] ~= '' then
+      if keys[i] and keys[i] ~= '' and not uncounted(leases[i]) then
         local name = key_name(keys[i])
         if redis.call('HINCRBY', K_FRUN, name, -1) <= 0 then
           redis.call('HDEL', K_FRUN, name)
@@ -520,7 +529,8 @@ local function fair_helpers()
   -- fair_unkeyed returned). `own`: whether some key has limits of its own (`flim` in stats): each
   -- such key's replace `kmax`, `interval` and `burst` for it (`flimit`, read for the keys popped).
   -- `vt`: `vt` of stats (nil when unset), which the caller reads with the other stats fields;
-  -- `head_due`: the due time of `due`'s head, when the caller knows it (nil: unknown). Returns
+  -- `head_due`: the due time of `due`'s head, when the caller knows it (nil: unknown). The jobs it
+  -- counts as running under their keys (a key under a max running) are marked in `counted`. Returns
   -- whether it filed a key as ready (then a key has a job due now).
   --
   -- The turns are played out here, not in Redis: the candidate keys are popped from `fready` at once
@@ -531,7 +541,7 @@ local function fair_helpers()
   -- in one ZADD for all. The last key left takes from the head of `due` when nothing holds a key back
   -- (take_head); a key alone from the start reads no entry of its queue but the one after those it
   -- took (the write-back's, where it goes).
-  local function fair_claim(want, now, got, kmax, interval, burst, legacy, own, vt, head_due)
+  local function fair_claim(want, now, got, kmax, interval, burst, legacy, own, vt, head_due, counted)
     local now_s = string.format('%d', now)
     local woke = redis.call('ZRANGE', K_FWAIT, '-inf', now_s, 'BYSCORE', 'LIMIT', '0', '1000')
     if #woke > 0 then
@@ -580,7 +590,7 @@ local function fair_helpers()
         local tag = tonumber(popped[i + 1])
         local k = { name = popped[i], tag = tag, ids = {}, dues = {}, nread = 0, pos = 1, took = 0,
           cap = math.huge, running = 0, ord = (tag - tag0) * ORD_SPAN + (i + 1) / 2, q = qkey(popped[i]),
-          more = false }
+          counts = false }
         by_ord[k.ord] = k
         if i + 1 == #popped and #popped == 2 * (want - taken + 1) then
           bound = k
@@ -606,6 +616,7 @@ local function fair_helpers()
             k.lim = { kmax, interval, burst }
           end
           if kmax > 0 then
+            k.counts = true
             k.running = tonumber(runs[i] or '0')
             -- At its max: parked until one of its leases ends (fair_release).
             k.cap = math.min(k.cap, kmax - k.running)
@@ -692,6 +703,9 @@ local function fair_helpers()
           end
           local id = k.ids[i]
           got[ngot + 1], got[ngot + 2], ngot = id, due, ngot + 2
+          if k.counts then
+            counted[id] = true
+          end
           nclaimed = nclaimed + 1
           claimed[nclaimed] = id
           if not alone then
@@ -807,7 +821,7 @@ local function fair_helpers()
   F = {
     file = fair_file, file_unkeyed = fair_file_unkeyed, refile = fair_refile, forget = fair_forget,
     cancel = fair_cancel, unkeyed = fair_unkeyed, claim = fair_claim, count = fair_count,
-    release = fair_release, hold = fair_hold, next_due = fair_next_due,
+    release = fair_release, hold = fair_hold, next_due = fair_next_due, uncounted = uncounted,
   }
   F_KEYS = { Q = K_FQ, READY = K_FREADY, WAIT = K_FWAIT, RUN = K_FRUN, TAT = K_FTAT, HOLD = K_FHOLD,
     LIMIT = K_FLIMIT }

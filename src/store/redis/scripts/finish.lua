@@ -178,7 +178,14 @@ if n_gone > 0 and flags[7] then
   if #dead_ids > 0 then
     dead_keys = fetch_many('HMGET', K_FKEY, dead_ids)
   end
-  local readied = F.release(gone, now)
+  -- The lease values of the jobs in `gone`, in its order (whether each counted under its key).
+  local gone_leases = {}
+  for i = 1, n do
+    if out[i] ~= 3 then
+      gone_leases[#gone_leases + 1] = leases[i]
+    end
+  end
+  local readied = F.release(gone, gone_leases, now)
   local r_ids, r_dues = {}, {}
   for i = 1, #retry_due, 2 do
     r_dues[#r_dues + 1] = retry_due[i]

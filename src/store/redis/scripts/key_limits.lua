@@ -3,9 +3,9 @@
 -- ARGV: 'set' | 'clear' | 'list', channel, topic, key, and for 'set' "<max running> <interval ms>
 -- <burst> <label>" (the claim's arguments for limits per key, and their label).
 -- `flim` in stats is set while `flimit` holds a key: the claim reads it with the stats it reads
--- anyway. Limits with a max running count every running job of the key in `frun` from now on (a
--- finish uncounts every keyed job of a topic with `frun`: a job claimed while its key had no max, left
--- out, would free a slot it never took when it ends, and the key would run over its max for good). A
+-- anyway. Limits with a max running count every running job of the key in `frun` from now on, and
+-- their leases no longer say they are uncounted (fair.lua's F.uncounted): each end frees the slot its
+-- job now takes, so a key running more than its new max starts nothing until it is under it. A
 -- key parked at its max running (in neither `fready` nor `fwait`, with jobs queued) is made ready, and
 -- the claimers hinted, so that its new limits apply at the next claim.
 -- Returns: for 'list', key, label pairs; else 1.
@@ -34,10 +34,19 @@ if op == 'set' then
     for i = 1, #active, 1000 do
       local ids = { unpack(active, i, math.min(i + 999, #active)) }
       local keys = fetch_many('HMGET', K_FKEY, ids)
+      local leases = fetch_many('HMGET', K_LEASES, ids)
+      local recounted = {}
       for j = 1, #ids do
         if keys[j] == key and ids[j] ~= HASHED then
           running = running + 1
+          if F.uncounted(leases[j]) then
+            recounted[#recounted + 1] = ids[j]
+            recounted[#recounted + 1] = string.sub(leases[j], 1, -3)
+          end
         end
+      end
+      if #recounted > 0 then
+        call_many('HSET', K_LEASES, recounted, 2)
       end
     end
     if running > 0 then

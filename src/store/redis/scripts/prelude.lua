@@ -16,7 +16,9 @@ end
 
 -- A lease: "<token>:<due time>:<holder>", the token of the claim that holds it, the job's due time when
 -- it was claimed (a job whose lease expires is due again at that time: it keeps its place in line),
--- and the number of the worker that claimed it (for operators).
+-- and the number of the worker that claimed it (for operators); in a topic with keyed jobs, ":n" after
+-- them when the job's key does not count it as running (claimed while its key had no max running:
+-- fair.lua's F.uncounted says so, and fair_release leaves it out when it ends).
 local function lease_of(token, due, holder)
   return token .. ':' .. due .. ':' .. holder
 end
@@ -46,7 +48,7 @@ local function lease_holder(v)
   if not v then
     return '0'
   end
-  local h = string.match(v, '^[^:]*:[^:]*:(%d+)$')
+  local h = string.match(v, '^[^:]*:[^:]*:(%d+)')
   return h or '0'
 end
 
