@@ -356,6 +356,8 @@ elseif max > 0 and next_due and next_due <= now then
     -- string is hashed and interned whole). In a topic with keyed jobs, a job its key does not count
     -- as running gets the value marked uncounted (prelude.lua's lease_of), also made once per run.
     local lease_at, lease_v, lease_n = nil, nil, nil
+    -- Whether any job was counted (else every job of a topic with keyed jobs is marked, unlooked up).
+    local any_counted = has_fair and next(counted) ~= nil
     for i = 1, k do
       local id, at = got[2 * i - 1], got[2 * i]
       if at ~= lease_at then
@@ -368,7 +370,7 @@ elseif max > 0 and next_due and next_due <= now then
       active[2 * i - 1] = deadline_s
       active[2 * i] = id
       leases[2 * i - 1] = id
-      if has_fair and not counted[id] then
+      if has_fair and not (any_counted and counted[id]) then
         leases[2 * i] = lease_n
       else
         leases[2 * i] = lease_v

@@ -178,14 +178,18 @@ if n_gone > 0 and flags[7] then
   if #dead_ids > 0 then
     dead_keys = fetch_many('HMGET', K_FKEY, dead_ids)
   end
-  -- The lease values of the jobs in `gone`, in its order (whether each counted under its key).
-  local gone_leases = {}
-  for i = 1, n do
-    if out[i] ~= 3 then
-      gone_leases[#gone_leases + 1] = leases[i]
+  -- The lease values of the jobs in `gone`, in its order (whether each counted under its key): made
+  -- only when some key counts its running jobs.
+  local readied = F.release(gone, function()
+    local gone_leases, m = {}, 0
+    for i = 1, n do
+      if out[i] ~= 3 then
+        m = m + 1
+        gone_leases[m] = leases[i]
+      end
     end
-  end
-  local readied = F.release(gone, gone_leases, now)
+    return gone_leases
+  end, now)
   local r_ids, r_dues = {}, {}
   for i = 1, #retry_due, 2 do
     r_dues[#r_dues + 1] = retry_due[i]
