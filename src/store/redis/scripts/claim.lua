@@ -353,27 +353,29 @@ elseif max > 0 and next_due and next_due <= now then
     local deadline_s = string.format('%d', deadline)
     local ids, active, leases = {}, {}, {}
     -- Jobs with one due time (a run: see with_due_times) share one lease value, made once (a joined
-    -- string is hashed and interned whole). In a topic with keyed jobs, a job its key does not count
-    -- as running gets the value marked uncounted (prelude.lua's lease_of), also made once per run.
-    local lease_at, lease_v, lease_n = nil, nil, nil
-    -- Whether any job was counted (else every job of a topic with keyed jobs is marked, unlooked up).
-    local any_counted = has_fair and next(counted) ~= nil
+    -- string is hashed and interned whole). In a topic with keyed jobs, that value is marked uncounted
+    -- (prelude.lua's lease_of), and the mark taken off below for the jobs their keys counted: a topic
+    -- without keyed jobs pays nothing per job for it.
+    local lease_at, lease_v = nil, nil
     for i = 1, k do
       local id, at = got[2 * i - 1], got[2 * i]
       if at ~= lease_at then
         lease_at, lease_v = at, lease_of(token_s, at, holder)
         if has_fair then
-          lease_n = lease_v .. ':n'
+          lease_v = lease_v .. ':n'
         end
       end
       ids[i] = id
       active[2 * i - 1] = deadline_s
       active[2 * i] = id
       leases[2 * i - 1] = id
-      if has_fair and not (any_counted and counted[id]) then
-        leases[2 * i] = lease_n
-      else
-        leases[2 * i] = lease_v
+      leases[2 * i] = lease_v
+    end
+    if has_fair and next(counted) ~= nil then
+      for i = 1, k do
+        if counted[ids[i]] then
+          leases[2 * i] = string.sub(leases[2 * i], 1, -3)
+        end
       end
     end
     hashed_leases()
