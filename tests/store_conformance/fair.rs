@@ -1075,6 +1075,36 @@ pub(crate) async fn fair_key_limit_a_max_set_on_the_workers_counts_the_jobs_clai
     assert!(none.jobs.is_empty(), "2 running again: {none:?}");
 }
 
+pub(crate) async fn fair_running_keyed_jobs_show_their_holder_counted_or_not(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_holder"));
+    let mut jobs = flood("a", 2);
+    jobs.extend(flood("b", 2));
+    s.enqueue(t, jobs).await.unwrap();
+    // Two claimed under no max per key (not counted under their keys), two under one (counted).
+    let uncounted = ClaimRequest::new(2, LONG, 100, 10).holder(7);
+    let first = s.claim(t, uncounted).await.unwrap();
+    let counted = ClaimRequest::new(2, LONG, 100, 10)
+        .holder(8)
+        .key_limits(KeyLimits::new().max_running(5));
+    let second = s.claim(t, counted).await.unwrap();
+    assert_eq!((first.jobs.len(), second.jobs.len()), (2, 2));
+    for (batch, holder) in [(&first, 7), (&second, 8)] {
+        for job in &batch.jobs {
+            let found = s.job(t, &job.id).await.unwrap().unwrap();
+            assert_eq!(found.holder, Some(holder), "{}", job.id);
+        }
+    }
+    let running = s
+        .page(t, &PageQuery::new(PageState::Running, 10))
+        .await
+        .unwrap();
+    let mut holders: Vec<_> = running.iter().map(|e| e.holder).collect();
+    holders.sort();
+    assert_eq!(holders, [Some(7), Some(7), Some(8), Some(8)]);
+}
+
 pub(crate) async fn fair_key_limit_a_finish_that_frees_a_parked_key_wakes_claimers(
     store: Arc<dyn Store>,
 ) {

@@ -212,6 +212,7 @@ macro_rules! store_conformance {
             fair_key_limit_a_keys_own_limits_replace_the_claims_for_that_key_alone,
             fair_key_limit_a_max_of_its_own_counts_the_keys_jobs_already_running,
             fair_key_limit_a_max_set_on_the_workers_counts_the_jobs_claimed_under_it,
+            fair_running_keyed_jobs_show_their_holder_counted_or_not,
             fair_key_limit_a_finish_that_frees_a_parked_key_wakes_claimers,
             fair_key_limit_an_expired_lease_frees_its_keys_slot,
             fair_key_limit_a_dead_letter_requeued_keeps_its_key,
