@@ -327,12 +327,12 @@ local function fair_helpers()
     return v ~= false and v ~= nil and string.byte(v, -1) == 110 and string.byte(v, -2) == 58
   end
 
-  -- The leases of jobs (ids, their lease values `leases`, or a function that returns them) ended: each keyed job counted as running
-  -- runs one fewer under its key (a lease marked uncounted, claimed while its key had no max, is left
-  -- out: it never took a slot), and a key that was at its max running (in neither `fready` nor
-  -- `fwait`, with jobs queued) is ready again. Call before their keys are forgotten. Returns true when
-  -- it made a key ready (then claimers want a hint: the claims since it was parked left it out, and may
-  -- have found nothing else to wait for).
+  -- The leases of jobs (ids; `leases`, their lease values in that order, or a function that returns
+  -- them) ended: each keyed job counted as running runs one fewer under its key (a lease marked
+  -- uncounted, claimed while its key had no max, is left out: it never took a slot), and a key that
+  -- was at its max running (in neither `fready` nor `fwait`, with jobs queued) is ready again. Call
+  -- before their keys are forgotten. Returns true when it made a key ready (then claimers want a hint:
+  -- the claims since it was parked left it out, and may have found nothing else to wait for).
   local function fair_release(ids, leases, now)
     if #ids == 0 or redis.call('EXISTS', K_FRUN) == 0 then
       return false
