@@ -219,10 +219,10 @@ impl Fair {
     }
 
     /// Sets (`Some`) or clears key `key`'s own limits, which replace the claim's limits per key for
-    /// it. Limits with a max running count every running job of the key against it from now on (as
-    /// Redis does: there a finish cannot tell a job claimed under no max). A key parked at its max
-    /// running is filed again (the claimers want a hint): its new limits are the next claim's to
-    /// apply.
+    /// it. Limits with a max running count every running job of the key against it from now on,
+    /// however it was claimed (as Redis does: it takes the uncounted mark off their leases). A key
+    /// parked at its max running is filed again (the claimers want a hint): its new limits are the
+    /// next claim's to apply.
     pub(super) fn set_own_limits(&mut self, key: &str, limits: Option<KeyLimits>, now: i64) {
         match limits {
             Some(limits) => self.own.insert(key.to_owned(), limits),

@@ -382,7 +382,7 @@ elseif max > 0 and next_due and next_due <= now then
     call_many('ZADD', K_ACTIVE, active, 2)
     call_many('HSET', K_LEASES, leases, 2)
     local recs = fetch_many('HMGET', K_JOBS, ids)
-    local lost_ids, lost_recs, lost_reasons = {}, {}, {}
+    local lost_ids, lost_recs, lost_reasons, lost_leases = {}, {}, {}, {}
     for i = 1, k do
       if recs[i] then
         -- The due time goes back as Redis wrote it (an integer's digits): no parsing here.
@@ -395,6 +395,7 @@ elseif max > 0 and next_due and next_due <= now then
         redis.call('HDEL', K_LEASES, ids[i])
         redis.call('HDEL', K_STALLS, ids[i])
         lost_ids[#lost_ids + 1] = ids[i]
+        lost_leases[#lost_ids] = leases[2 * i]
         lost_recs[#lost_recs + 1] = ''
         lost_reasons[#lost_reasons + 1] = DAMAGED
       end
@@ -413,10 +414,6 @@ elseif max > 0 and next_due and next_due <= now then
         O.after_end(false, flags[1], flags[2], flags[3], channel, topic, lost_ids, kinds, lost_reasons, {}, now)
       end
       if has_fair then
-        local lost_leases = {}
-        for i, id in ipairs(lost_ids) do
-          lost_leases[i] = counted[id] and '' or ':n'
-        end
         F.release(lost_ids, lost_leases, now)
         F.forget(lost_ids)
       end
