@@ -104,7 +104,8 @@ pub(crate) struct Args {
     pub(crate) redis: String,
     /// `outbox`: the PostgreSQL to use (`--database`, else `DATABASE_URL`, else [`DEFAULT_DATABASE`]).
     pub(crate) database: String,
-    /// `backlog`: jobs due in an hour sitting beside the drained ones.
+    /// `backlog`: jobs due in an hour sitting beside the drained ones; `floor`: the same beside the
+    /// floor's jobs (0 unless given).
     pub(crate) backlog: u64,
     /// `idle`: registered topics, and seconds measured; `steady`: seconds of enqueueing.
     pub(crate) topics: usize,
@@ -189,7 +190,8 @@ options:
   --database URL   outbox: the PostgreSQL (default $DATABASE_URL, else
                    postgres://postgres@127.0.0.1:5432/test); the run drops and recreates its own
                    table postpone_bench_outbox there, and drops it at the end
-  --backlog N      backlog: jobs due in an hour beside the drained ones (default 1,000,000)
+  --backlog N      backlog: jobs due in an hour beside the drained ones (default 1,000,000); floor:
+                   the same beside the floor's jobs (default none): what Redis pays for them
   --topics N       idle: registered topics (default 10, at most 10)
   --secs S         idle: seconds measured (default 10); steady: seconds of enqueueing (default 60)
   --rate R         steady: jobs enqueued per second over all producers (default 20,000; BENCHMARKS.md
@@ -239,6 +241,7 @@ impl Args {
             flood_keys: 1,
         };
         let mut quiet_given = false;
+        let mut backlog_given = false;
         while let Some(flag) = it.next() {
             if flag == "--flow" || flag == "--priorities" {
                 out.flow |= flag == "--flow";
@@ -261,7 +264,10 @@ impl Args {
                 "--concurrency" => out.concurrency = number(flag, value()?)? as usize,
                 "--redis" => out.redis = value()?.clone(),
                 "--database" => out.database = value()?.clone(),
-                "--backlog" => out.backlog = number(flag, value()?)?,
+                "--backlog" => {
+                    out.backlog = number(flag, value()?)?;
+                    backlog_given = true;
+                }
                 "--topics" => out.topics = number(flag, value()?)? as usize,
                 "--secs" => out.secs = number(flag, value()?)?,
                 "--rate" => out.rate = number(flag, value()?)?,
@@ -284,6 +290,9 @@ impl Args {
         }
         if workload == Workload::Steady {
             out.jobs = out.rate * out.secs;
+        }
+        if workload == Workload::Floor && !backlog_given {
+            out.backlog = 0;
         }
         if out.keep && workload != Workload::Drain {
             return Err("--keep applies to drain only".into());
@@ -420,5 +429,8 @@ mod tests {
             (a.workload, a.jobs, a.concurrency),
             (Workload::Floor, 50_000, 64)
         );
+        assert_eq!(a.backlog, 0);
+        assert_eq!(parse("floor --backlog 1000").unwrap().backlog, 1000);
+        assert_eq!(parse("backlog").unwrap().backlog, 1_000_000);
     }
 }

@@ -44,6 +44,9 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     let record = record();
     let batch = args.concurrency.max(1);
     load_functions(&mut conn).await?;
+    if args.backlog > 0 {
+        backlog(&mut conn, args.backlog, &record).await?;
+    }
 
     let bare = bare(&mut conn, probe, args.jobs, batch, &record).await?;
     let scripted = scripted(&mut conn, probe, args.jobs, batch, &record).await?;
@@ -88,6 +91,7 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
         drain_floor_us_per_job: Some(round(bare.drain_us, 2)),
         scripted_enqueue_floor_us_per_job: Some(round(scripted.enqueue_us, 2)),
         scripted_drain_floor_us_per_job: Some(round(scripted.drain_us, 2)),
+        backlog: (args.backlog > 0).then_some(args.backlog),
         ok,
         ..Report::default()
     })
@@ -149,17 +153,19 @@ async fn bare(
     hashed(conn).await?;
     let (cpu, own) = (probe.cpu_s().await?, own_cpu_s());
     let mut drained = 0u64;
-    loop {
+    while drained < jobs {
+        // The last call takes only what is left of the floor's jobs (a backlog's come after them).
+        let last = (batch as u64).min(jobs - drained) - 1;
         let (due,): (Vec<(String, String)>,) = redis::pipe()
             .cmd("ZRANGE")
             .arg(DUE)
             .arg(0)
-            .arg(batch - 1)
+            .arg(last)
             .arg("WITHSCORES")
             .cmd("ZREMRANGEBYRANK")
             .arg(DUE)
             .arg(0)
-            .arg(batch - 1)
+            .arg(last)
             .ignore()
             .query_async(conn)
             .await?;
@@ -214,7 +220,7 @@ async fn scripted(
     hashed(conn).await?;
     let (cpu, own) = (probe.cpu_s().await?, own_cpu_s());
     let mut drained = 0u64;
-    loop {
+    while drained < jobs {
         let claimed: Vec<Vec<u8>> = redis::cmd("FCALL")
             .arg("postpone_bench_floor_claim")
             .arg(4)
@@ -222,7 +228,7 @@ async fn scripted(
             .arg(ACTIVE)
             .arg(LEASES)
             .arg(JOBS)
-            .arg(batch - 1)
+            .arg((batch as u64).min(jobs - drained) - 1)
             .arg(1_795_691_827_159u64)
             .arg(LEASE)
             .query_async(conn)
@@ -247,6 +253,32 @@ async fn scripted(
         drained += acked;
     }
     Floor::measured(probe, enqueue_us, (cpu, own), drained).await
+}
+
+/// `--backlog`'s due time: later than any of the floor's jobs' (fixed, or Redis's clock at the run).
+const BACKLOG_DUE: u64 = 4_000_000_000_000;
+
+/// `--backlog`: `n` jobs due after the floor's (records and due times, as the floor's enqueue writes
+/// them), added before it; the drains take only the floor's jobs. Not measured.
+async fn backlog(conn: &mut MultiplexedConnection, n: u64, record: &[u8]) -> BoxResult<()> {
+    const CALL: u64 = 1_000;
+    for start in (0..n).step_by(CALL as usize) {
+        let ids: Vec<String> = (start..(start + CALL).min(n))
+            .map(|i| format!("B{i:010}"))
+            .collect();
+        let mut pipe = redis::pipe();
+        pipe.cmd("HSET").arg(JOBS);
+        for id in &ids {
+            pipe.arg(id).arg(record);
+        }
+        pipe.ignore().cmd("ZADD").arg(DUE);
+        for id in &ids {
+            pipe.arg(BACKLOG_DUE).arg(id);
+        }
+        pipe.ignore().query_async::<()>(conn).await?;
+    }
+    outln!("  beside a backlog of {n} jobs due after the floor's");
+    Ok(())
 }
 
 /// Leases the claimed jobs and reads their records, then acknowledges them; returns how many.
