@@ -28,11 +28,22 @@ pub(crate) async fn claim_loop<S: Send + Sync + 'static>(
     shared: Arc<Shared<S>>,
     topic: Arc<ServedTopic<S>>,
 ) {
+    // Run tasks waiting for this loop to start jobs end with it, however it ends (aborted too).
+    let _idle_runs = EndIdleRuns(&topic);
     claim_and_start(&shared, &topic).await;
     topic.saturated.store(false, Ordering::Relaxed);
     for job in topic.take_waiting() {
         topic.in_flight.finishing(&job.id, job.token);
         hand_back(&topic, job);
+    }
+}
+
+/// Ends the run tasks waiting for the claim loop's next job when dropped.
+struct EndIdleRuns<'a, S>(&'a ServedTopic<S>);
+
+impl<S> Drop for EndIdleRuns<'_, S> {
+    fn drop(&mut self) {
+        self.0.end_idle_runs();
     }
 }
 
@@ -51,15 +62,19 @@ fn hand_back<S>(topic: &ServedTopic<S>, job: ClaimedJob) {
 }
 
 /// Starts a claimed job on `slot` (one claimed ahead comes from [`ServedTopic::pop_waiting`], which
-/// passes over those whose leases were lost while they waited).
+/// passes over those whose leases were lost while they waited), on a run task that waits for one
+/// ([`ServedTopic::idle_run`]) or a new one.
 fn start<S: Send + Sync + 'static>(
     shared: &Arc<Shared<S>>,
     topic: &Arc<ServedTopic<S>>,
     job: ClaimedJob,
     slot: Slot,
 ) {
-    let guard = shared.jobs.enter();
-    tokio::spawn(run_job(shared.clone(), topic.clone(), job, slot, guard));
+    let start = (job, slot, shared.jobs.enter());
+    // On a run task whose run ended, if one waits; else on a task of its own.
+    if let Err(start) = topic.hand_to_idle_run(start) {
+        tokio::spawn(run_job(shared.clone(), topic.clone(), start));
+    }
 }
 
 /// Waits until a free slot starts the next job claimed ahead, or until the runs that ended took enough

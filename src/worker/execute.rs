@@ -10,7 +10,7 @@ use futures_util::future::{abortable, Aborted};
 use futures_util::FutureExt;
 use tracing::{Instrument, Span};
 
-use super::shared::{ServedTopic, Shared, Slot, TrackGuard};
+use super::shared::{ServedTopic, Shared, Start};
 use crate::handler::{JobContext, JobError, Outcome, StopSender};
 use crate::middleware::Next;
 use crate::observe::{trace, Tally};
@@ -30,27 +30,37 @@ pub(crate) fn panic_message(panic: Box<dyn Any + Send>) -> String {
     }
 }
 
-/// Runs `job` on this worker, then the jobs claimed ahead that its slot may take
-/// ([`ServedTopic::next_claimed`]): a task per slot in use rather than per job. The slot and the
-/// tracker guard are released when it returns.
+/// Runs a started job on this worker, then the jobs claimed ahead that its slot may take
+/// ([`ServedTopic::next_claimed`]): a task per slot in use rather than per job. When none is left,
+/// gives back the slot and the tracker guard, and waits for the claim loop to start the next job on
+/// it ([`ServedTopic::idle_run`]); returns once the claim loop has ended or the worker stops.
 pub(crate) async fn run_job<S: Send + Sync + 'static>(
     shared: Arc<Shared<S>>,
     topic: Arc<ServedTopic<S>>,
-    job: ClaimedJob,
-    _slot: Slot,
-    _guard: TrackGuard,
+    start: Start,
 ) {
-    let mut job = job;
+    let mut start = start;
     loop {
-        run_one(&shared, &topic, job).await;
-        let stopping = *shared.shutdown.borrow();
-        match topic.next_claimed(&shared.global, stopping) {
-            Some(next) => job = next,
+        let (mut job, slot, guard) = start;
+        let stopping = loop {
+            run_one(&shared, &topic, job).await;
+            let stopping = *shared.shutdown.borrow();
+            match topic.next_claimed(&shared.global, stopping) {
+                Some(next) => job = next,
+                None => break stopping,
+            }
+            // Runs that finish at once must still let the worker's other tasks run (the claim loop,
+            // the acker): this yields once the task's cooperative budget is spent.
+            tokio::task::consume_budget().await;
+        };
+        drop((slot, guard));
+        if stopping {
+            return;
+        }
+        match topic.idle_run().await {
+            Some(next) => start = next,
             None => return,
         }
-        // Runs that finish at once must still let the worker's other tasks run (the claim loop, the
-        // acker): this yields once the task's cooperative budget is spent.
-        tokio::task::consume_budget().await;
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, oneshot, watch, Notify, OwnedSemaphorePermit, Semaphore};
 
 use super::config::Config;
 use super::in_flight::InFlight;
@@ -83,7 +83,15 @@ pub(crate) struct ServedTopic<S> {
     mean_run_us: AtomicU64,
     /// Outcomes on their way to the acker; taken away at shutdown once no handler runs.
     finishes: Mutex<Option<mpsc::UnboundedSender<Finished>>>,
+    /// Run tasks whose runs ended, each waiting for the next job the claim loop starts, latest first
+    /// (a task kept rather than one made per run: see [`ServedTopic::idle_run`]); `None` once the
+    /// claim loop has ended, which lets them end.
+    idle_runs: Mutex<Option<Vec<oneshot::Sender<Start>>>>,
 }
+
+/// What a run task is handed: a claimed job, the slot it runs on and the tracker guard held while it
+/// runs.
+pub(crate) type Start = (ClaimedJob, Slot, TrackGuard);
 
 impl<S> ServedTopic<S> {
     /// A served topic whose outcomes go to `finishes`.
@@ -118,6 +126,7 @@ impl<S> ServedTopic<S> {
             lane: 0,
             mean_run_us: AtomicU64::new(u64::MAX),
             finishes: Mutex::new(Some(finishes)),
+            idle_runs: Mutex::new(Some(Vec::new())),
         }
     }
 
@@ -235,6 +244,51 @@ impl<S> ServedTopic<S> {
         Some(job)
     }
 
+    /// Waits, as a run task whose run ended (its slot and guard given back), for the next job the claim
+    /// loop starts ([`ServedTopic::hand_to_idle_run`]); `None` once the claim loop has ended. With a
+    /// quick handler a run ends whenever the jobs claimed ahead run out, and the next claim's jobs
+    /// start on tasks already made instead of a task each (an allocation of the whole run's future,
+    /// and its scheduling).
+    pub(crate) async fn idle_run(&self) -> Option<Start> {
+        let (tx, rx) = oneshot::channel();
+        self.idle_runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()?
+            .push(tx);
+        rx.await.ok()
+    }
+
+    /// Hands `start` to a run task waiting in [`ServedTopic::idle_run`]; gives it back when none
+    /// waits.
+    pub(crate) fn hand_to_idle_run(&self, mut start: Start) -> Result<(), Start> {
+        loop {
+            let tx = self
+                .idle_runs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_mut()
+                .and_then(Vec::pop);
+            match tx {
+                Some(tx) => match tx.send(start) {
+                    Ok(()) => return Ok(()),
+                    // That task is gone (its runtime shutting down): the next one.
+                    Err(back) => start = back,
+                },
+                None => return Err(start),
+            }
+        }
+    }
+
+    /// Lets the run tasks waiting in [`ServedTopic::idle_run`] end, and no other wait there: the
+    /// claim loop has ended.
+    pub(crate) fn end_idle_runs(&self) {
+        self.idle_runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+    }
+
     /// Hands a job's outcome to the acker, with how it counts in the metrics and whether the job is
     /// in a batch (its end may be waited for).
     pub(crate) fn send_finish(&self, item: FinishItem, tally: Tally, in_batch: bool) {
@@ -349,6 +403,7 @@ mod tests {
     use crate::handler::JobContext;
     use crate::job::Job;
     use futures_util::FutureExt;
+    use std::task::Poll;
 
     #[derive(serde::Serialize, serde::Deserialize)]
     struct Ping;
@@ -430,5 +485,60 @@ mod tests {
         let t = topic(Some(0), None);
         t.push_waiting([claimed("a")]);
         assert!(t.next_claimed(&pool, false).is_some());
+    }
+
+    #[tokio::test]
+    async fn a_started_job_goes_to_the_run_task_that_waited_last_or_back_when_none_waits() {
+        let pool = Arc::new(SlotPool::new(2, SlotSharing::FirstCome, vec![1]));
+        let tracker = Arc::new(Tracker::default());
+        let t = Arc::new(topic(None, None));
+        let start = |id: &str| {
+            (
+                claimed(id),
+                t.try_slot(&pool).expect("a slot"),
+                tracker.enter(),
+            )
+        };
+        // No run task waits: the job comes back, to go on a task of its own.
+        let (job, _, _) = t
+            .hand_to_idle_run(start("a"))
+            .expect_err("nobody to take it");
+        assert_eq!(job.id, "a");
+        // Two wait, the second one last: it gets the next job, the other one the one after.
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut first = Box::pin(t.idle_run());
+        assert!(first.poll_unpin(&mut cx).is_pending(), "waits");
+        let mut second = Box::pin(t.idle_run());
+        assert!(second.poll_unpin(&mut cx).is_pending(), "waits");
+        assert!(t.hand_to_idle_run(start("b")).is_ok());
+        let Poll::Ready(Some((job, _slot, _guard))) = second.poll_unpin(&mut cx) else {
+            panic!("the last one to wait runs b");
+        };
+        assert_eq!((job.id.as_str(), tracker.running()), ("b", 1));
+        assert!(first.poll_unpin(&mut cx).is_pending(), "still waits");
+        // A waiter that is gone is passed over.
+        let mut gone = Box::pin(t.idle_run());
+        assert!(gone.poll_unpin(&mut cx).is_pending(), "waits");
+        drop(gone);
+        assert!(t.hand_to_idle_run(start("c")).is_ok());
+        let Poll::Ready(Some((job, _, _))) = first.poll_unpin(&mut cx) else {
+            panic!("the first one runs c");
+        };
+        assert_eq!(job.id, "c");
+    }
+
+    #[tokio::test]
+    async fn run_tasks_waiting_for_jobs_end_with_the_claim_loop() {
+        let t = topic(None, None);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut waiting = Box::pin(t.idle_run());
+        assert!(waiting.poll_unpin(&mut cx).is_pending(), "waits");
+        t.end_idle_runs();
+        assert!(matches!(waiting.poll_unpin(&mut cx), Poll::Ready(None)));
+        // No run task waits from now on.
+        assert!(matches!(
+            Box::pin(t.idle_run()).poll_unpin(&mut cx),
+            Poll::Ready(None)
+        ));
     }
 }

@@ -153,6 +153,7 @@ macro_rules! conformance_tests {
             worker::one_worker_serves_many_topics,
             worker::state_and_trait_handlers,
             worker::two_workers_never_run_a_job_twice,
+            worker::a_stopped_worker_leaves_no_run_task_behind,
             partitions::partitioned_topic_routes_by_id_and_sums_counts,
             partitions::worker_runs_every_partition_once_per_job,
             partitions::partitions_take_turns_under_one_limit,

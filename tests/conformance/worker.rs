@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use postpone::store::{ClaimRequest, Finish, FinishItem, FinishOutcome};
-use postpone::{Job, JobContext, JobError, JobHandler, JobState, Worker};
+use postpone::{EnqueueItem, Job, JobContext, JobError, JobHandler, JobState, Worker};
 use serde::{Deserialize, Serialize};
 
 use super::*;
@@ -393,6 +393,50 @@ pub(crate) async fn state_and_trait_handlers(b: Backend) {
         HashSet::from(["app fn 1".to_string(), "app trait 2".to_string()])
     );
     worker.stop().await;
+}
+
+/// A worker keeps the tasks its runs ended on, waiting for the jobs it claims next (rather than a task
+/// made per run): they take those jobs, and none of them outlives the worker, nor the state they hold.
+pub(crate) async fn a_stopped_worker_leaves_no_run_task_behind(b: Backend) {
+    let (tx, mut rx) = events();
+    let state = Arc::new(tx);
+    async fn run(
+        job: Work,
+        _: JobContext,
+        tx: Arc<mpsc::UnboundedSender<u64>>,
+    ) -> Result<(), JobError> {
+        let _ = tx.send(job.n);
+        Ok(())
+    }
+    let worker = spawn(
+        Worker::with_state(&b.client, state.clone())
+            .handle(run)
+            .concurrency(4)
+            .build()
+            .unwrap(),
+    );
+    // Waves of jobs, each run to the end before the next is enqueued: every run ends between them.
+    for wave in 0..3u64 {
+        let jobs: Vec<_> = (0..8)
+            .map(|k| EnqueueItem::new(Work { n: wave * 8 + k }))
+            .collect();
+        b.client.enqueue_many(jobs).await.unwrap();
+        let mut got: Vec<u64> = Vec::new();
+        for _ in 0..8 {
+            got.push(next(&mut rx).await);
+        }
+        got.sort_unstable();
+        assert_eq!(
+            got,
+            (wave * 8..wave * 8 + 8).collect::<Vec<_>>(),
+            "wave {wave}"
+        );
+    }
+    worker.stop().await;
+    eventually("the worker's run tasks to end", || async {
+        (Arc::strong_count(&state) == 1).then_some(())
+    })
+    .await;
 }
 
 pub(crate) async fn two_workers_never_run_a_job_twice(b: Backend) {
