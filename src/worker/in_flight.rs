@@ -6,11 +6,11 @@
 //! its own).
 
 use std::borrow::Borrow;
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 
 use futures_util::future::AbortHandle;
+use rustc_hash::FxHashMap;
 
 use crate::handler::{StopReason, StopSender};
 
@@ -90,11 +90,11 @@ impl Eq for dyn KeyRef + '_ {}
 /// The runs of one topic on this worker, by (id, lease token).
 #[derive(Default)]
 pub(crate) struct InFlight {
-    map: Mutex<HashMap<Key, Entry>>,
+    map: Mutex<FxHashMap<Key, Entry>>,
 }
 
 impl InFlight {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Entry>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, FxHashMap<Key, Entry>> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
