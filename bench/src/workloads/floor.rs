@@ -135,16 +135,7 @@ async fn bare(
     let cpu = probe.cpu_s().await?;
     for start in (0..jobs).step_by(ENQUEUE_BATCH) {
         let ids = ids(start, (start + ENQUEUE_BATCH as u64).min(jobs));
-        let mut pipe = redis::pipe();
-        pipe.cmd("HSET").arg(JOBS);
-        for id in &ids {
-            pipe.arg(id).arg(record);
-        }
-        pipe.ignore().cmd("ZADD").arg(DUE);
-        for (k, id) in ids.iter().enumerate() {
-            pipe.arg(1_795_691_797_159 + start + k as u64).arg(id);
-        }
-        pipe.ignore().query_async::<()>(conn).await?;
+        put(conn, &ids, record, |k| 1_795_691_797_159 + start + k as u64).await?;
     }
     let enqueue_us = (probe.cpu_s().await? - cpu) * 1e6 / jobs as f64;
 
@@ -266,18 +257,30 @@ async fn backlog(conn: &mut MultiplexedConnection, n: u64, record: &[u8]) -> Box
         let ids: Vec<String> = (start..(start + CALL).min(n))
             .map(|i| format!("B{i:010}"))
             .collect();
-        let mut pipe = redis::pipe();
-        pipe.cmd("HSET").arg(JOBS);
-        for id in &ids {
-            pipe.arg(id).arg(record);
-        }
-        pipe.ignore().cmd("ZADD").arg(DUE);
-        for id in &ids {
-            pipe.arg(BACKLOG_DUE).arg(id);
-        }
-        pipe.ignore().query_async::<()>(conn).await?;
+        put(conn, &ids, record, |_| BACKLOG_DUE).await?;
     }
     outln!("  beside a backlog of {n} jobs due after the floor's");
+    Ok(())
+}
+
+/// The bare enqueue of `ids`: an `HSET` of their records and a `ZADD` of their due times (the `k`th
+/// due at `due(k)`), in one pipeline.
+async fn put(
+    conn: &mut MultiplexedConnection,
+    ids: &[String],
+    record: &[u8],
+    due: impl Fn(usize) -> u64,
+) -> BoxResult<()> {
+    let mut pipe = redis::pipe();
+    pipe.cmd("HSET").arg(JOBS);
+    for id in ids {
+        pipe.arg(id).arg(record);
+    }
+    pipe.ignore().cmd("ZADD").arg(DUE);
+    for (k, id) in ids.iter().enumerate() {
+        pipe.arg(due(k)).arg(id);
+    }
+    pipe.ignore().query_async::<()>(conn).await?;
     Ok(())
 }
 
