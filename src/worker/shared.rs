@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch, Notify, OwnedSemaphorePermit, Semaphore};
@@ -251,24 +251,19 @@ impl<S> ServedTopic<S> {
     /// and its scheduling).
     pub(crate) async fn idle_run(&self) -> Option<Start> {
         let (tx, rx) = oneshot::channel();
-        self.idle_runs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_mut()?
-            .push(tx);
+        self.lock_idle_runs().as_mut()?.push(tx);
         rx.await.ok()
+    }
+
+    fn lock_idle_runs(&self) -> MutexGuard<'_, Option<Vec<oneshot::Sender<Start>>>> {
+        self.idle_runs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Hands `start` to a run task waiting in [`ServedTopic::idle_run`]; gives it back when none
     /// waits.
     pub(crate) fn hand_to_idle_run(&self, mut start: Start) -> Result<(), Start> {
         loop {
-            let tx = self
-                .idle_runs
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .as_mut()
-                .and_then(Vec::pop);
+            let tx = self.lock_idle_runs().as_mut().and_then(Vec::pop);
             match tx {
                 Some(tx) => match tx.send(start) {
                     Ok(()) => return Ok(()),
@@ -283,10 +278,7 @@ impl<S> ServedTopic<S> {
     /// Lets the run tasks waiting in [`ServedTopic::idle_run`] end, and no other wait there: the
     /// claim loop has ended.
     pub(crate) fn end_idle_runs(&self) {
-        self.idle_runs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        self.lock_idle_runs().take();
     }
 
     /// Hands a job's outcome to the acker, with how it counts in the metrics and whether the job is
