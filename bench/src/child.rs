@@ -60,6 +60,13 @@ pub(crate) struct ChildReport {
     /// `drain-io`, `steady`: the mean time the handler's sleep took, ms (the timer rounds up).
     #[serde(default)]
     pub(crate) handler_mean_ms: f64,
+    /// `fairness`: each quiet job's start lag, ms (its `secs`, `cpu_s` and `redis_cpu_s` are the
+    /// flood's: up to the start of its last job).
+    #[serde(default)]
+    pub(crate) quiet_lag_ms: Vec<f64>,
+    /// `fairness`: the quiet jobs that had started when the flood's last job did.
+    #[serde(default)]
+    pub(crate) quiet_in_flood: u64,
 }
 
 /// The parent's handle on a worker process.
@@ -81,6 +88,7 @@ impl WorkerProcess {
             .args(["--secs", &args.secs.to_string()])
             .args(["--rate", &args.rate.to_string()])
             .args(args.flow.then_some("--flow"))
+            .args(args.no_keys.then_some("--no-keys"))
             .args(args.keep.then_some("--keep"))
             .args(args.observe.then_some("--observe"))
             .stdin(Stdio::piped())
@@ -96,7 +104,16 @@ impl WorkerProcess {
         }
     }
 
-    /// Tells a `steady` worker how many jobs were created (it waits for that many, not `--jobs`).
+    /// Waits for the worker process to print `line` (`fairness`: the flood is drained).
+    pub(crate) async fn wait_for(&mut self, line: &str) -> BoxResult<()> {
+        match self.lines.next_line().await? {
+            Some(got) if got == line => Ok(()),
+            other => Err(format!("the worker process said {other:?}, not {line:?}").into()),
+        }
+    }
+
+    /// Tells a `steady` worker how many jobs were created (it waits for that many, not `--jobs`), a
+    /// `fairness` worker how many quiet jobs were.
     pub(crate) async fn expect(&mut self, jobs: u64) -> BoxResult<()> {
         let stdin = self.child.stdin.as_mut().ok_or("no stdin")?;
         stdin.write_all(format!("{jobs}\n").as_bytes()).await?;
@@ -120,6 +137,9 @@ impl WorkerProcess {
 
 /// `postpone-bench __worker <workload> ...`: runs a worker for `workload` and reports.
 pub(crate) async fn main(args: Args) -> BoxResult<()> {
+    if args.workload == Workload::Fairness {
+        return crate::workloads::fairness_worker(args).await;
+    }
     let start = *START.get_or_init(Instant::now);
     let observed = crate::observe::install(args.observe)?;
     let mut probe = Probe::connect(&args.redis).await?;
@@ -208,6 +228,7 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
         handler_mean_ms: state.slept_ns.load(Ordering::Relaxed) as f64
             / 1e6
             / attempts.max(1) as f64,
+        ..ChildReport::default()
     };
     shutdown.shutdown();
     running.await??;

@@ -1,10 +1,11 @@
 //! `fairness`: one tenant's flood beside quiet tenants, on one topic, as BullMQ's side runs it: `--jobs`
-//! (default 100,000) jobs of the key `flood` already due, then a worker in the same process at
-//! `--concurrency` and `--quiet-keys` (default 50) quiet producers, each enqueueing one job of its own
-//! key every 10 ms, until the flood is drained (with `--quiet-keys 0`, the flood alone; with
-//! `--flood-keys K`, the flood's jobs spread over K keys round-robin). The figures:
-//! each quiet job's start lag (its handler's start minus its enqueue, on the monotonic clock) p50 / p99
-//! / max, and the flood's jobs/s.
+//! (default 100,000) jobs of the key `flood` already due, then a worker process at `--concurrency` (as
+//! `drain`'s: the harness's process hosts the producers, as a web backend's would) and `--quiet-keys`
+//! (default 50) quiet producers, each enqueueing one job of its own key every 10 ms, until the flood is
+//! drained (with `--quiet-keys 0`, the flood alone; with `--flood-keys K`, the flood's jobs spread over
+//! K keys round-robin). The figures: each quiet job's start lag (its handler's start minus its enqueue,
+//! on the system's wall clock, which both processes read) p50 / p99 / max, and the flood's jobs/s (from
+//! just before the worker connected to the start of the flood's last job).
 //!
 //! Every job has its tenant's key for fairness (`#[job(key = "key")]` on [`Tenant`]): the topic's
 //! workers take due jobs round-robin between keys, so a quiet tenant's job waits for a free slot, not
@@ -13,13 +14,15 @@
 //! under the same load, which says what fairness costs apart from the load itself.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use postpone::{EnqueueItem, JobContext, JobError};
+use postpone::{Client, EnqueueItem, JobContext, JobError, Worker};
+use tokio::io::AsyncBufReadExt;
 use tokio::sync::oneshot;
 
 use super::{all_created, client, rate};
-use crate::args::Args;
+use crate::args::{Args, Workload};
+use crate::child::{ChildReport, WorkerProcess};
 use crate::jobs::{PlainTenant, Tenant, TenantJob};
 use crate::probe::Probe;
 use crate::report::{own_cpu_s, percentile, round, Report};
@@ -29,18 +32,30 @@ use crate::BoxResult;
 const QUIET_EVERY: Duration = Duration::from_millis(10);
 /// How long the flood may take.
 const TIMEOUT: Duration = Duration::from_secs(300);
+/// How long the quiet jobs enqueued last may take to run once the flood is drained.
+const QUIET_TIMEOUT: Duration = Duration::from_secs(30);
+/// The line the worker process prints when the flood's last job started.
+const DRAINED: &str = "drained";
+
+/// The wall clock in µs since the epoch: a quiet job carries its enqueue by it, and the worker
+/// process reads it when the job starts (both processes read the one system clock).
+fn wall_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
 
 /// What the handler records.
 struct Seen {
-    /// The monotonic clock's origin: a quiet job carries its enqueue as µs since it.
-    origin: Instant,
     flood_done: u64,
     flood_total: u64,
-    drained: Option<oneshot::Sender<Instant>>,
+    drained: Option<oneshot::Sender<()>>,
     /// Quiet jobs' start lag, ms.
     quiet: Vec<f64>,
     /// Quiet jobs that had started when the flood's last job did.
     quiet_in_flood: usize,
+    /// Wakes the wait for the quiet jobs enqueued last.
+    ran: Arc<tokio::sync::Notify>,
 }
 
 type Shared = Arc<Mutex<Seen>>;
@@ -52,12 +67,13 @@ async fn handle<J: TenantJob>(job: J, _ctx: JobContext, seen: Shared) -> Result<
         if s.flood_done == s.flood_total {
             s.quiet_in_flood = s.quiet.len();
             if let Some(tx) = s.drained.take() {
-                let _ = tx.send(Instant::now());
+                let _ = tx.send(());
             }
         }
     } else {
-        let lag = s.origin.elapsed().as_secs_f64() * 1e3 - job.enqueued_us() as f64 / 1e3;
+        let lag = wall_us().saturating_sub(job.enqueued_us()) as f64 / 1e3;
         s.quiet.push(lag);
+        s.ran.notify_one();
     }
     Ok(())
 }
@@ -71,10 +87,86 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     }
 }
 
+/// The worker process of `fairness` (`postpone-bench __worker fairness`), as `drain`'s has one: it
+/// prints `ready` once its worker runs and `drained` when the flood's last job started, then reads
+/// from stdin how many quiet jobs were enqueued, waits until they all ran, and prints its
+/// [`ChildReport`] (the flood's time, this process's and Redis's CPU over it, the quiet jobs' lags).
+pub(crate) async fn worker(args: Args) -> BoxResult<()> {
+    if args.no_keys {
+        worker_with::<PlainTenant>(args).await
+    } else {
+        worker_with::<Tenant>(args).await
+    }
+}
+
+async fn worker_with<J: TenantJob>(args: Args) -> BoxResult<()> {
+    let start = Instant::now();
+    let mut probe = Probe::connect(&args.redis).await?;
+    let redis_cpu = probe.cpu_s().await?;
+    let client = Client::connect(&args.redis).await?;
+    let (tx, drained) = oneshot::channel();
+    let ran = Arc::new(tokio::sync::Notify::new());
+    let seen: Shared = Arc::new(Mutex::new(Seen {
+        flood_done: 0,
+        flood_total: args.jobs,
+        drained: Some(tx),
+        quiet: Vec::new(),
+        quiet_in_flood: 0,
+        ran: ran.clone(),
+    }));
+    let worker = Worker::with_state(&client, seen.clone())
+        .concurrency(args.concurrency)
+        .handle(handle::<J>)
+        .build()?;
+    let shutdown = worker.shutdown_handle();
+    let running = tokio::spawn(worker.run());
+    outln!("ready");
+    tokio::time::timeout(TIMEOUT, drained)
+        .await
+        .map_err(|_| "the flood was not drained in time")??;
+    let (secs, cpu_s) = (start.elapsed().as_secs_f64(), own_cpu_s());
+    let redis_cpu_s = probe.cpu_s().await? - redis_cpu;
+    outln!("{DRAINED}");
+
+    let mut line = String::new();
+    tokio::io::BufReader::new(tokio::io::stdin())
+        .read_line(&mut line)
+        .await?;
+    let quiet_sent: usize = line.trim().parse()?;
+    let all_ran = async {
+        loop {
+            let notified = ran.notified();
+            if seen.lock().unwrap_or_else(|p| p.into_inner()).quiet.len() >= quiet_sent {
+                return;
+            }
+            notified.await;
+        }
+    };
+    if tokio::time::timeout(QUIET_TIMEOUT, all_ran).await.is_err() {
+        eprintln!("  worker: not every quiet job ran within {QUIET_TIMEOUT:?} of the flood's end");
+    }
+    shutdown.shutdown();
+    running.await??;
+    let (quiet, quiet_in_flood) = {
+        let mut s = seen.lock().unwrap_or_else(|p| p.into_inner());
+        (std::mem::take(&mut s.quiet), s.quiet_in_flood as u64)
+    };
+    let report = ChildReport {
+        handled: args.jobs + quiet.len() as u64,
+        secs,
+        cpu_s,
+        redis_cpu_s,
+        quiet_lag_ms: quiet,
+        quiet_in_flood,
+        ..ChildReport::default()
+    };
+    outln!("{}", serde_json::to_string(&report)?);
+    Ok(())
+}
+
 async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
     let n = args.jobs;
     let client = client(args).await?;
-    let origin = Instant::now();
     let mut ok = true;
     let keys = args.flood_keys;
     let flood_key = |k: u64| {
@@ -89,19 +181,8 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
             (first..(first + 1000).min(n)).map(|k| EnqueueItem::new(J::new(k, &flood_key(k), 0)));
         ok &= all_created(&client.enqueue_many(items).await?);
     }
-    let (tx, rx) = oneshot::channel();
-    let seen: Shared = Arc::new(Mutex::new(Seen {
-        origin,
-        flood_done: 0,
-        flood_total: n,
-        drained: Some(tx),
-        quiet: Vec::new(),
-        quiet_in_flood: 0,
-    }));
-    let (redis_cpu, own_cpu) = (probe.cpu_s().await?, own_cpu_s());
+    let mut worker = WorkerProcess::start(Workload::Fairness, args).await?;
     let stats = probe.command_stats().await?;
-    let running = super::spawn_worker(args, seen.clone(), |w| w.handle(handle::<J>)).await?;
-    let started = Instant::now();
 
     let producing = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let mut producers = tokio::task::JoinSet::new();
@@ -112,42 +193,41 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
             let mut tick = tokio::time::interval(QUIET_EVERY);
             while producing.load(std::sync::atomic::Ordering::Relaxed) {
                 tick.tick().await;
-                let at = origin.elapsed().as_micros() as u64;
                 client
-                    .enqueue(J::new(sent, &format!("quiet{k}"), at))
+                    .enqueue(J::new(sent, &format!("quiet{k}"), wall_us()))
                     .await?;
                 sent += 1;
             }
             Ok::<u64, postpone::Error>(sent)
         });
     }
-    let drained_at = tokio::time::timeout(TIMEOUT, rx)
+    tokio::time::timeout(TIMEOUT, worker.wait_for(DRAINED))
         .await
         .map_err(|_| "the flood was not drained in time")??;
-    let (redis_cpu, own_cpu) = (probe.cpu_s().await? - redis_cpu, own_cpu_s() - own_cpu);
     let commands = probe.command_stats().await?.time_since(&stats);
     producing.store(false, std::sync::atomic::Ordering::Relaxed);
     let mut quiet_sent = 0;
     while let Some(done) = producers.join_next().await {
         quiet_sent += done??;
     }
-    // The quiet jobs enqueued last run now: each is counted once it started.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while (seen.lock().unwrap_or_else(|p| p.into_inner()).quiet.len() as u64) < quiet_sent {
-        if Instant::now() > deadline {
-            outln!("  FAILED: not every quiet job ran within 30 s of the flood's end");
-            ok = false;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+    // The quiet jobs enqueued last run now: the worker process waits until each has started.
+    worker.expect(quiet_sent).await?;
+    let ChildReport {
+        secs,
+        cpu_s: own_cpu,
+        redis_cpu_s: redis_cpu,
+        quiet_lag_ms: mut quiet,
+        quiet_in_flood,
+        ..
+    } = worker.finish().await?;
+    if (quiet.len() as u64) < quiet_sent {
+        outln!(
+            "  FAILED: {} of {quiet_sent} quiet jobs ran within {QUIET_TIMEOUT:?} of the flood's end",
+            quiet.len()
+        );
+        ok = false;
     }
-    running.stop().await?;
 
-    let secs = drained_at.saturating_duration_since(started).as_secs_f64();
-    let (mut quiet, quiet_in_flood) = {
-        let mut s = seen.lock().unwrap_or_else(|p| p.into_inner());
-        (std::mem::take(&mut s.quiet), s.quiet_in_flood as u64)
-    };
     // Every job that ran while the flood drained: the flood's and the quiet keys'.
     let all = n + quiet_in_flood;
     quiet.sort_by(f64::total_cmp);
@@ -161,7 +241,7 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
         args.quiet_keys
     );
     outln!(
-        "  with the {quiet_in_flood} quiet jobs that started meanwhile: {:.0} jobs/s; Redis CPU {redis_cpu:.3} s ({:.1} us/job), this process's (worker and producers) {own_cpu:.3} s ({:.1} us/job)",
+        "  with the {quiet_in_flood} quiet jobs that started meanwhile: {:.0} jobs/s; Redis CPU {redis_cpu:.3} s ({:.1} us/job), the worker process's {own_cpu:.3} s ({:.1} us/job)",
         rate(all, secs),
         redis_cpu * 1e6 / all as f64,
         own_cpu * 1e6 / all as f64

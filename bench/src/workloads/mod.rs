@@ -14,6 +14,7 @@ mod page;
 mod steady;
 mod wait;
 
+pub(crate) use fairness::worker as fairness_worker;
 use postpone::{Client, EnqueueStatus, Enqueued, TopicCounts};
 
 use crate::args::{Args, Workload};
