@@ -63,8 +63,9 @@ pub(crate) struct Inner {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) max_payload: usize,
     /// Topics this client has recorded in the store's registry of topics (see [`crate::ops`]), with
-    /// their partitions: each is written once per client, not per enqueue.
-    pub(crate) registered: std::sync::Mutex<std::collections::HashMap<String, u16>>,
+    /// their partitions: each is written once per client, not per enqueue. Looked up at every enqueue,
+    /// so hashed with FxHash (its topics are those the application enqueues to).
+    pub(crate) registered: std::sync::Mutex<rustc_hash::FxHashMap<String, u16>>,
     /// Callers waiting for jobs (see `wait.rs`): one subscription to the store's announcements.
     pub(crate) waiters: wait::Waiters,
 }
@@ -73,7 +74,7 @@ impl Inner {
     /// Records `topic` in the store's registry of topics, once per client (and again if its
     /// partitions grow). A failure is not the enqueue's: it is retried at the next enqueue.
     pub(crate) async fn register(&self, topic: &str, partitions: u16) {
-        let known = |r: &std::collections::HashMap<String, u16>| r.get(topic) == Some(&partitions);
+        let known = |r: &rustc_hash::FxHashMap<String, u16>| r.get(topic) == Some(&partitions);
         if known(&self.registered.lock().unwrap_or_else(|p| p.into_inner())) {
             return;
         }

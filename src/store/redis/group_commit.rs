@@ -18,12 +18,13 @@
 //! - A queued batch runs on a task of its own, so a caller that gives up (its future dropped) never
 //!   strands the others.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use rustc_hash::FxHashMap;
 use tokio::sync::oneshot;
 
 use super::keys::TopicKeys;
@@ -67,7 +68,9 @@ pub(super) trait Batched: Sized + Send + Sync + 'static {
 
 /// The queues of one kind of call, one per topic.
 pub(super) struct GroupCommit<B: Batched> {
-    queues: Mutex<HashMap<Box<str>, Queue<B>>>,
+    /// By topic: looked up at every call, so hashed with FxHash (topics are the application's job
+    /// types, and idle ones are dropped past [`KEEP_IDLE`]: no outside input fills it).
+    queues: Mutex<FxHashMap<Box<str>, Queue<B>>>,
 }
 
 struct Queue<B: Batched> {
@@ -92,13 +95,13 @@ struct Waiting<B: Batched> {
 impl<B: Batched> Default for GroupCommit<B> {
     fn default() -> Self {
         GroupCommit {
-            queues: Mutex::new(HashMap::new()),
+            queues: Mutex::new(FxHashMap::default()),
         }
     }
 }
 
 impl<B: Batched> GroupCommit<B> {
-    fn lock(&self) -> MutexGuard<'_, HashMap<Box<str>, Queue<B>>> {
+    fn lock(&self) -> MutexGuard<'_, FxHashMap<Box<str>, Queue<B>>> {
         self.queues.lock().unwrap_or_else(|p| p.into_inner())
     }
 

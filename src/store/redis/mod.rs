@@ -71,7 +71,7 @@ mod scripts;
 mod worker;
 mod workflow;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::fmt;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
@@ -163,7 +163,9 @@ const KEY_CACHE_LIMIT: usize = 4096;
 
 struct Inner {
     namespace: String,
-    keys: RwLock<HashMap<Box<str>, Arc<TopicKeys>>>,
+    /// Built keys by topic: looked up at every call, so hashed with FxHash (at most
+    /// [`KEY_CACHE_LIMIT`] entries).
+    keys: RwLock<FxHashMap<Box<str>, Arc<TopicKeys>>>,
     /// `host:port`, or the seeds' `host:port,...` on a cluster.
     addr: String,
     channel: String,
@@ -239,7 +241,7 @@ impl RedisStore {
         Ok(RedisStore {
             inner: Arc::new(Inner {
                 namespace: options.namespace,
-                keys: RwLock::new(HashMap::new()),
+                keys: RwLock::new(FxHashMap::default()),
                 addr,
                 registries,
                 channel,
@@ -303,7 +305,7 @@ impl RedisStore {
         Ok(RedisStore {
             inner: Arc::new(Inner {
                 namespace: options.namespace,
-                keys: RwLock::new(HashMap::new()),
+                keys: RwLock::new(FxHashMap::default()),
                 addr: connected.addrs,
                 registries,
                 channel,
