@@ -136,6 +136,9 @@ pub(crate) struct Report {
     /// `fairness`: the keys the flood's jobs were spread over.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) flood_keys: Option<u64>,
+    /// `fairness`: the quiet jobs that started while the flood drained (before its last job).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) quiet_in_flood: Option<u64>,
     /// `batch`: ms from the last member's end to the success callback's start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) callback_after_last_ms: Option<f64>,

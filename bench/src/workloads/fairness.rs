@@ -265,6 +265,7 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
         quiet_p99_ms: Some(round(p99, 3)),
         all_jobs_per_sec: Some(round(rate(all, secs), 0)),
         flood_keys: Some(keys),
+        quiet_in_flood: Some(quiet_in_flood),
         redis_cpu_s: Some(round(redis_cpu, 3)),
         redis_us_per_job: Some(round(redis_cpu * 1e6 / all as f64, 2)),
         worker_cpu_s: Some(round(own_cpu, 3)),
