@@ -4,7 +4,9 @@
 //! never parse a job. Layout (all integers LEB128 varints):
 //!
 //! ```text
-//! u8 version (2) << 4 | flags | attempt | enqueued_at_ms
+//! u8 version (2) << 4 | flags
+//! [flags & 8: key]      len, utf-8 bytes (the job's key for fairness, 1 to 128 bytes)
+//! attempt | enqueued_at_ms
 //! [flags & 1: schedule] slot count, slots in ms..., jitter permille
 //! [flags & 2: errors]   count, then per error: attempt, at_ms, len, utf-8 bytes
 //! [flags & 4: metadata] count, then per entry: key len, key bytes, value len, value bytes (utf-8)
@@ -14,6 +16,11 @@
 //! A new job's header is 8 bytes (a version byte, attempt 1, and 6 bytes of milliseconds). Version 1
 //! had the flags in a byte of their own (`u8 1 | u8 flags | ...`); it is still read. Metadata (flag 4)
 //! came later within version 2: a record without it is what it was, so older records read as before.
+//!
+//! The key (flag 8) comes right after the first byte, so that the Redis scripts, which never parse the
+//! rest, can read it with a few `string.byte` calls (fair.lua's `record_key`) on the paths that start
+//! from a job's id (a cancel, a reschedule, an expired lease); a keyed job then needs no entry of its own
+//! beside its record.
 
 use crate::error::BoxError;
 use crate::meta::Meta;
@@ -24,6 +31,7 @@ const VERSION_1: u8 = 1;
 const HAS_SCHEDULE: u8 = 1;
 const HAS_ERRORS: u8 = 2;
 const HAS_META: u8 = 4;
+const HAS_KEY: u8 = 8;
 /// Errors kept per job (the newest).
 pub(crate) const MAX_ERRORS: usize = 20;
 /// Longest error message kept, in bytes.
@@ -71,6 +79,8 @@ pub(crate) struct Record {
     pub(crate) errors: Vec<AttemptError>,
     /// Free-form metadata (validated at enqueue); empty for most jobs, and then not stored at all.
     pub(crate) meta: Meta,
+    /// The job's key for fairness (validated at enqueue), if it has one.
+    pub(crate) key: Option<String>,
     pub(crate) payload: Vec<u8>,
 }
 
@@ -82,6 +92,7 @@ impl Record {
             schedule: None,
             errors: Vec::new(),
             meta: Meta::new(),
+            key: None,
             payload,
         }
     }
@@ -107,7 +118,14 @@ impl Record {
         if !self.meta.is_empty() {
             flags |= HAS_META;
         }
+        if self.key.is_some() {
+            flags |= HAS_KEY;
+        }
         out.push(VERSION << 4 | flags);
+        if let Some(key) = &self.key {
+            put(&mut out, key.len() as u64);
+            out.extend_from_slice(key.as_bytes());
+        }
         put(&mut out, u64::from(self.attempt));
         put(&mut out, self.enqueued_at_ms.max(0) as u64);
         if let Some((slots, jitter)) = &self.schedule {
@@ -154,9 +172,20 @@ impl Record {
             (_, VERSION) => first & 0x0f,
             _ => return Err(format!("unknown record version {}", first >> 4).into()),
         };
-        if flags & !(HAS_SCHEDULE | HAS_ERRORS | HAS_META) != 0 {
+        // A key came with version 2's one-byte header; a version 1 record has none.
+        let known = if first == VERSION_1 {
+            HAS_SCHEDULE | HAS_ERRORS | HAS_META
+        } else {
+            HAS_SCHEDULE | HAS_ERRORS | HAS_META | HAS_KEY
+        };
+        if flags & !known != 0 {
             return Err(format!("unknown record flags {flags:#x}").into());
         }
+        let key = if flags & HAS_KEY != 0 {
+            Some(r.string()?)
+        } else {
+            None
+        };
         let attempt = u32::try_from(r.varint()?)?;
         let enqueued_at_ms = i64::try_from(r.varint()?)?;
         let schedule = if flags & HAS_SCHEDULE != 0 {
@@ -194,10 +223,53 @@ impl Record {
             schedule,
             errors,
             meta,
+            key,
             payload: Vec::new(),
         };
         Ok((record, &bytes[r.pos..]))
     }
+}
+
+/// Makes encoded record `record` carry `key` as its key for fairness (flag 8, the key right after the
+/// first byte), or none: in place, reading only the header's first bytes, and nothing to do when it
+/// already does (the client encodes a keyed job's record with its key). Bytes that are not a version 2
+/// record are left as they are: the store keeps records opaque, and such a job's key is then the one
+/// its enqueue gave (a retry or an expired lease files it under no key).
+pub(crate) fn put_key(record: &mut Vec<u8>, key: Option<&str>) {
+    let Some(&first) = record.first() else {
+        return;
+    };
+    if first >> 4 != VERSION {
+        return;
+    }
+    let (old, rest) = if first & HAS_KEY != 0 {
+        let mut r = Reader {
+            bytes: record,
+            pos: 1,
+        };
+        let Ok(len) = r.len() else {
+            // Damaged: left for the decoder to refuse.
+            return;
+        };
+        let start = r.pos;
+        (Some(start..start + len), start + len)
+    } else {
+        (None, 1)
+    };
+    if old.map(|span| &record[span]) == key.map(str::as_bytes) {
+        return;
+    }
+    let mut out = Vec::with_capacity(record.len() + key.map_or(0, |k| k.len() + 2));
+    match key {
+        Some(k) => {
+            out.push(first | HAS_KEY);
+            put(&mut out, k.len() as u64);
+            out.extend_from_slice(k.as_bytes());
+        }
+        None => out.push(first & !HAS_KEY),
+    }
+    out.extend_from_slice(&record[rest..]);
+    *record = out;
 }
 
 fn put(out: &mut Vec<u8>, mut n: u64) {
@@ -299,6 +371,47 @@ mod tests {
     }
 
     #[test]
+    fn a_key_round_trips_right_after_the_first_byte() {
+        let mut r = Record::new(1_732_240_000_123, b"{}".to_vec());
+        r.key = Some("customer:ü".into());
+        r.meta.insert("tenant".into(), "a".into());
+        let bytes = r.encode();
+        // Where fair.lua's record_key reads it: flag 8, then its length and bytes.
+        assert_eq!(bytes[0], 2 << 4 | HAS_META | HAS_KEY);
+        assert_eq!(usize::from(bytes[1]), "customer:ü".len());
+        assert_eq!(&bytes[2..2 + "customer:ü".len()], "customer:ü".as_bytes());
+        assert_eq!(Record::decode(&bytes).unwrap(), r);
+        // A key of 128 bytes takes a two-byte length.
+        r.key = Some("k".repeat(128));
+        let bytes = r.encode();
+        assert_eq!((bytes[1], bytes[2]), (0x80, 0x01));
+        assert_eq!(Record::decode(&bytes).unwrap(), r);
+        for cut in 0..bytes.len() {
+            let _ = Record::decode(&bytes[..cut]);
+        }
+    }
+
+    #[test]
+    fn put_key_puts_replaces_and_takes_out_a_key_in_place() {
+        let mut r = Record::new(7, b"{}".to_vec());
+        r.meta.insert("m".into(), "v".into());
+        let mut bytes = r.encode();
+        put_key(&mut bytes, Some("acme"));
+        r.key = Some("acme".into());
+        assert_eq!(bytes, r.encode());
+        put_key(&mut bytes, Some("globex"));
+        r.key = Some("globex".into());
+        assert_eq!(bytes, r.encode());
+        put_key(&mut bytes, None);
+        r.key = None;
+        assert_eq!(bytes, r.encode());
+        // Not a version 2 record: left as it is.
+        let mut other = b"record of a".to_vec();
+        put_key(&mut other, Some("acme"));
+        assert_eq!(other, b"record of a");
+    }
+
+    #[test]
     fn header_is_small() {
         let r = Record::new(1_732_240_000_123, vec![b'x'; 100]);
         assert_eq!(r.encode().len(), 100 + 8);
@@ -313,7 +426,7 @@ mod tests {
         assert_eq!(r.errors, vec![AttemptError::new(1, 6, "e")]);
         assert_eq!(r.payload, b"{}");
         assert_eq!(Record::decode(&r.encode()).unwrap(), r);
-        assert!(Record::decode(&[0x38, 1, 1]).is_err(), "unknown flags");
+        assert!(Record::decode(&[1, 8, 1, 1]).is_err(), "unknown flags");
         assert!(Record::decode(&[0x30, 1, 1]).is_err(), "unknown version");
     }
 

@@ -483,6 +483,9 @@ impl Client {
             source: e.into(),
         })?;
         let mut record = Record::new(now_ms, payload);
+        // The key travels with the record too: the Redis store reads it there on the paths that start
+        // from an id (fair.lua's record_key), so a keyed job keeps no entry of its own.
+        record.key.clone_from(&key);
         let mut item_meta = item.meta;
         if let Some((_, name, shown)) = &keyed {
             item_meta.insert(name.clone(), shown.clone());

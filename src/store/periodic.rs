@@ -54,7 +54,8 @@ pub struct TickJob {
     pub id: String,
     /// Its encoded record.
     pub record: Vec<u8>,
-    /// Its key for fairness ([`Job::key`](crate::Job::key)), if any.
+    /// Its key for fairness ([`Job::key`](crate::Job::key)), if any: set it with
+    /// [`TickJob::with_key`], which puts it in the record too.
     pub key: Option<String>,
 }
 
@@ -69,8 +70,9 @@ impl TickJob {
         }
     }
 
-    /// The same job with key `key` for fairness (`None`: none).
-    pub fn with_key(self, key: Option<String>) -> Self {
+    /// The same job with key `key` for fairness (`None`: none), which its record carries too.
+    pub fn with_key(mut self, key: Option<String>) -> Self {
+        crate::record::put_key(&mut self.record, key.as_deref());
         TickJob { key, ..self }
     }
 }

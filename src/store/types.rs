@@ -37,6 +37,7 @@ pub struct NewJob {
     /// Its key for fairness ([`Job::key`](crate::Job::key)): within the topic, due jobs of different
     /// keys are claimed round-robin between keys, a key's own in due order. `None`: the job is claimed
     /// in due order among the topic's unkeyed jobs. Validated by [`validate_key`](crate::validate_key).
+    /// Set it with [`NewJob::with_key`], which puts it in the record too.
     pub key: Option<String>,
 }
 
@@ -56,8 +57,10 @@ impl NewJob {
         }
     }
 
-    /// The same job with key `key` for fairness (see [`NewJob::key`]).
-    pub fn with_key(self, key: Option<String>) -> Self {
+    /// The same job with key `key` for fairness (see [`NewJob::key`]), which its record carries too
+    /// (the Redis store reads it there when it has only the job's id).
+    pub fn with_key(mut self, key: Option<String>) -> Self {
+        crate::record::put_key(&mut self.record, key.as_deref());
         NewJob { key, ..self }
     }
 
@@ -271,7 +274,9 @@ pub enum Finish {
     /// retry (count `retried`), a snooze or a hand-back at shutdown (counted as neither: `counted=false`).
     /// If the job was cancelled while active it ends as cancelled instead.
     Retry {
-        /// The updated record.
+        /// The updated record. A keyed job's keeps its key (the record as claimed carries it: see
+        /// [`NewJob::with_key`]); in a topic with keyed jobs the Redis store puts it back into one that
+        /// came without it.
         record: Vec<u8>,
         /// Delay from the backend's now.
         delay_ms: u64,

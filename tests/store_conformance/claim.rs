@@ -53,7 +53,9 @@ pub(crate) async fn claims_report_each_jobs_own_due_time(
     for (offset, n) in runs {
         for _ in 0..n {
             let id = format!("j-{:02}", jobs.len());
-            jobs.push(new_job(&id, REC, Due::At(base + offset)).with_key(key.map(str::to_owned)));
+            jobs.push(
+                new_job(&id, KEYED_REC, Due::At(base + offset)).with_key(key.map(str::to_owned)),
+            );
             want.push((id, base + offset));
         }
     }

@@ -24,7 +24,7 @@ use super::*;
 
 /// A job of key `key`.
 fn keyed(id: &str, key: &str, due: Due) -> NewJob {
-    new_job(id, REC, due).with_key(Some(key.into()))
+    new_job(id, KEYED_REC, due).with_key(Some(key.into()))
 }
 
 /// `n` jobs of key `key`, due now, with ids `<key>-0000`, `<key>-0001`...
@@ -639,7 +639,7 @@ pub(crate) async fn fair_replace_applies_the_new_jobs_key(store: Arc<dyn Store>)
     // Replaced with a key: its key's turn, beside the flood and the key "" (of `plain`).
     enqueue_one(s, t, new_job("x", REC, Due::In(0))).await;
     enqueue_one(s, t, new_job("plain", REC, Due::In(0))).await;
-    let again = replacing("x", REC, Due::In(0)).with_key(Some("x2".into()));
+    let again = replacing("x", KEYED_REC, Due::In(0)).with_key(Some("x2".into()));
     s.enqueue(t, vec![again]).await.unwrap();
     let mut ids = claimed_ids(s, t, 3).await;
     ids.sort_unstable();
@@ -852,8 +852,8 @@ pub(crate) async fn fair_a_job_replaced_under_another_key_is_claimed_once(store:
     for round in 0..20 {
         let id = format!("x{round}");
         enqueue_one(s, t, keyed(&id, "one", Due::At(at))).await;
-        let again =
-            NewJob::new(id.clone(), REC.to_vec(), Due::At(at), true).with_key(Some("two".into()));
+        let again = NewJob::new(id.clone(), KEYED_REC.to_vec(), Due::At(at), true)
+            .with_key(Some("two".into()));
         s.enqueue(t, vec![again]).await.unwrap();
         let plain = NewJob::new(id, REC.to_vec(), Due::At(at), true);
         s.enqueue(t, vec![plain]).await.unwrap();
@@ -1462,6 +1462,34 @@ pub(crate) async fn fair_a_job_from_before_the_first_key_moved_later_is_still_cl
         }
     }
     assert_eq!(seen.len(), 4, "each job once: {seen:?}");
+}
+
+/// A keyed job still running when its topic's claim finds no key with anything left (only a job from
+/// before the first key is due: the topic claims as a plain one again) comes back by a retry, its key
+/// kept, and is claimed once, before another key's job that makes the topic keyed again.
+pub(crate) async fn fair_a_keyed_job_that_retries_after_its_topic_claims_plainly_again_is_claimed_once(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_retry_unfiled"));
+    // Unkeyed, due a little later, enqueued before the topic's first keyed job.
+    let old_at = create(s, t, "old", REC, Due::In(300)).await;
+    enqueue_one(s, t, keyed("k", "a", Due::In(0))).await;
+    let k = claim_id(s, t, "k", LONG).await;
+    // `old` comes due while `k` runs, and no key has a job left.
+    wait_past(s, old_at).await;
+    claim_id(s, t, "old", LONG).await;
+    // `k` retries (its record from the worker with its key, as claimed), due now; then a job of
+    // another key.
+    assert_eq!(k.record, rec_with_key("a"));
+    assert_eq!(
+        finish(s, t, &k, retry(&rec_with_key("a"), 0, true)).await,
+        FinishOutcome::Applied
+    );
+    assert_eq!(stored_key(s, t, "k").await.as_deref(), Some("a"));
+    later(s).await;
+    enqueue_one(s, t, keyed("b-1", "b", Due::In(0))).await;
+    assert_eq!(claimed_ids(s, t, 10).await, ["k", "b-1"]);
+    assert!(claimed_ids(s, t, 10).await.is_empty());
 }
 
 /// Job `id`'s key for fairness as the store finds the job by id.

@@ -198,6 +198,7 @@ macro_rules! store_conformance {
             fair_jobs_delivered_once_and_batch_members_keep_their_keys,
             fair_reschedule_and_cancel_of_keyed_jobs,
             fair_a_job_from_before_the_first_key_moved_later_is_still_claimed,
+            fair_a_keyed_job_that_retries_after_its_topic_claims_plainly_again_is_claimed_once,
             fair_future_jobs_of_a_key_join_when_due,
             fair_jobs_with_a_priority_go_first_whatever_their_key,
             fair_replace_applies_the_new_jobs_key,
@@ -311,6 +312,17 @@ pub(crate) const LONG: u64 = 600_000;
 pub(crate) const SHORT: u64 = 30;
 /// A record that is not UTF-8: backends store bytes.
 pub(crate) const REC: &[u8] = b"rec\x00\xff\x01";
+/// A record as the library encodes one (format version 2, no flags, attempt 1, enqueued at the epoch):
+/// a keyed job's record carries its key (`NewJob::with_key` puts it in), which only such a record can.
+pub(crate) const KEYED_REC: &[u8] = b"\x20\x01\x00rec";
+
+/// KEYED_REC with `key` in it, as `NewJob::with_key` puts it (and a worker's retry sends it back).
+pub(crate) fn rec_with_key(key: &str) -> Vec<u8> {
+    let mut record = vec![KEYED_REC[0] | 8, key.len() as u8];
+    record.extend_from_slice(key.as_bytes());
+    record.extend_from_slice(&KEYED_REC[1..]);
+    record
+}
 
 /// A topic name of its own for each test (and each run, should a server be shared).
 pub(crate) fn topic(name: &str) -> String {

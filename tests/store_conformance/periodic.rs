@@ -14,11 +14,14 @@ const DEF: &str = r#"{"expression":"every 60s","missed":"skip","overlap":"allow"
 const MINUTE: i64 = 60_000;
 
 fn job(tick_ms: i64) -> TickJob {
-    TickJob::new(
-        tick_ms,
-        format!("s:{tick_ms}"),
-        format!("tick {tick_ms}").into_bytes(),
-    )
+    TickJob::new(tick_ms, format!("s:{tick_ms}"), tick_record(tick_ms))
+}
+
+/// Tick `tick_ms`'s record, as the library encodes one (so that a key can go in it: see KEYED_REC).
+fn tick_record(tick_ms: i64) -> Vec<u8> {
+    let mut record = KEYED_REC[..3].to_vec();
+    record.extend_from_slice(format!("tick {tick_ms}").as_bytes());
+    record
 }
 
 /// A plan from `schedule` that runs `runs` and moves the next tick to `new_next`.
@@ -116,7 +119,7 @@ pub(crate) async fn periodic_tick_enqueues_due_ticks_once_and_advances(store: Ar
         );
     }
     let got = s.job(t, &format!("s:{first}")).await.unwrap().unwrap();
-    assert_eq!(got.record, format!("tick {first}").into_bytes());
+    assert_eq!(got.record, tick_record(first));
 
     // Counted as enqueued in the topic's history, like any new job.
     let history = s.history(t, 2).await.unwrap();
@@ -337,7 +340,7 @@ pub(crate) async fn periodic_ticks_and_a_trigger_keep_their_keys_for_fairness(
 ) {
     let (s, t) = (&*store, &topic("periodic_keys"));
     let flood: Vec<_> = (0..3)
-        .map(|i| new_job(&format!("a-{i}"), REC, Due::In(0)).with_key(Some("a".into())))
+        .map(|i| new_job(&format!("a-{i}"), KEYED_REC, Due::In(0)).with_key(Some("a".into())))
         .collect();
     s.enqueue(t, flood).await.unwrap();
     let now = now(s).await;

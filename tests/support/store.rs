@@ -20,7 +20,7 @@ pub async fn store(server: &RedisServer, ns: &str) -> RedisStore {
 pub fn job(id: &str, due: Due) -> NewJob {
     NewJob::new(
         id.into(),
-        format!("record of {id}").into_bytes(),
+        super::batches::record(&format!("record of {id}")),
         due,
         false,
     )

@@ -50,11 +50,11 @@
 //!                                             <parent ref>" -> "<s|c|d><reason>": an end that came
 //!                                             before its job was parked
 //! postpone:{<ns>:<topic>}:preheard      zset  those early ends -> when they came (ms), to drop late
-//! postpone:{<ns>:<topic>}:fkey          hash  id -> its key for fairness (live keyed jobs; '' for jobs
-//!                                             without one in a topic with keyed jobs; see fair.lua,
-//!                                             which names these from `due`'s name)
 //! postpone:{<ns>:<topic>}:fq:<SHA-1>   zset  id -> due time: one key's queue (entries checked against
-//!                                             `due`; gone with its last entry)
+//!                                             `due`; gone with its last entry). A job's key is in its
+//!                                             record (record.rs, flag 8); jobs without one are filed
+//!                                             under the key '' in a topic with keyed jobs. See
+//!                                             fair.lua, which names these from `due`'s name
 //! postpone:{<ns>:<topic>}:fready        zset  key SHA-1 -> tag: keys with a job due now, round-robin
 //! postpone:{<ns>:<topic>}:fwait         zset  key SHA-1 -> when it may next go (its job, rate or hold)
 //! postpone:{<ns>:<topic>}:frun          hash  key SHA-1 -> running jobs (under a max running per key)

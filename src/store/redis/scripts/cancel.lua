@@ -19,8 +19,10 @@ for i = 3, #ARGV do
     redis.call('HDEL', KEYS[25], id)
   end
   if due_at and redis.call('ZREM', K_DUE, id) == 1 then
+    -- Its record: kept with it, and where its key for fairness is (fair.lua).
+    local rec = (flags[1] or flags[5]) and redis.call('HGET', K_JOBS, id)
     if flags[1] then
-      recs[#removed + 1] = redis.call('HGET', K_JOBS, id) or ''
+      recs[#removed + 1] = rec or ''
     end
     redis.call('HDEL', K_JOBS, id)
     redis.call('HDEL', K_STALLS, id)
@@ -30,7 +32,7 @@ for i = 3, #ARGV do
     end
     if flags[5] then
       fair_helpers()
-      F.cancel(id)
+      F.cancel(id, rec)
     end
     removed[#removed + 1] = id
     out[i - 2] = 1

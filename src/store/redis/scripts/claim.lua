@@ -118,25 +118,21 @@ if sweep_limit > 0 and next_lease and next_lease <= now then
     P().forget_prio(ended)
   end
   -- A keyed job's lease ended (its key runs one fewer); back in `due`, it is filed again under its
-  -- key; one that ended forgets it (see fair.lua), and one that died keeps it with its death.
+  -- key (its record's: see fair.lua), and one that died keeps it with its death.
   local dead_keys = nil
   if redis.call('HGET', K_STATS, 'fair') then
     fair_helpers()
-    dead_keys = fetch_many('HMGET', K_FKEY, dead_ids)
+    dead_keys = {}
+    for i, rec in ipairs(dead_recs) do
+      dead_keys[i] = record_key(rec) or false
+    end
     F.release(expired, held, now)
-    local b_ids, b_dues, ended = {}, {}, {}
+    local b_ids, b_dues = {}, {}
     for i = 1, #back, 2 do
       b_dues[#b_dues + 1] = tonumber(back[i])
       b_ids[#b_ids + 1] = back[i + 1]
     end
     F.refile(b_ids, b_dues, now)
-    for _, id in ipairs(cancelled_ids) do
-      ended[#ended + 1] = id
-    end
-    for _, id in ipairs(dead_ids) do
-      ended[#ended + 1] = id
-    end
-    F.forget(ended)
   end
   if n_cancelled > 0 then
     redis.call('HINCRBY', K_STATS, 'cancelled', n_cancelled)
@@ -190,7 +186,7 @@ local has_fair, has_own = false, false
 -- `vt` and `flegacy` in stats (fair.lua), read with them for the keyed claim.
 local vt, flegacy = nil, nil
 -- Whether the keyed claim left a key ready (its next due time is now), and the jobs it counted as
--- running under their keys (id -> true; the others' leases are marked uncounted).
+-- running under their keys (id -> its key's name; the others' leases are marked uncounted).
 local fair_ready, counted = false, nil
 if max > 0 and next_due and next_due <= now then
   local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat', 'flow', 'prio', 'ends', 'fair', 'kflow', 'flim', 'vt', 'flegacy')
@@ -306,21 +302,19 @@ elseif max > 0 and next_due and next_due <= now then
   end
   if has_fair then
     fair_helpers()
-    if redis.call('EXISTS', K_FKEY) == 0 then
-      -- No keyed job is left: the topic claims as a plain one again, and keeps nothing for keys.
+    local idle = redis.call('EXISTS', F_KEYS.READY, F_KEYS.WAIT, F_KEYS.RUN) == 0
+    if idle then
+      -- Rates and holds that have passed say nothing more (the keyed claim drops them only under
+      -- limits that use them).
+      redis.call('ZREMRANGEBYSCORE', F_KEYS.TAT, '-inf', now_s)
+      redis.call('ZREMRANGEBYSCORE', F_KEYS.HOLD, '-inf', now_s)
+      idle = redis.call('EXISTS', F_KEYS.TAT, F_KEYS.HOLD) == 0
+    end
+    if idle then
+      -- No key has a job filed, a job it counts as running, a rate that holds it back or a hold: the
+      -- topic claims as a plain one again (a keyed job still running, if it comes back to `due`, is
+      -- filed again and sets `fair`; see fair.lua's file).
       redis.call('HDEL', K_STATS, 'fair', 'vt', 'flegacy', 'kflow')
-      -- The queues of the keys still filed hold only stale entries now.
-      for _, set in ipairs({ F_KEYS.READY, F_KEYS.WAIT }) do
-        local names = redis.call('ZRANGE', set, 0, -1)
-        for i = 1, #names, 1000 do
-          local queues = {}
-          for j = i, math.min(i + 999, #names) do
-            queues[#queues + 1] = F_KEYS.Q .. names[j]
-          end
-          redis.call('DEL', unpack(queues))
-        end
-      end
-      redis.call('DEL', F_KEYS.READY, F_KEYS.WAIT, F_KEYS.RUN, F_KEYS.TAT, F_KEYS.HOLD)
       has_fair = false
     end
   end
@@ -354,8 +348,8 @@ elseif max > 0 and next_due and next_due <= now then
     local ids, active, leases = {}, {}, {}
     -- Jobs with one due time (a run: see with_due_times) share one lease value, made once (a joined
     -- string is hashed and interned whole). In a topic with keyed jobs, that value is marked uncounted
-    -- (prelude.lua's lease_of), and the mark taken off below for the jobs their keys counted: a topic
-    -- without keyed jobs pays nothing per job for it.
+    -- (prelude.lua's lease_of), and the mark made the name of the counting key below for the jobs
+    -- their keys counted: a topic without keyed jobs pays nothing per job for it.
     local lease_at, lease_v = nil, nil
     for i = 1, k do
       local id, at = got[2 * i - 1], got[2 * i]
@@ -373,8 +367,9 @@ elseif max > 0 and next_due and next_due <= now then
     end
     if has_fair and next(counted) ~= nil then
       for i = 1, k do
-        if counted[ids[i]] then
-          leases[2 * i] = string.sub(leases[2 * i], 1, -3)
+        local name = counted[ids[i]]
+        if name then
+          leases[2 * i] = string.sub(leases[2 * i], 1, -2) .. 'c' .. name
         end
       end
     end
@@ -401,7 +396,7 @@ elseif max > 0 and next_due and next_due <= now then
       end
     end
     if #lost_ids > 0 then
-      P().kill_many(lost_ids, lost_recs, lost_reasons, now, has_fair and fetch_many('HMGET', K_FKEY, lost_ids) or nil)
+      P().kill_many(lost_ids, lost_recs, lost_reasons, now, nil)
       tally(now, 0, 0, 0, 0, #lost_ids)
       -- Ended here: announced and their followers told as in finish.lua.
       local flags = redis.call('HMGET', K_STATS, 'waits', 'progress', 'follow')
@@ -415,7 +410,6 @@ elseif max > 0 and next_due and next_due <= now then
       end
       if has_fair then
         F.release(lost_ids, lost_leases, now)
-        F.forget(lost_ids)
       end
       drop_marker_if_last()
     end

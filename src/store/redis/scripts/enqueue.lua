@@ -71,6 +71,11 @@ for i = 1, n do
     end
   end
 end
+-- A replaced job's key for fairness is in its record (fair.lua): read before the new one is written.
+local replaced_recs = nil
+if #replaced > 0 and redis.call('HEXISTS', K_STATS, 'fair') == 1 then
+  replaced_recs = fetch_many('HMGET', K_JOBS, replaced)
+end
 if #jobs > 0 then
   call_many('HSET', K_JOBS, jobs, 2)
   call_many('ZADD', K_DUE, zadd, 2)
@@ -102,10 +107,10 @@ if #p_ids > 0 then
 end
 -- A replaced job's key is the new one's (or none): its entry under the old one goes too (else, filed
 -- again at the same due time under another key, it would look due under both, and be claimed twice).
-if #replaced > 0 and redis.call('HEXISTS', K_STATS, 'fair') == 1 then
+if replaced_recs then
   fair_helpers()
-  for _, id in ipairs(replaced) do
-    F.cancel(id)
+  for i, id in ipairs(replaced) do
+    F.cancel(id, replaced_recs[i])
   end
 end
 local readied = false
@@ -113,7 +118,7 @@ if #k_ids > 0 then
   fair_helpers()
   readied = F.file(k_ids, k_keys, k_dues, now)
 end
-if #u_ids > 0 and redis.call('EXISTS', K_FKEY) == 1 then
+if #u_ids > 0 and fair_on() then
   fair_helpers()
   readied = F.file_unkeyed(u_ids, u_dues, now) or readied
 end

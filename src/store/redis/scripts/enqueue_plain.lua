@@ -11,7 +11,7 @@
 -- not by an argument of their own: a plain batch pays nothing for them.)
 -- Returns, when every job was created with one due time: that due time alone. Else two integers per
 -- job: outcome (1 created, 3 exists, 4 running) and due time (ms).
--- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (none_due_by), HSET, ZADD, EXISTS (fkey: fair.lua),
+-- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (none_due_by), HSET, ZADD, HEXISTS (`fair` in stats: fair.lua),
 -- HINCRBY (history), and PUBLISH when earlier; jobs with keys add what fair.lua's `file` calls.
 local channel, topic, kind, shared = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local keyed = false
@@ -138,7 +138,7 @@ if keyed then
     readied = F.file(k_ids, k_keys, k_dues, now)
   end
   readied = F.file_unkeyed(u_ids, u_dues, now) or readied
-elseif created > 0 and redis.call('EXISTS', K_FKEY) == 1 then
+elseif created > 0 and fair_on() then
   fair_helpers()
   u_ids, u_dues = {}, {}
   for i = 2, #zadd, 2 do

@@ -3,14 +3,17 @@
 -- due jobs of different keys are claimed round-robin between keys. What it costs a topic with no keyed
 -- job: one closure per call by EVALSHA, none by FCALL (the helpers are made by `fair_helpers()`, which
 -- a script calls only when a job has a key or `fair` is set in stats), one more field read in the
--- HMGETs of stats that the claim and the finish make anyway, and an EXISTS of `fkey` per enqueue call (a topic with keyed jobs
--- files the jobs without a key under the key '': they take their turn as one key, under no limit per
--- key).
+-- HMGETs of stats that the claim and the finish make anyway, and an HEXISTS of `fair` in stats per
+-- enqueue call (a topic with keyed jobs files the jobs without a key under the key '': they take their
+-- turn as one key, under no limit per key).
 --
--- Seven keys of the topic and one per key with jobs, named from `due`'s name (the same hash tag, so
+-- A job's key is in its record (record.rs: flag 8, the key right after the first byte; record_key
+-- below), the only part of a record a script reads, and only on the paths that start from an id (a
+-- cancel, a reschedule, an expired lease, a retry or a hold: the worker sends the record back). A keyed
+-- job keeps no entry of its own beside its record and its queue entry; its lease names its key when
+-- the key counts it as running (fair_counted).
+-- Six keys of the topic and one per key with jobs, named from `due`'s name (the same hash tag, so
 -- the same slot):
---   fkey    hash  id -> its key, for every live keyed job (a retry, an expired lease or a reschedule
---                 files the job again under it; an end deletes it)
 --   fq:<key's SHA-1, 40 hex>  zset  id -> due time: the key's queue. An entry stands for a job only
 --                 while `due` holds that id: a job claimed another way (by its priority) or ended
 --                 leaves a stale entry, which the claim drops when it meets it. Every move of a keyed
@@ -26,8 +29,9 @@
 --   flimit  hash  key's SHA-1 -> the key's own limits, set by operators (key_limits.lua), in place of
 --                 the claim's limits per key: "<max running> <interval ms> <burst> <label> <key>"; kept
 --                 until cleared, whatever the key's jobs (configuration, not state)
--- Stats: `fair` (set while `fkey` may hold an id; the claim clears it, and deletes the others, once
--- `fkey` is empty), `vt` (the tag of the key served last: a key that gets a due job joins at it),
+-- Stats: `fair` (set by the first keyed job filed while it is unset; the claim clears it, and deletes
+-- the sets above, once no key is ready, waiting, running, rate-limited or held: a keyed job still
+-- running then is filed again, and sets it again, if it comes back to `due`), `vt` (the tag of the key served last: a key that gets a due job joins at it),
 -- `flegacy` (while jobs enqueued before the topic's first keyed job may be due with no key entry: the
 -- last due time they may have), `kflow` (the limits per key of the last claim, for operators: written
 -- by claim.lua), `flim` (set while `flimit` holds a key: the claim reads it with the stats it reads
@@ -35,7 +39,51 @@
 -- A key with no job has nothing here (its queue is gone with its last entry) once its TAT has passed.
 -- A key at its max running is in neither `fready` nor `fwait`: the end of one of its leases files it
 -- again (fair_release).
-local K_FKEY = string.sub(K_DUE, 1, #K_DUE - 3) .. 'fkey'
+-- The key for fairness in job record `rec` (record.rs: flag 8 of a version 2 record's first byte,
+-- then the key's length, one or two bytes for the 1 to 128 of a key, and its bytes), or nil (no
+-- record, or no key). Reads the two or three bytes it needs, makes one string: the key.
+local function record_key(rec)
+  if not rec then
+    return nil
+  end
+  local b = string.byte(rec, 1)
+  if not b or b < 32 or b >= 48 or b % 16 < 8 then
+    return nil
+  end
+  local l, h = string.byte(rec, 2, 3)
+  if not l or (l >= 128 and not h) then
+    return nil
+  elseif l < 128 then
+    return string.sub(rec, 3, 2 + l)
+  end
+  return string.sub(rec, 4, 3 + l - 128 + h * 128)
+end
+
+-- Job record `rec` carrying key `key` (record.rs's put_key): `rec` when it does, or is not a version
+-- 2 record; else a copy with the key put in or replaced. For a retry's record, which the worker sends
+-- back with the key it was claimed with; a store's own caller may send one without.
+local function with_record_key(rec, key)
+  local b = string.byte(rec, 1)
+  if not b or b < 32 or b >= 48 or record_key(rec) == key then
+    return rec
+  end
+  local rest = 2
+  if b % 16 >= 8 then
+    local l, h = string.byte(rec, 2, 3)
+    rest = l < 128 and 3 + l or 4 + l - 128 + h * 128
+  else
+    b = b + 8
+  end
+  local n = #key
+  local len = n < 128 and string.char(n) or string.char(n % 128 + 128, math.floor(n / 128))
+  return string.char(b) .. len .. key .. string.sub(rec, rest)
+end
+
+-- Whether stats (of `due`'s topic) say the topic has keyed jobs: then jobs without a key are filed
+-- under the key ''.
+local function fair_on()
+  return redis.call('HEXISTS', string.sub(K_DUE, 1, #K_DUE - 3) .. 'stats', 'fair') == 1
+end
 -- The helpers, and the names of the keys above, as fields (`F.file`, `F_KEYS.READY`...): made by
 -- fair_helpers(), at most once per call. Two small tables, not a local each: every variable a closure
 -- captures is an upvalue allocated when the closure is made, and fair_helpers is made at every call of
@@ -154,10 +202,10 @@ local function fair_helpers()
     return idle
   end
 
-  -- Files jobs (ids, keys, due times) under their keys; sets `fkey` when `set_keys`. Returns true when
-  -- a key became ready.
-  local function file(ids, keys, dues, now, set_keys)
-    local fields, members = {}, {}
+  -- Files jobs (ids, keys, due times) under their keys, and sets `fair` in stats when it is unset.
+  -- Returns true when a key became ready.
+  local function file(ids, keys, dues, now)
+    local members = {}
     -- Each key is placed once, by its earliest job of the call; its queue gets one ZADD. A due time is
     -- written once for a run of jobs that share it (a batch's jobs mostly do).
     local first_at = {}
@@ -165,7 +213,6 @@ local function fair_helpers()
     for i, id in ipairs(ids) do
       local key, due = keys[i], dues[i]
       local name = key_name(key)
-      fields[2 * i - 1], fields[2 * i] = id, key
       if due ~= last_due then
         last_due, score = due, string.format('%d', due)
       end
@@ -181,18 +228,17 @@ local function fair_helpers()
         end
       end
     end
-    -- New keyed jobs read `vt` (for a key that becomes ready) and `fair` in one call: `fair` is written
-    -- by the topic's first keyed jobs only.
-    local stats = (set_keys and #ids > 0) and redis.call('HMGET', K_FSTATS, 'vt', 'fair') or nil
+    -- Filed jobs read `vt` (for a key that becomes ready) and `fair` in one call: `fair` is written by
+    -- the topic's first keyed jobs only (or the first again once it was cleared).
+    local stats = #ids > 0 and redis.call('HMGET', K_FSTATS, 'vt', 'fair') or nil
     local readied = place(first_at, now, stats)
     if #ids > 0 then
-      if set_keys then
-        call_many('HSET', K_FKEY, fields, 2)
-        if not stats[2] and redis.call('HSET', K_FSTATS, 'fair', '1') == 1
+      if not stats[2] then
+        if redis.call('HSET', K_FSTATS, 'fair', '1') == 1
           and redis.call('ZCOUNT', K_DUE, '-inf', MAX_MS) > #ids then
-          -- The topic's first keyed jobs, beside older ones: those, due by now's last due time, have
-          -- no key entry, and the claim looks for them at the head of `due` until it is past that
-          -- time (fair_unkeyed).
+          -- The topic's first keyed jobs, beside older ones: those, due by now's last due time, are
+          -- filed under no key, and the claim looks for them at the head of `due` until it is past
+          -- that time (fair_unkeyed).
           local last = redis.call('ZRANGE', K_DUE, MAX_MS, '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 1, 'WITHSCORES')
           if #last > 0 then
             redis.call('HSET', K_FSTATS, 'flegacy', last[2])
@@ -208,60 +254,55 @@ local function fair_helpers()
 
   -- Files new jobs with keys; returns true when a key became ready.
   local function fair_file(ids, keys, dues, now)
-    return file(ids, keys, dues, now, true)
+    return file(ids, keys, dues, now)
   end
 
-  -- Files new jobs without a key under the key '' when the topic has keyed jobs (`fkey` exists): in
+  -- Files new jobs without a key under the key '' when the topic has keyed jobs (`fair` in stats): in
   -- such a topic the jobs without a key take their turn as one key, under no limit per key. Returns
   -- true when that key became ready.
   local function fair_file_unkeyed(ids, dues, now)
-    if #ids == 0 or redis.call('EXISTS', K_FKEY) == 0 then
+    if #ids == 0 or not fair_on() then
       return false
     end
     local keys = {}
     for i = 1, #ids do
       keys[i] = ''
     end
-    return file(ids, keys, dues, now, true)
+    return file(ids, keys, dues, now)
   end
 
-  -- Files again, under the keys they have, jobs back in `due` at new times (a retry, an expired lease,
-  -- a reschedule); a job with no key entry under the key ''. Returns true when a key became ready.
-  local function fair_refile(ids, dues, now)
+  -- Files again, under the keys their records hold, jobs back in `due` at new times (a retry, an
+  -- expired lease, a reschedule); a job without a key under the key ''. `keys`: their keys (false for
+  -- none), in order, when the caller read them; else read here. Returns true when a key became ready.
+  local function fair_refile(ids, dues, now, keys)
     if #ids == 0 then
       return false
     end
-    local keys = fetch_many('HMGET', K_FKEY, ids)
+    if not keys then
+      keys = fetch_many('HMGET', K_JOBS, ids)
+      for i = 1, #ids do
+        keys[i] = record_key(keys[i]) or false
+      end
+    end
     local k_ids, k_keys, k_dues = {}, {}, {}
     local u_ids, u_dues = {}, {}
     for i, id in ipairs(ids) do
-      if keys[i] then
-        k_ids[#k_ids + 1], k_keys[#k_keys + 1], k_dues[#k_dues + 1] = id, keys[i], dues[i]
+      local key = keys[i]
+      if key then
+        k_ids[#k_ids + 1], k_keys[#k_keys + 1], k_dues[#k_dues + 1] = id, key, dues[i]
       else
-        -- A job from before the topic's first keyed job: moved, it takes the turn of the key ''.
         u_ids[#u_ids + 1], u_dues[#u_dues + 1] = id, dues[i]
       end
     end
-    local readied = file(k_ids, k_keys, k_dues, now, false)
+    local readied = file(k_ids, k_keys, k_dues, now)
     return fair_file_unkeyed(u_ids, u_dues, now) or readied
   end
 
-  -- Forgets the keys of jobs that ended (their queue entries, if any, are stale).
-  local function fair_forget(ids)
-    if #ids > 0 then
-      call_many('HDEL', K_FKEY, ids, 1)
-    end
-  end
-
-  -- Forgets the key of due job `id` (due at `at`) removed by a cancel or a replace, with its queue
-  -- entry, and the key itself when that was its last entry.
-  local function fair_cancel(id)
-    local key = redis.call('HGET', K_FKEY, id)
-    if not key then
-      return
-    end
-    redis.call('HDEL', K_FKEY, id)
-    local name = key_name(key)
+  -- Takes the queue entry of due job `id` removed by a cancel or a replace (`rec`: its record, read
+  -- before it went; a job without a key may be filed under the key ''), and the key itself when that
+  -- was its last entry.
+  local function fair_cancel(id, rec)
+    local name = key_name(record_key(rec) or '')
     redis.call('ZREM', qkey(name), id)
     if redis.call('EXISTS', qkey(name)) == 0 then
       redis.call('ZREM', K_FREADY, name)
@@ -269,8 +310,8 @@ local function fair_helpers()
     end
   end
 
-  -- Claims the jobs without a key among the first `room` due jobs, in due order, removing them from
-  -- `due`; appends id, due time pairs to `got`. Returns whether such jobs may still be due (`flegacy`
+  -- Claims the jobs filed under no key (from before `fair` was last set: see file) among the first
+  -- `room` due jobs, in due order, removing them from `due`; appends id, due time pairs to `got`. Returns whether such jobs may still be due (`flegacy`
   -- stays set). `flegacy`: that field of stats, which the caller reads with the others (nil: unset).
   local function fair_unkeyed(room, now, got, flegacy)
     local legacy = tonumber(flegacy or '-1')
@@ -290,10 +331,14 @@ local function fair_helpers()
     for i = 1, #first, 2 do
       ids[#ids + 1] = first[i]
     end
-    local keys = fetch_many('HMGET', K_FKEY, ids)
+    -- Filed or not: a job without a key was filed under the key '' if it came after the first keyed
+    -- job; a keyed job is in its key's queue unless it came back to `due` while `fair` was unset.
+    -- Either way it is taken once: here, or by its key's turn (then this id is gone from `due`).
+    local recs = fetch_many('HMGET', K_JOBS, ids)
     local taken = {}
     for i, id in ipairs(ids) do
-      if not keys[i] then
+      local key = record_key(recs[i])
+      if not key or not redis.call('ZSCORE', qkey(key_name(key)), id) then
         taken[#taken + 1] = id
         got[#got + 1] = id
         got[#got + 1] = first[2 * i]
@@ -307,16 +352,18 @@ local function fair_helpers()
 
   -- Counts claimed jobs (ids) as running under their keys, when the claim counts (a key max running
   -- is set, or some key has limits of its own: every keyed job is counted then, and its end uncounts
-  -- it): `frun`. Marks those counted in `counted` (id -> true: their leases say so).
+  -- it): `frun`. Marks those counted in `counted` (id -> its key's name: their leases say so).
   local function fair_count(ids, counted)
     if #ids == 0 then
       return
     end
-    local keys = fetch_many('HMGET', K_FKEY, ids)
+    local recs = fetch_many('HMGET', K_JOBS, ids)
     for i = 1, #ids do
-      if keys[i] and keys[i] ~= '' then
-        redis.call('HINCRBY', K_FRUN, key_name(keys[i]), 1)
-        counted[ids[i]] = true
+      local key = record_key(recs[i])
+      if key then
+        local name = key_name(key)
+        redis.call('HINCRBY', K_FRUN, name, 1)
+        counted[ids[i]] = name
       end
     end
   end
@@ -327,12 +374,21 @@ local function fair_helpers()
     return v ~= false and v ~= nil and string.byte(v, -1) == 110 and string.byte(v, -2) == 58
   end
 
+  -- The name of the key that counts lease value `v`'s job as running (":c<name>" at its end: the
+  -- claim's, or key_limits.lua's), or nil.
+  local function counted_name(v)
+    if v and #v > 42 and string.byte(v, -42) == 58 and string.byte(v, -41) == 99 then
+      return string.sub(v, -40)
+    end
+    return nil
+  end
+
   -- The leases of jobs (ids; `leases`, their lease values in that order, or a function that returns
-  -- them) ended: each keyed job counted as running runs one fewer under its key (a lease marked
-  -- uncounted, claimed while its key had no max, is left out: it never took a slot), and a key that
-  -- was at its max running (in neither `fready` nor `fwait`, with jobs queued) is ready again. Call
-  -- before their keys are forgotten. Returns true when it made a key ready (then claimers want a hint:
-  -- the claims since it was parked left it out, and may have found nothing else to wait for).
+  -- them) ended: each keyed job counted as running runs one fewer under its key (its lease names the
+  -- key: one claimed while its key had no max never took a slot), and a key that was at its max
+  -- running (in neither `fready` nor `fwait`, with jobs queued) is ready again. Returns true when it
+  -- made a key ready (then claimers want a hint: the claims since it was parked left it out, and may
+  -- have found nothing else to wait for).
   local function fair_release(ids, leases, now)
     if #ids == 0 or redis.call('EXISTS', K_FRUN) == 0 then
       return false
@@ -340,11 +396,10 @@ local function fair_helpers()
     if type(leases) == 'function' then
       leases = leases()
     end
-    local keys = fetch_many('HMGET', K_FKEY, ids)
     local vt = nil
     for i = 1, #ids do
-      if keys[i] and keys[i] ~= '' and not uncounted(leases[i]) then
-        local name = key_name(keys[i])
+      local name = counted_name(leases[i])
+      if name then
         if redis.call('HINCRBY', K_FRUN, name, -1) <= 0 then
           redis.call('HDEL', K_FRUN, name)
         end
@@ -381,8 +436,9 @@ local function fair_helpers()
     if #w > 0 then
       at = tonumber(w[2])
     end
+    -- The earliest job, when it has no key (unfiled, or under the key '', which no limit holds back).
     local e = redis.call('ZRANGE', K_DUE, '0', '0', 'WITHSCORES')
-    if #e > 0 and e[1] ~= HASHED and redis.call('HEXISTS', K_FKEY, e[1]) == 0 then
+    if #e > 0 and e[1] ~= HASHED and not record_key(redis.call('HGET', K_JOBS, e[1])) then
       local d = tonumber(e[2])
       if d <= MAX_MS and (at == nil or d < at) then
         at = d
@@ -707,7 +763,7 @@ local function fair_helpers()
           local id = k.ids[i]
           got[ngot + 1], got[ngot + 2], ngot = id, due, ngot + 2
           if k.counts then
-            counted[id] = true
+            counted[id] = k.name
           end
           nclaimed = nclaimed + 1
           claimed[nclaimed] = id
@@ -822,9 +878,9 @@ local function fair_helpers()
   -- small enough for the allocator's fast path (with the keys' names too, its 32 slots took a slow
   -- path of glibc's malloc, which Redis's Lua allocates with: 20,000 instructions a call).
   F = {
-    file = fair_file, file_unkeyed = fair_file_unkeyed, refile = fair_refile, forget = fair_forget,
-    cancel = fair_cancel, unkeyed = fair_unkeyed, claim = fair_claim, count = fair_count,
-    release = fair_release, hold = fair_hold, next_due = fair_next_due, uncounted = uncounted,
+    file = fair_file, file_unkeyed = fair_file_unkeyed, refile = fair_refile, cancel = fair_cancel,
+    unkeyed = fair_unkeyed, claim = fair_claim, count = fair_count, release = fair_release,
+    hold = fair_hold, next_due = fair_next_due, uncounted = uncounted, counted_name = counted_name,
   }
   F_KEYS = { Q = K_FQ, READY = K_FREADY, WAIT = K_FWAIT, RUN = K_FRUN, TAT = K_FTAT, HOLD = K_FHOLD,
     LIMIT = K_FLIMIT }
@@ -837,7 +893,7 @@ local function fair_file_one(id, key, at, now)
   if key ~= '' then
     fair_helpers()
     return F.file({ id }, { key }, { at }, now)
-  elseif redis.call('EXISTS', K_FKEY) == 1 then
+  elseif fair_on() then
     fair_helpers()
     return F.file_unkeyed({ id }, { at }, now)
   end

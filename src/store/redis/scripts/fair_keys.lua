@@ -42,12 +42,17 @@ end
 local rows = {}
 for _, name in ipairs(names) do
   local queued = redis.call('ZCARD', F_KEYS.Q .. name)
-  -- The key's text, from the first of its queued jobs still keyed.
+  -- The key's text, from the record of the first of its queued jobs still live ('' for the jobs
+  -- without a key, filed under the key '').
   local key = nil
-  for _, id in ipairs(redis.call('ZRANGE', F_KEYS.Q .. name, 0, 3)) do
-    key = redis.call('HGET', K_FKEY, id)
-    if key then
-      break
+  if name == key_name('') then
+    key = ''
+  else
+    for _, id in ipairs(redis.call('ZRANGE', F_KEYS.Q .. name, 0, 3)) do
+      key = record_key(redis.call('HGET', K_JOBS, id))
+      if key then
+        break
+      end
     end
   end
   if key then

@@ -30,15 +30,17 @@ local function waiting_key(info)
   return key or ''
 end
 
--- The keys for fairness of live jobs `ids` as operators see them ('' for none): `fkey`'s, else, for
--- a job that waits for jobs, its entry's in `waiting` (`k_waiting`, when the script has that key).
+-- The keys for fairness of live jobs `ids` as operators see them ('' for none): their records'
+-- (fair.lua's record_key), else, for a job that waits for jobs, its entry's in `waiting`
+-- (`k_waiting`, when the script has that key).
 local function listed_keys(ids, k_waiting)
   if #ids == 0 then
     return {}
   end
-  local keys = fetch_many('HMGET', K_FKEY, ids)
-  local parked = {}
+  local recs = fetch_many('HMGET', K_JOBS, ids)
+  local keys, parked = {}, {}
   for i = 1, #ids do
+    keys[i] = record_key(recs[i])
     if not keys[i] then
       keys[i] = ''
       parked[#parked + 1] = i

@@ -47,7 +47,8 @@ local processed, retried, n_cancelled = 0, 0, 0
 local n_gone, n_ended = 0, 0
 local first_retry = nil
 local hold_until = nil
--- Holds asked by handlers (ids, until when): the job's key's when it has one (fair.lua), else the topic's.
+-- Holds asked by handlers (ids, until when): the job's key's when it has one (fair.lua), else the
+-- topic's.
 local hold_ids, hold_untils = {}, {}
 -- `full`, `prio`, `keep`, `waits`, `progress`, `follow` and `fair` in stats (read once the batch's
 -- leases are gone).
@@ -112,15 +113,39 @@ if n_gone > 0 then
     publish_hint(channel, topic, now)
   end
 end
+-- In a topic with keyed jobs, the keys of the jobs held, retried or dead (id -> key, false for none):
+-- their stored records' (fair.lua's record_key), read before those are replaced or deleted. A retry's
+-- record from the worker carries the key it was claimed with; one that does not gets it (a store's
+-- own caller may send any record).
+local keys_of = nil
+if flags[7] and (#hold_ids > 0 or #retry_jobs > 0 or #dead_ids > 0) then
+  local some = { unpack(hold_ids) }
+  for i = 1, #retry_jobs, 2 do
+    some[#some + 1] = retry_jobs[i]
+  end
+  for _, id in ipairs(dead_ids) do
+    some[#some + 1] = id
+  end
+  local recs = fetch_many('HMGET', K_JOBS, some)
+  keys_of = {}
+  for i, id in ipairs(some) do
+    keys_of[id] = record_key(recs[i]) or false
+  end
+  for i = 2, #retry_jobs, 2 do
+    local key = keys_of[retry_jobs[i - 1]]
+    if key then
+      retry_jobs[i] = with_record_key(retry_jobs[i], key)
+    end
+  end
+end
 if #hold_ids > 0 then
-  local keys = {}
-  if flags[7] then
+  if keys_of then
     fair_helpers()
-    keys = fetch_many('HMGET', K_FKEY, hold_ids)
   end
   for i = 1, #hold_ids do
-    if keys[i] and keys[i] ~= '' then
-      F.hold(keys[i], hold_untils[i])
+    local key = keys_of and keys_of[hold_ids[i]]
+    if key then
+      F.hold(key, hold_untils[i])
     elseif hold_until == nil or hold_untils[i] > hold_until then
       hold_until = hold_untils[i]
     end
@@ -169,14 +194,17 @@ if (#retry_due > 0 or n_ended > 0) and flags[2] then
     call_many('HDEL', K_PRIO, ended, 1)
   end
 end
--- Keyed jobs keep their keys through a retry; jobs that end forget them (fair.lua), and those that die
--- keep them with their deaths.
+-- Keyed jobs keep their keys through a retry (in the records the worker sent back: fair.lua), and
+-- those that die keep them with their deaths.
 -- A key made ready (a parked key's lease ended, or a retry is due now) wakes the claimers, once.
 local dead_keys = nil
 if n_gone > 0 and flags[7] then
   fair_helpers()
   if #dead_ids > 0 then
-    dead_keys = fetch_many('HMGET', K_FKEY, dead_ids)
+    dead_keys = {}
+    for i, id in ipairs(dead_ids) do
+      dead_keys[i] = keys_of[id]
+    end
   end
   -- The lease values of the jobs in `gone`, in its order (whether each counted under its key): made
   -- only when some key counts its running jobs.
@@ -190,16 +218,16 @@ if n_gone > 0 and flags[7] then
     end
     return gone_leases
   end, now)
-  local r_ids, r_dues = {}, {}
+  local r_ids, r_dues, r_keys = {}, {}, {}
   for i = 1, #retry_due, 2 do
     r_dues[#r_dues + 1] = retry_due[i]
     r_ids[#r_ids + 1] = retry_due[i + 1]
+    r_keys[#r_keys + 1] = keys_of[retry_due[i + 1]]
   end
-  readied = F.refile(r_ids, r_dues, now) or readied
+  readied = F.refile(r_ids, r_dues, now, r_keys) or readied
   if readied and not flags[1] then
     publish_hint(channel, topic, now)
   end
-  F.forget(ended)
 end
 if #dead_ids > 0 then
   P().kill_many(dead_ids, dead_recs, dead_reasons, now, dead_keys)

@@ -9,10 +9,9 @@
 -- key_held_until), its own limits (key_own_label, '' when none) and the limits per key of the last
 -- claim (`kflow`, '' when none).
 local id = ARGV[1]
--- A live job's key and its key's state (see above); `fkey` holds '' for a job filed under the key ''
--- (none).
+-- A live job's key (its record's: fair.lua's record_key) and its key's state (see above).
 local function key_facts(id)
-  local key = redis.call('HGET', K_FKEY, id) or ''
+  local key = record_key(redis.call('HGET', K_JOBS, id)) or ''
   if key == '' then
     return { '', 0, 0, 0, '', '' }
   end

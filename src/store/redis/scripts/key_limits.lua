@@ -4,10 +4,10 @@
 -- <burst> <label>" (the claim's arguments for limits per key, and their label).
 -- `flim` in stats is set while `flimit` holds a key: the claim reads it with the stats it reads
 -- anyway. Limits with a max running count every running job of the key in `frun` from now on, and
--- their leases no longer say they are uncounted (fair.lua's F.uncounted): each end frees the slot its
--- job now takes, so a key running more than its new max starts nothing until it is under it. A
--- key parked at its max running (in neither `fready` nor `fwait`, with jobs queued) is made ready, and
--- the claimers hinted, so that its new limits apply at the next claim.
+-- their leases name the key (fair.lua's F.counted_name): each end frees the slot its job now takes,
+-- so a key running more than its new max starts nothing until it is under it. A key parked at its
+-- max running (in neither `fready` nor `fwait`, with jobs queued) is made ready, and the claimers
+-- hinted, so that its new limits apply at the next claim.
 -- Returns: for 'list', key, label pairs; else 1.
 fair_helpers()
 local op, channel, topic = ARGV[1], ARGV[2], ARGV[3]
@@ -33,15 +33,17 @@ if op == 'set' then
     local active, running = redis.call('ZRANGE', K_ACTIVE, 0, -1), 0
     for i = 1, #active, 1000 do
       local ids = { unpack(active, i, math.min(i + 999, #active)) }
-      local keys = fetch_many('HMGET', K_FKEY, ids)
+      local recs = fetch_many('HMGET', K_JOBS, ids)
       local leases = fetch_many('HMGET', K_LEASES, ids)
       local recounted = {}
       for j = 1, #ids do
-        if keys[j] == key and ids[j] ~= HASHED then
+        if ids[j] ~= HASHED and leases[j] and record_key(recs[j]) == key then
           running = running + 1
-          if F.uncounted(leases[j]) then
+          if F.counted_name(leases[j]) ~= name then
+            -- Its lease names the key from now on, so that its end frees the slot it takes.
+            local v = F.uncounted(leases[j]) and string.sub(leases[j], 1, -2) or leases[j] .. ':'
             recounted[#recounted + 1] = ids[j]
-            recounted[#recounted + 1] = string.sub(leases[j], 1, -3)
+            recounted[#recounted + 1] = v .. 'c' .. name
           end
         end
       end

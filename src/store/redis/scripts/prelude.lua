@@ -16,9 +16,10 @@ end
 
 -- A lease: "<token>:<due time>:<holder>", the token of the claim that holds it, the job's due time when
 -- it was claimed (a job whose lease expires is due again at that time: it keeps its place in line),
--- and the number of the worker that claimed it (for operators); in a topic with keyed jobs, ":n" after
--- them when the job's key does not count it as running (claimed while its key had no max running:
--- fair.lua's F.uncounted says so, and fair_release leaves it out when it ends).
+-- and the number of the worker that claimed it (for operators); in a topic with keyed jobs, after them
+-- ":c<name>" when the job's key counts it as running (`name`: the key's SHA-1 in hex; fair.lua's
+-- F.counted_name reads it, and fair_release frees that key's slot when it ends), else ":n" (claimed
+-- while its key had no max running, or without a key: F.uncounted).
 local function lease_of(token, due, holder)
   return token .. ':' .. due .. ':' .. holder
 end
