@@ -158,13 +158,19 @@ impl Record {
     }
 
     pub(crate) fn decode(bytes: &[u8]) -> Result<Self, BoxError> {
-        let (mut record, payload) = Self::decode_head(bytes)?;
+        let (mut record, payload) = Self::decode_parts(bytes, true)?;
         record.payload = payload.to_vec();
         Ok(record)
     }
 
-    /// Decodes all but the payload (left empty in the record), which is returned as a slice of `bytes`.
+    /// Decodes all but the payload (left empty in the record), which is returned as a slice of `bytes`,
+    /// and the key (left in `bytes`: a worker does not need it, and [`keep_key`] puts it back into a
+    /// record it encodes from this one).
     pub(crate) fn decode_head(bytes: &[u8]) -> Result<(Self, &[u8]), BoxError> {
+        Self::decode_parts(bytes, false)
+    }
+
+    fn decode_parts(bytes: &[u8], with_key: bool) -> Result<(Self, &[u8]), BoxError> {
         let mut r = Reader { bytes, pos: 0 };
         let first = r.byte()?;
         let flags = match (first, first >> 4) {
@@ -181,9 +187,13 @@ impl Record {
         if flags & !known != 0 {
             return Err(format!("unknown record flags {flags:#x}").into());
         }
-        let key = if flags & HAS_KEY != 0 {
+        let key = if flags & HAS_KEY == 0 {
+            None
+        } else if with_key {
             Some(r.string()?)
         } else {
+            let len = r.len()?;
+            std::str::from_utf8(r.take(len)?)?;
             None
         };
         let attempt = u32::try_from(r.varint()?)?;
@@ -239,22 +249,8 @@ pub(crate) fn put_key(record: &mut Vec<u8>, key: Option<&str>) {
     let Some(&first) = record.first() else {
         return;
     };
-    if first >> 4 != VERSION {
+    let Some((old, rest)) = key_span(record) else {
         return;
-    }
-    let (old, rest) = if first & HAS_KEY != 0 {
-        let mut r = Reader {
-            bytes: record,
-            pos: 1,
-        };
-        let Ok(len) = r.len() else {
-            // Damaged: left for the decoder to refuse.
-            return;
-        };
-        let start = r.pos;
-        (Some(start..start + len), start + len)
-    } else {
-        (None, 1)
     };
     if old.map(|span| &record[span]) == key.map(str::as_bytes) {
         return;
@@ -270,6 +266,35 @@ pub(crate) fn put_key(record: &mut Vec<u8>, key: Option<&str>) {
     }
     out.extend_from_slice(&record[rest..]);
     *record = out;
+}
+
+/// Puts the key of record `original` (if any) into `record`, encoded from a record that
+/// [`Record::decode_head`] decoded from `original` (a retry's or a death's).
+pub(crate) fn keep_key(record: &mut Vec<u8>, original: &[u8]) {
+    if let Some(Some(span)) = key_span(original).map(|(key, _)| key) {
+        if let Ok(key) = std::str::from_utf8(&original[span]) {
+            put_key(record, Some(key));
+        }
+    }
+}
+
+/// Where version 2 record `record` holds its key (`None`: it has none), and where the rest of its
+/// header starts; `None` for bytes that are not a version 2 record, or a damaged key.
+fn key_span(record: &[u8]) -> Option<(Option<std::ops::Range<usize>>, usize)> {
+    let first = *record.first()?;
+    if first >> 4 != VERSION {
+        return None;
+    }
+    if first & HAS_KEY == 0 {
+        return Some((None, 1));
+    }
+    let mut r = Reader {
+        bytes: record,
+        pos: 1,
+    };
+    let len = r.len().ok()?;
+    let start = r.pos;
+    Some((Some(start..start + len), start + len))
 }
 
 fn put(out: &mut Vec<u8>, mut n: u64) {
@@ -405,6 +430,13 @@ mod tests {
         put_key(&mut bytes, None);
         r.key = None;
         assert_eq!(bytes, r.encode());
+        // A record decoded without its key (a worker's) gets it back from the one it came from.
+        put_key(&mut bytes, Some("acme"));
+        let (head, _) = Record::decode_head(&bytes).unwrap();
+        assert_eq!(head.key, None);
+        let mut again = head.encode();
+        keep_key(&mut again, &bytes);
+        assert_eq!(Record::decode(&again).unwrap().key.as_deref(), Some("acme"));
         // Not a version 2 record: left as it is.
         let mut other = b"record of a".to_vec();
         put_key(&mut other, Some("acme"));

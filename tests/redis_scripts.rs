@@ -555,7 +555,7 @@ async fn a_plain_job_pays_no_command_for_features_it_does_not_use() {
     };
     assert_eq!(
         calls_by_command(&server),
-        single_enqueue_and(&[("zadd", 1), ("hexists", 1), ("publish", 1)]),
+        single_enqueue_and(&[("zadd", 1), ("exists", 1), ("publish", 1)]),
         "a single enqueue"
     );
     // The ten are due a millisecond or more after `a` (the claim below reads the due times once per
@@ -575,7 +575,7 @@ async fn a_plain_job_pays_no_command_for_features_it_does_not_use() {
             ("zrange", 1),
             ("hset", 1),
             ("zadd", 1),
-            ("hexists", 1),
+            ("exists", 1),
             ("hincrby", 1),
         ]),
         "a batch enqueue of 10 (not the earliest: no hint)"

@@ -105,6 +105,14 @@ async fn run_one<S: Send + Sync + 'static>(
     topic.send_finish(FinishItem::new(id, token, finish), tally, in_batch);
 }
 
+/// `record` (decoded by [`Record::decode_head`] from `original`) encoded, with `original`'s key for
+/// fairness.
+fn encode_keeping_key(record: &Record, original: &[u8]) -> Vec<u8> {
+    let mut bytes = record.encode();
+    crate::record::keep_key(&mut bytes, original);
+    bytes
+}
+
 /// One claimed job, borrowed from its claim.
 struct Attempt<'a> {
     id: &'a str,
@@ -167,7 +175,7 @@ async fn execute<S: Send + Sync + 'static>(
             record.payload = payload.to_vec();
             record.push_error(AttemptError::new(attempt, system_now_ms(), message.clone()));
             let finish = Finish::Dead {
-                record: record.encode(),
+                record: encode_keeping_key(&record, original),
                 reason: message,
             };
             return (finish, Tally::Failed);
@@ -320,7 +328,7 @@ fn failure(
             tracing::warn!(topic = job.topic, partition = job.partition, job_id = %job.id, error = %message, retry_in = ?delay, "job failed; will retry");
             record.attempt += 1;
             Finish::Retry {
-                record: record.encode(),
+                record: encode_keeping_key(&record, original),
                 delay_ms: millis(delay),
                 counted: true,
             }
@@ -336,7 +344,7 @@ fn failure(
             };
             tracing::error!(topic = job.topic, partition = job.partition, job_id = %job.id, error = %message, "job dead-lettered: {reason}");
             Finish::Dead {
-                record: record.encode(),
+                record: encode_keeping_key(&record, original),
                 reason,
             }
         }
@@ -406,5 +414,28 @@ mod tests {
             failure(&JOB, record(3), &s, JobError::snooze(Duration::from_millis(5)), b"orig"),
             Finish::Retry { delay_ms: 5, counted: false, record } if record == b"orig"
         ));
+    }
+
+    #[test]
+    fn a_keyed_jobs_retry_and_death_keep_its_key() {
+        let s = RetrySchedule::from_millis(&[0, 0, 10]).unwrap();
+        let mut claimed = record(1);
+        claimed.key = Some("acme".into());
+        let original = claimed.encode();
+        // As the worker decodes it: without the key, which stays in the bytes.
+        let (head, _) = Record::decode_head(&original).unwrap();
+        assert_eq!(head.key, None);
+        for attempt in [1, 3] {
+            let mut r = head.clone();
+            r.attempt = attempt;
+            let record = match (attempt, failure(&JOB, r, &s, JobError::msg("x"), &original)) {
+                (1, Finish::Retry { record, .. }) | (3, Finish::Dead { record, .. }) => record,
+                (_, other) => panic!("attempt {attempt}: {other:?}"),
+            };
+            assert_eq!(
+                Record::decode(&record).unwrap().key.as_deref(),
+                Some("acme")
+            );
+        }
     }
 }

@@ -50,6 +50,8 @@
 //!                                             <parent ref>" -> "<s|c|d><reason>": an end that came
 //!                                             before its job was parked
 //! postpone:{<ns>:<topic>}:preheard      zset  those early ends -> when they came (ms), to drop late
+//! postpone:{<ns>:<topic>}:fair          string "1" while the topic has keyed jobs (`fair` in stats;
+//!                                             an enqueue without a key checks it: fair.lua)
 //! postpone:{<ns>:<topic>}:fq:<SHA-1>   zset  id -> due time: one key's queue (entries checked against
 //!                                             `due`; gone with its last entry). A job's key is in its
 //!                                             record (record.rs, flag 8); jobs without one are filed

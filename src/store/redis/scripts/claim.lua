@@ -315,6 +315,7 @@ elseif max > 0 and next_due and next_due <= now then
       -- topic claims as a plain one again (a keyed job still running, if it comes back to `due`, is
       -- filed again and sets `fair`; see fair.lua's file).
       redis.call('HDEL', K_STATS, 'fair', 'vt', 'flegacy', 'kflow')
+      redis.call('DEL', F_KEYS.FAIR)
       has_fair = false
     end
   end

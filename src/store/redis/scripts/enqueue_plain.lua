@@ -11,7 +11,7 @@
 -- not by an argument of their own: a plain batch pays nothing for them.)
 -- Returns, when every job was created with one due time: that due time alone. Else two integers per
 -- job: outcome (1 created, 3 exists, 4 running) and due time (ms).
--- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (none_due_by), HSET, ZADD, HEXISTS (`fair` in stats: fair.lua),
+-- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (none_due_by), HSET, ZADD, EXISTS (the marker `fair`: fair.lua),
 -- HINCRBY (history), and PUBLISH when earlier; jobs with keys add what fair.lua's `file` calls.
 local channel, topic, kind, shared = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local keyed = false

@@ -3,7 +3,7 @@
 -- due jobs of different keys are claimed round-robin between keys. What it costs a topic with no keyed
 -- job: one closure per call by EVALSHA, none by FCALL (the helpers are made by `fair_helpers()`, which
 -- a script calls only when a job has a key or `fair` is set in stats), one more field read in the
--- HMGETs of stats that the claim and the finish make anyway, and an HEXISTS of `fair` in stats per
+-- HMGETs of stats that the claim and the finish make anyway, and an EXISTS of the marker `fair` per
 -- enqueue call (a topic with keyed jobs files the jobs without a key under the key '': they take their
 -- turn as one key, under no limit per key).
 --
@@ -29,11 +29,12 @@
 --   flimit  hash  key's SHA-1 -> the key's own limits, set by operators (key_limits.lua), in place of
 --                 the claim's limits per key: "<max running> <interval ms> <burst> <label> <key>"; kept
 --                 until cleared, whatever the key's jobs (configuration, not state)
--- Stats: `fair` (set by the first keyed job filed while it is unset; the claim clears it, and deletes
--- the sets above, once no key is ready, waiting, running, rate-limited or held: a keyed job still
--- running then is filed again, and sets it again, if it comes back to `due`), `vt` (the tag of the key served last: a key that gets a due job joins at it),
--- `flegacy` (while jobs enqueued before the topic's first keyed job may be due with no key entry: the
--- last due time they may have), `kflow` (the limits per key of the last claim, for operators: written
+-- Stats: `fair` (set, with the marker key `fair` beside it, by the first keyed job filed while it is
+-- unset; a claim clears both once no key is ready, waiting, running, rate-limited or held: a keyed
+-- job still running then comes back unfiled, and is taken as one from before the first key once
+-- another keyed job sets them again), `vt` (the tag of the key served last: a key that gets a due job
+-- joins at it), `flegacy` (while jobs filed under no key may be due: jobs enqueued before the topic's
+-- first keyed job, or back while `fair` was unset; the last due time they may have), `kflow` (the limits per key of the last claim, for operators: written
 -- by claim.lua), `flim` (set while `flimit` holds a key: the claim reads it with the stats it reads
 -- anyway, so a topic where no key has limits of its own pays no call for them).
 -- A key with no job has nothing here (its queue is gone with its last entry) once its TAT has passed.
@@ -79,10 +80,14 @@ local function with_record_key(rec, key)
   return string.char(b) .. len .. key .. string.sub(rec, rest)
 end
 
--- Whether stats (of `due`'s topic) say the topic has keyed jobs: then jobs without a key are filed
--- under the key ''.
+-- The topic's marker of keyed jobs (a string key, there while `fair` is set in stats: an enqueue
+-- without a key looks for it with an EXISTS, which a topic without keyed jobs answers from the key
+-- space alone, cheaper than reading a field of stats).
+local K_FAIR = string.sub(K_DUE, 1, #K_DUE - 3) .. 'fair'
+
+-- Whether the topic has keyed jobs: then jobs without a key are filed under the key ''.
 local function fair_on()
-  return redis.call('HEXISTS', string.sub(K_DUE, 1, #K_DUE - 3) .. 'stats', 'fair') == 1
+  return redis.call('EXISTS', K_FAIR) == 1
 end
 -- The helpers, and the names of the keys above, as fields (`F.file`, `F_KEYS.READY`...): made by
 -- fair_helpers(), at most once per call. Two small tables, not a local each: every variable a closure
@@ -234,6 +239,7 @@ local function fair_helpers()
     local readied = place(first_at, now, stats)
     if #ids > 0 then
       if not stats[2] then
+        redis.call('SET', K_FAIR, '1')
         if redis.call('HSET', K_FSTATS, 'fair', '1') == 1
           and redis.call('ZCOUNT', K_DUE, '-inf', MAX_MS) > #ids then
           -- The topic's first keyed jobs, beside older ones: those, due by now's last due time, are
@@ -883,7 +889,7 @@ local function fair_helpers()
     hold = fair_hold, next_due = fair_next_due, uncounted = uncounted, counted_name = counted_name,
   }
   F_KEYS = { Q = K_FQ, READY = K_FREADY, WAIT = K_FWAIT, RUN = K_FRUN, TAT = K_FTAT, HOLD = K_FHOLD,
-    LIMIT = K_FLIMIT }
+    LIMIT = K_FLIMIT, FAIR = K_FAIR }
 end
 
 -- Files one job just put in `due` at `at` under its key (`key`; '' for none: then under the key '' when
