@@ -312,8 +312,8 @@ elseif max > 0 and next_due and next_due <= now then
     end
     if idle then
       -- No key has a job filed, a job it counts as running, a rate that holds it back or a hold: the
-      -- topic claims as a plain one again (a keyed job still running, if it comes back to `due`, is
-      -- filed again and sets `fair`; see fair.lua's file).
+      -- topic claims as a plain one again (a keyed job still running comes back to `due` unfiled if
+      -- it does; once another keyed job sets `fair` again, fair_unkeyed takes it: see fair.lua).
       redis.call('HDEL', K_STATS, 'fair', 'vt', 'flegacy', 'kflow')
       redis.call('DEL', F_KEYS.FAIR)
       has_fair = false
