@@ -7,7 +7,7 @@
 //! postpone:{<ns>:<topic>}:history       hash  "<minute % 1500><e|p|r|f|d>" -> minute * 10^8 + count
 //!                                             (25 h of per-minute counts: enqueued, processed,
 //!                                             retried, failed, dead)
-//! postpone:{<ns>:<topic>}:leases        hash  id -> lease "<token>:<due time>:<holder>[:n]" (active jobs)
+//! postpone:{<ns>:<topic>}:leases        hash  id -> lease "<token>:<due time>:<holder>[:n|:c<k>]" (active jobs)
 //! postpone:{<ns>:<topic>}:stalls        hash  id -> expired leases so far
 //! postpone:{<ns>:<topic>}:cancels       set   ids cancelled while active
 //! postpone:{<ns>:<topic>}:dead          zset  death -> died at (ms): the listed dead letters
@@ -91,8 +91,9 @@
 //! A death is `<id>\n<sequence, 15 digits>`: each death of a job is a dead letter of its own. Its record
 //! and reason stay while it is listed or its hook pending. A lease (in `leases`) is
 //! `<token>:<due time>:<holder>`: the claim's random token, the due time the job keeps if the lease
-//! expires, and the number of the worker that claimed it; in a topic with keyed jobs, `:n` after them
-//! when the job's key does not count it as running (its end leaves `frun` alone: see `fair.lua`).
+//! expires, and the number of the worker that claimed it; in a topic with keyed jobs, after them
+//! `:c<k>` (`<k>`: the key's SHA-1) when the job's key counts it as running (its end frees that key's slot in
+//! `frun`), else `:n` (see `fair.lua`).
 //!
 //! A partition of a partitioned topic is a topic of its own here, named `<topic>#<p>`
 //! (`postpone:{<ns>:<topic>#<p>}:due`, ...), so each partition has its own hash tag and slot; partition
