@@ -246,12 +246,10 @@ impl Record {
 /// record are left as they are: the store keeps records opaque, and such a job's key is then the one
 /// its enqueue gave (a retry or an expired lease files it under no key).
 pub(crate) fn put_key(record: &mut Vec<u8>, key: Option<&str>) {
-    let Some(&first) = record.first() else {
-        return;
-    };
     let Some((old, rest)) = key_span(record) else {
         return;
     };
+    let first = record[0];
     if old.map(|span| &record[span]) == key.map(str::as_bytes) {
         return;
     }

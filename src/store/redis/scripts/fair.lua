@@ -40,39 +40,41 @@
 -- A key with no job has nothing here (its queue is gone with its last entry) once its TAT has passed.
 -- A key at its max running is in neither `fready` nor `fwait`: the end of one of its leases files it
 -- again (fair_release).
--- The key for fairness in job record `rec` (record.rs: flag 8 of a version 2 record's first byte,
--- then the key's length, one or two bytes for the 1 to 128 of a key, and its bytes), or nil (no
--- record, or no key). Reads the two or three bytes it needs, makes one string: the key.
-local function record_key(rec)
-  if not rec then
+-- Where version 2 job record `rec` (record.rs: flag 8 of the first byte, then the key's length, one or
+-- two bytes for the 1 to 128 of a key, and its bytes) holds its key for fairness: its first byte, the
+-- key's first and last positions (nil when it has no key), and where the rest of the record starts;
+-- nil for no record, another version, or a cut length. Reads the two or three bytes it needs.
+local function key_bounds(rec)
+  local b = rec and string.byte(rec, 1)
+  if not b or b < 32 or b >= 48 then
     return nil
-  end
-  local b = string.byte(rec, 1)
-  if not b or b < 32 or b >= 48 or b % 16 < 8 then
-    return nil
+  elseif b % 16 < 8 then
+    return b, nil, nil, 2
   end
   local l, h = string.byte(rec, 2, 3)
   if not l or (l >= 128 and not h) then
     return nil
   elseif l < 128 then
-    return string.sub(rec, 3, 2 + l)
+    return b, 3, 2 + l, 3 + l
   end
-  return string.sub(rec, 4, 3 + l - 128 + h * 128)
+  local to = 3 + l - 128 + h * 128
+  return b, 4, to, to + 1
+end
+
+-- The key for fairness in job record `rec`, or nil (no record, or no key): one string made, the key.
+local function record_key(rec)
+  local _, from, to = key_bounds(rec)
+  return from and string.sub(rec, from, to) or nil
 end
 
 -- Job record `rec` carrying key `key` (record.rs's put_key): `rec` when it does, or is not a version
 -- 2 record; else a copy with the key put in or replaced. For a retry's record, which the worker sends
 -- back with the key it was claimed with; a store's own caller may send one without.
 local function with_record_key(rec, key)
-  local b = string.byte(rec, 1)
-  if not b or b < 32 or b >= 48 or record_key(rec) == key then
+  local b, from, to, rest = key_bounds(rec)
+  if not b or (from and string.sub(rec, from, to) == key) then
     return rec
-  end
-  local rest = 2
-  if b % 16 >= 8 then
-    local l, h = string.byte(rec, 2, 3)
-    rest = l < 128 and 3 + l or 4 + l - 128 + h * 128
-  else
+  elseif not from then
     b = b + 8
   end
   local n = #key

@@ -119,9 +119,15 @@ end
 -- own caller may send any record).
 local keys_of = nil
 if flags[7] and (#hold_ids > 0 or #retry_jobs > 0 or #dead_ids > 0) then
-  local some = { unpack(hold_ids) }
+  -- A hold is a retry too, unless its job was cancelled: each id once.
+  local some, listed = {}, {}
   for i = 1, #retry_jobs, 2 do
-    some[#some + 1] = retry_jobs[i]
+    some[#some + 1], listed[retry_jobs[i]] = retry_jobs[i], true
+  end
+  for _, id in ipairs(hold_ids) do
+    if not listed[id] then
+      some[#some + 1] = id
+    end
   end
   for _, id in ipairs(dead_ids) do
     some[#some + 1] = id
