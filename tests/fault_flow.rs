@@ -306,8 +306,64 @@ async fn key_limits_hold_per_tenant_across_three_worker_processes() {
     eprintln!("KEY-LIMIT-FIGURES most at once per tenant (limit 2): {figures:?}");
 }
 
+/// The topic of [`Tenant`] jobs.
+const TENANT_TOPIC: &str = "fault.tenant";
+
+/// Compares, in one script (one moment of Redis), each key's running count in the tenants' `frun`
+/// with the leases that count under it (`leases` values ending `:c<key's SHA-1>`: fair.lua's
+/// counted_name). Returns the keys where they differ, as "<key's SHA-1> <frun's count> <leases>".
+const SLOTS_VS_LEASES: &str = r"
+local run = redis.call('HGETALL', KEYS[1])
+local held = {}
+for _, v in ipairs(redis.call('HVALS', KEYS[2])) do
+  if #v > 42 and string.sub(v, -42, -41) == ':c' then
+    local name = string.sub(v, -40)
+    held[name] = (held[name] or 0) + 1
+  end
+end
+local off = {}
+for i = 1, #run, 2 do
+  local n = held[run[i]] or 0
+  if tonumber(run[i + 1]) ~= n then
+    off[#off + 1] = run[i] .. ' ' .. run[i + 1] .. ' ' .. n
+  end
+  held[run[i]] = nil
+end
+for name, n in pairs(held) do
+  off[#off + 1] = name .. ' 0 ' .. n
+end
+return off
+";
+
+/// Asserts that every key's running count (its slots taken, `frun`) is the number of leases that count
+/// under it, now: a slot no lease holds is leaked (its key runs fewer than its max from then on, and
+/// once its slots are all leaked none of its jobs runs again); a lease its key does not count lets the
+/// key run more than its max.
+fn assert_key_slots_are_leases(rig: &Rig) {
+    let key = |s: &str| format!("postpone:{{{}:{TENANT_TOPIC}}}:{s}", rig.ns);
+    let (frun, leases) = (key("frun"), key("leases"));
+    let off = match rig
+        .server
+        .cli(&["EVAL", SLOTS_VS_LEASES, "2", &frun, &leases])
+        .expect("the script comparing frun with the leases")
+    {
+        redis::Value::Array(v) => v
+            .into_iter()
+            .map(|x| redis::FromRedisValue::from_redis_value(x).expect("a string"))
+            .collect::<Vec<String>>(),
+        other => panic!("unexpected reply {other:?}"),
+    };
+    assert!(
+        off.is_empty(),
+        "running counts per key (frun) that are not the leases counted under them \
+         (<key's SHA-1> <frun's count> <counted leases>): {off:?}"
+    );
+}
+
 /// Drains until `jobs` distinct jobs finished, killing a worker (SIGKILL) every 300 ms, round robin,
-/// and starting another in its place at once; returns how many it killed.
+/// and starting another in its place at once; returns how many it killed. Every 50 ms meanwhile, each
+/// key's running count must be the leases counted under it (the sweep of a killed worker's expired
+/// lease frees its key's slot).
 async fn drain_killing_a_worker_every_300_ms(rig: &mut Rig, spec: &Spec, jobs: usize) -> usize {
     let mut last = std::time::Instant::now();
     let mut kills = 0;
@@ -325,6 +381,7 @@ async fn drain_killing_a_worker_every_300_ms(rig: &mut Rig, spec: &Spec, jobs: u
             finished.len() == jobs
         },
         |rig| {
+            assert_key_slots_are_leases(rig);
             if last.elapsed() >= Duration::from_millis(300) {
                 let slot = kills % rig.procs.len();
                 rig.kill9(slot);
@@ -425,9 +482,21 @@ async fn key_limits_sigkilled_workers_lose_no_keyed_job_and_leave_no_key_state()
             "{most} finished runs of {t} at once, the limit is 2"
         );
     }
-    // Every job ends (none lost with a killed worker), and nothing is left for keys.
+    // Every job ends (none lost with a killed worker), and nothing is left for keys: no slot taken
+    // (`frun`), no key queued, ready or waiting.
     tenants_drained(&rig).await;
+    assert_key_slots_are_leases(&rig);
     let left = rig.server.fairness_keys();
     assert!(left.is_empty(), "per-key state left: {left:?}");
-    println!("key_limits_kill: {kills} kills, {} runs", runs.len());
+    // The sweep freed slots: leases of killed workers expired (each a counted one: every keyed job
+    // counts under the max per key), and were swept, not only finished.
+    let stalled = rig.client.topic::<Tenant>().counts().await.unwrap().stalled;
+    assert!(
+        stalled > 0,
+        "no lease of a killed worker expired: the sweep's release of a key's slot was not tested"
+    );
+    println!(
+        "key_limits_kill: {kills} kills, {} runs, {stalled} leases swept",
+        runs.len()
+    );
 }
