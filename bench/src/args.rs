@@ -127,6 +127,10 @@ pub(crate) struct Args {
     /// `fairness`: the keys the flood's jobs are spread over, round-robin (default 1: one tenant's
     /// flood); many keys measure the claim's cost per job as the number of ready keys grows.
     pub(crate) flood_keys: u64,
+    /// `fairness`: ms between two jobs of a quiet producer (default 10). A slower pace keeps the
+    /// quiet keys as idle between their jobs under a profiler, where Redis runs some 50 times slower,
+    /// as they are at full speed.
+    pub(crate) quiet_every_ms: u64,
     /// The worker process records metrics and runs a `tracing` subscriber (the `observe` feature).
     pub(crate) observe: bool,
     /// Delete whatever the Redis holds before the run (without it, a Redis holding keys is refused).
@@ -139,7 +143,7 @@ pub(crate) const DEFAULT_DATABASE: &str = "postgres://postgres@127.0.0.1:5432/te
 pub(crate) const USAGE: &str = "\
 usage: postpone-bench <workload> [--jobs N] [--concurrency C] [--redis URL] [--flush]
                       [--backlog N] [--topics N] [--secs S] [--rate R] [--observe] [--database URL]
-                      [--keep] [--no-keys] [--quiet-keys N]
+                      [--keep] [--no-keys] [--quiet-keys N] [--quiet-every MS]
 
 workloads (see BENCHMARKS.md):
   enqueue             one task enqueues jobs one at a time, each awaited
@@ -202,6 +206,8 @@ options:
   --priorities     drain, drain-io, backlog: half the jobs enqueued with a priority (1 or 2)
   --no-keys        fairness: the jobs without keys, on a topic of their own (bench.fair_plain)
   --quiet-keys N   fairness: quiet keys beside the flood (default 50; 0: the flood alone)
+  --quiet-every MS fairness: ms between two jobs of a quiet key (default 10; slower under a
+                   profiler keeps the quiet keys idle between their jobs, as at full speed)
   --flood-keys K   fairness: the flood's jobs spread over K keys, round-robin (default 1); with many
                    keys, what a claim costs per job as the number of ready keys grows
   --keep           drain: jobs of a type that keeps every finished job with its result (keep 1h,
@@ -239,6 +245,7 @@ impl Args {
             no_keys: false,
             quiet_keys: 50,
             flood_keys: 1,
+            quiet_every_ms: 10,
         };
         let mut quiet_given = false;
         let mut backlog_given = false;
@@ -279,6 +286,10 @@ impl Args {
                     out.flood_keys = number(flag, value()?)?;
                     quiet_given = true;
                 }
+                "--quiet-every" => {
+                    out.quiet_every_ms = number(flag, value()?)?;
+                    quiet_given = true;
+                }
                 other => return Err(format!("unknown option {other:?}")),
             }
         }
@@ -301,10 +312,15 @@ impl Args {
             return Err("--no-keys applies to fairness only".into());
         }
         if quiet_given && workload != Workload::Fairness {
-            return Err("--quiet-keys and --flood-keys apply to fairness only".into());
+            return Err(
+                "--quiet-keys, --quiet-every and --flood-keys apply to fairness only".into(),
+            );
         }
         if workload == Workload::Fairness && (out.flood_keys == 0 || out.flood_keys > out.jobs) {
             return Err("--flood-keys must be 1 to --jobs".into());
+        }
+        if out.quiet_every_ms == 0 {
+            return Err("--quiet-every must be at least 1 (ms)".into());
         }
         if out.jobs == 0 && workload != Workload::Idle {
             return Err("--jobs must be at least 1".into());
@@ -417,6 +433,12 @@ mod tests {
         assert_eq!(a.flood_keys, 100_000);
         assert!(parse("fairness --jobs 10 --flood-keys 11").is_err());
         assert!(parse("fairness --flood-keys 0").is_err());
+        assert_eq!(
+            parse("fairness --quiet-every 500").unwrap().quiet_every_ms,
+            500
+        );
+        assert!(parse("fairness --quiet-every 0").is_err());
+        assert!(parse("drain --quiet-every 5").is_err());
         assert!(parse("drain --flood-keys 2").is_err());
         assert!(parse("drain --quiet-keys 0").is_err());
         let a = parse("batch").unwrap();

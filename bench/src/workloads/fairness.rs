@@ -1,9 +1,9 @@
 //! `fairness`: one tenant's flood beside quiet tenants, on one topic, as BullMQ's side runs it: `--jobs`
 //! (default 100,000) jobs of the key `flood` already due, then a worker process at `--concurrency` (as
 //! `drain`'s: the harness's process hosts the producers, as a web backend's would) and `--quiet-keys`
-//! (default 50) quiet producers, each enqueueing one job of its own key every 10 ms, until the flood is
-//! drained (with `--quiet-keys 0`, the flood alone; with `--flood-keys K`, the flood's jobs spread over
-//! K keys round-robin). The figures: each quiet job's start lag (its handler's start minus its enqueue,
+//! (default 50) quiet producers, each enqueueing one job of its own key every 10 ms (`--quiet-every`),
+//! until the flood is drained (with `--quiet-keys 0`, the flood alone; with `--flood-keys K`, the
+//! flood's jobs spread over K keys round-robin). The figures: each quiet job's start lag (its handler's start minus its enqueue,
 //! on the system's wall clock, which both processes read) p50 / p99 / max, and the flood's jobs/s (from
 //! just before the worker connected to the start of the flood's last job).
 //!
@@ -28,8 +28,6 @@ use crate::probe::Probe;
 use crate::report::{own_cpu_s, percentile, round, Report};
 use crate::BoxResult;
 
-/// How often each quiet producer enqueues.
-const QUIET_EVERY: Duration = Duration::from_millis(10);
 /// How long the flood may take.
 const TIMEOUT: Duration = Duration::from_secs(300);
 /// How long the quiet jobs enqueued last may take to run once the flood is drained.
@@ -186,11 +184,12 @@ async fn run_with<J: TenantJob>(args: &Args, probe: &mut Probe) -> BoxResult<Rep
 
     let producing = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let mut producers = tokio::task::JoinSet::new();
+    let every = Duration::from_millis(args.quiet_every_ms);
     for k in 0..args.quiet_keys {
         let (client, producing) = (client.clone(), producing.clone());
         producers.spawn(async move {
             let mut sent = 0u64;
-            let mut tick = tokio::time::interval(QUIET_EVERY);
+            let mut tick = tokio::time::interval(every);
             while producing.load(std::sync::atomic::Ordering::Relaxed) {
                 tick.tick().await;
                 client
