@@ -277,6 +277,14 @@ async fn unique_and_debounce_keys_live_in_the_topic_slot_and_go_once_they_no_lon
     assert!(left.is_empty(), "per-key state left: {left:?}");
 }
 
+/// `text`'s SHA-1 in hex, as the scripts name a key's state by it (Redis's own `redis.sha1hex`).
+fn sha1_hex(server: &RedisServer, text: &str) -> String {
+    let v = server
+        .cli(&["EVAL", "return redis.sha1hex(ARGV[1])", "0", text])
+        .unwrap();
+    redis::FromRedisValue::from_redis_value(v).unwrap()
+}
+
 #[tokio::test]
 async fn fair_keys_live_in_the_topic_slot_and_go_once_their_jobs_end() {
     let server = RedisServer::start();
@@ -293,12 +301,28 @@ async fn fair_keys_live_in_the_topic_slot_and_go_once_their_jobs_end() {
         let key = format!("{prefix}{set}");
         assert!(keys.contains(&key), "{key} missing: {keys:?}");
     }
-    // One queue per key with jobs, named by the key's SHA-1.
-    let queues = keys
+    // A queue for the key with more than one job, named by the key's SHA-1; the keys with one job
+    // have it in `fone` (key's SHA-1 -> id).
+    let queues: Vec<_> = keys
         .iter()
         .filter(|k| k.starts_with(&format!("{prefix}fq:")))
-        .count();
-    assert_eq!(queues, 3, "{keys:?}");
+        .collect();
+    assert_eq!(
+        queues,
+        [&format!("{prefix}fq:{}", sha1_hex(&server, "big"))],
+        "{keys:?}"
+    );
+    let mut ones: Vec<(String, String)> = redis::FromRedisValue::from_redis_value(
+        server.cli(&["HGETALL", &format!("{prefix}fone")]).unwrap(),
+    )
+    .unwrap();
+    ones.sort_unstable();
+    let mut want = vec![
+        (sha1_hex(&server, "small"), "small:0".to_owned()),
+        (sha1_hex(&server, "later"), "later:0".to_owned()),
+    ];
+    want.sort_unstable();
+    assert_eq!(ones, want);
     // Round-robin: the first claim of two takes one job of each due key.
     let first = s.claim(T, claim(2)).await.unwrap();
     let mut ids: Vec<_> = first.jobs.iter().map(|j| j.id.as_str()).collect();

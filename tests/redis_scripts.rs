@@ -320,7 +320,8 @@ redis.register_function('billing_total', function() return 1 end)";
 // keys): the plain enqueue's calls, and its key's placement (fair.lua): the stats fields `vt` and `fair`
 // in one HMGET, its place read in `fready` and `fwait`, one EXISTS of both `frun` and `fhold` (neither
 // exists without limits per key), whether any key was ready (ZCARD: the hint), then the key made ready
-// and its queue entry (the job's key is in its record). `fair` is not written again.
+// and its queue entry: the key's one job, in `fone` (an HSET; a zset of its own only once the key has
+// more than one). The job's key is in its record; `fair` is not written again.
 #[tokio::test]
 async fn a_keyed_single_enqueue_makes_twelve_calls() {
     let server = RedisServer::start();
@@ -332,7 +333,8 @@ async fn a_keyed_single_enqueue_makes_twelve_calls() {
     assert_eq!(
         calls_by_command(&server),
         single_enqueue_and(&[
-            ("zadd", 3),
+            ("zadd", 2),
+            ("hset", 1),
             ("hmget", 1),
             ("zmscore", 2),
             ("exists", 1),
@@ -682,4 +684,62 @@ async fn a_claim_of_a_key_alone_makes_these_calls() {
             ("zpopmin", 1),
         ]),
     );
+}
+
+// A claim of five keys with one job each (fairness's quiet keys): each key's one job is in `fone`
+// (which one EXISTS finds there), read for all five in one HMGET and deleted in one HDEL; no key has a
+// queue of its own to read (ZRANGE) or delete. The jobs are taken one turn each, their due times read
+// in one ZMSCORE and the jobs removed from `due` in one ZREM.
+#[tokio::test]
+async fn a_claim_of_keys_with_one_job_each_reads_them_in_one_call() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    // A claim before (the scripts loaded), of a job without a key before the topic had keys.
+    s.enqueue(T, vec![job("plain", Due::In(0))]).await.unwrap();
+    let plain = s.claim(T, claim(1)).await.unwrap();
+    assert_eq!(plain.jobs.len(), 1);
+    for k in 0..5 {
+        let id = format!("q{k}");
+        let keyed = job(&id, Due::In(0)).with_key(Some(format!("quiet{k}")));
+        s.enqueue(T, vec![keyed]).await.unwrap();
+    }
+    let queues = server
+        .keys()
+        .into_iter()
+        .filter(|k| k.contains(":fq:"))
+        .count();
+    assert_eq!(queues, 0, "a key with one job has no queue of its own");
+    server.cli(&["CONFIG", "RESETSTAT"]).unwrap();
+    let got = s
+        .claim(T, ClaimRequest::new(5, 60_000, 100, 1))
+        .await
+        .unwrap();
+    let mut ids: Vec<_> = got.jobs.iter().map(|j| j.id.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["q0", "q1", "q2", "q3", "q4"]);
+    // 27 calls whatever the number of keys (30 for five keys with a queue each: a ZRANGE per key, and
+    // a DEL of the queues emptied).
+    assert_eq!(
+        calls_by_command(&server),
+        counted(&[
+            ("fcall", 1),
+            ("time", 1),
+            ("hmget", 3),
+            ("zrange", 7),
+            ("zremrangebyrank", 1),
+            ("zcard", 1),
+            ("zscore", 1),
+            ("zmscore", 1),
+            ("zpopmin", 1),
+            ("zrem", 1),
+            ("hdel", 1),
+            ("zadd", 2),
+            ("hset", 3),
+            ("hsetnx", 1),
+            ("exists", 3),
+            ("get", 1),
+            ("set", 1),
+        ]),
+    );
+    assert_eq!(server.fairness_keys(), Vec::<String>::new());
 }

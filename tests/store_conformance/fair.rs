@@ -242,6 +242,81 @@ pub(crate) async fn fair_key_takes_its_own_jobs_in_due_order(store: Arc<dyn Stor
     }
 }
 
+/// A key's jobs enqueued one at a time and in twos, the first of a key alone (the Redis store keeps a
+/// key's one job without a queue of its own, and gives it one when a second comes), one cancelled
+/// alone and one cancelled beside another: each key's jobs are claimed in due order, each once.
+pub(crate) async fn fair_a_keys_jobs_enqueued_one_at_a_time_keep_due_order_and_cancels(
+    store: Arc<dyn Store>,
+) {
+    let (s, t) = (&*store, &topic("fair_one_by_one"));
+    let base = now(s).await + 200;
+    let mut due = BTreeMap::new();
+    // "a": its later job first, alone; then its earlier one. "c": one job, cancelled. "d": one job,
+    // then two at once. "e": two jobs one at a time, the first cancelled.
+    for (id, key, at) in [
+        ("a-2", "a", 30),
+        ("b-1", "b", 10),
+        ("a-1", "a", 0),
+        ("c-1", "c", 20),
+        ("d-1", "d", 5),
+        ("e-1", "e", 1),
+        ("e-2", "e", 2),
+    ] {
+        due.insert(
+            id,
+            enqueue_one(s, t, keyed(id, key, Due::At(base + at))).await,
+        );
+    }
+    let out = s
+        .enqueue(
+            t,
+            vec![
+                keyed("d-3", "d", Due::At(base + 25)),
+                keyed("d-2", "d", Due::At(base + 15)),
+            ],
+        )
+        .await
+        .unwrap();
+    for (id, outcome) in ["d-3", "d-2"].into_iter().zip(out) {
+        match outcome {
+            EnqueueOutcome::Created { due_at_ms } => due.insert(id, due_at_ms),
+            other => panic!("enqueue of {id:?} gave {other:?}"),
+        };
+    }
+    for id in ["c-1", "e-1"] {
+        assert_eq!(s.cancel(t, id).await.unwrap(), CancelOutcome::Removed);
+        due.remove(id);
+    }
+    wait_past(s, due.values().copied().max().unwrap()).await;
+
+    let mut order = Vec::new();
+    loop {
+        let batch = claim(s, t, 1, LONG).await;
+        let Some(job) = batch.jobs.first() else {
+            break;
+        };
+        assert_eq!(job.due_at_ms, due[job.id.as_str()], "its own due time");
+        order.push(job.id.clone());
+    }
+    let mut all = order.clone();
+    all.sort_unstable();
+    assert_eq!(
+        all,
+        ["a-1", "a-2", "b-1", "d-1", "d-2", "d-3", "e-2"],
+        "each once"
+    );
+    for key in ["a", "d"] {
+        let got: Vec<&str> = order
+            .iter()
+            .map(String::as_str)
+            .filter(|id| key_of(id) == key)
+            .collect();
+        let mut expected: Vec<&str> = due.keys().copied().filter(|id| key_of(id) == key).collect();
+        expected.sort_by_key(|id| due[id]);
+        assert_eq!(got, expected, "key {key}'s jobs by due time");
+    }
+}
+
 pub(crate) async fn fair_unkeyed_jobs_take_one_turn_as_the_key_of_no_key_and_older_ones_go_in_due_order(
     store: Arc<dyn Store>,
 ) {

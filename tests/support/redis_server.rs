@@ -196,14 +196,14 @@ impl RedisServer {
         keys
     }
 
-    /// The keys that hold per-key state of fairness by key (`fq:<SHA-1>` queues, `fready`,
-    /// `fwait`, `frun`, `ftat`, `fhold`): none once every keyed job ended.
+    /// The keys that hold per-key state of fairness by key (`fq:<SHA-1>` queues, `fone`,
+    /// `fready`, `fwait`, `frun`, `ftat`, `fhold`): none once every keyed job ended.
     pub fn fairness_keys(&self) -> Vec<String> {
         self.keys()
             .into_iter()
             .filter(|k| {
                 k.contains(":fq:")
-                    || ["fready", "fwait", "frun", "ftat", "fhold"]
+                    || ["fone", "fready", "fwait", "frun", "ftat", "fhold"]
                         .iter()
                         .any(|s| k.ends_with(&format!(":{s}")))
             })

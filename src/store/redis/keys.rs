@@ -52,8 +52,11 @@
 //! postpone:{<ns>:<topic>}:preheard      zset  those early ends -> when they came (ms), to drop late
 //! postpone:{<ns>:<topic>}:fair          string "1" while the topic has keyed jobs (`fair` in stats;
 //!                                             an enqueue without a key checks it: fair.lua)
-//! postpone:{<ns>:<topic>}:fq:<SHA-1>   zset  id -> due time: one key's queue (entries checked against
-//!                                             `due`; gone with its last entry). A job's key is in its
+//! postpone:{<ns>:<topic>}:fone          hash  key SHA-1 -> id: the queue of each key with one job (a
+//!                                             key's second job moves it to the key's `fq` zset)
+//! postpone:{<ns>:<topic>}:fq:<SHA-1>   zset  id -> due time: one key's queue, once it has more than one
+//!                                             job (entries checked against `due`; gone with its last
+//!                                             entry). A job's key is in its
 //!                                             record (record.rs, flag 8); jobs without one are filed
 //!                                             under the key '' in a topic with keyed jobs. See
 //!                                             fair.lua, which names these from `due`'s name

@@ -12,8 +12,13 @@
 -- cancel, a reschedule, an expired lease, a retry or a hold: the worker sends the record back). A keyed
 -- job keeps no entry of its own beside its record and its queue entry; its lease names its key when
 -- the key counts it as running (fair_counted).
--- Six keys of the topic and one per key with jobs, named from `due`'s name (the same hash tag, so
--- the same slot):
+-- Seven keys of the topic and one per key with more than one job, named from `due`'s name (the same
+-- hash tag, so the same slot):
+--   fone    hash  key's SHA-1 -> id: the queue of a key with one job (most keys of a topic with many
+--                 tenants: a job of a key that was not live, in neither `fready` nor `fwait`, with no
+--                 job running and no hold, goes here; one HSET for all such keys of an enqueue, one
+--                 HMGET and one HDEL for all of a claim). A key's second job moves it to its zset:
+--                 a key has one or the other, never both. Entries as the zset's (below).
 --   fq:<key's SHA-1, 40 hex>  zset  id -> due time: the key's queue. An entry stands for a job only
 --                 while `due` holds that id: a job claimed another way (by its priority) or ended
 --                 leaves a stale entry, which the claim drops when it meets it. Every move of a keyed
@@ -37,7 +42,8 @@
 -- first keyed job, or back while `fair` was unset; the last due time they may have), `kflow` (the limits per key of the last claim, for operators: written
 -- by claim.lua), `flim` (set while `flimit` holds a key: the claim reads it with the stats it reads
 -- anyway, so a topic where no key has limits of its own pays no call for them).
--- A key with no job has nothing here (its queue is gone with its last entry) once its TAT has passed.
+-- A key with no job has nothing here (its queue, or its entry in `fone`, is gone with its last job)
+-- once its TAT has passed.
 -- A key at its max running is in neither `fready` nor `fwait`: the end of one of its leases files it
 -- again (fair_release).
 -- Where version 2 job record `rec` (record.rs: flag 8 of the first byte, then the key's length, one or
@@ -129,10 +135,36 @@ local function fair_helpers()
   local K_FSTATS = base .. 'stats'
   local K_FRUN, K_FTAT, K_FHOLD = base .. 'frun', base .. 'ftat', base .. 'fhold'
   local K_FLIMIT = base .. 'flimit'
+  local K_FONE = base .. 'fone'
 
-  -- Key `name`'s queue: a zset of its jobs' ids by due time.
+  -- Key `name`'s queue when it has more than one job: a zset of its jobs' ids by due time.
   local function qkey(name)
     return K_FQ .. name
+  end
+
+  -- Whether key `name` has a queue: its one job in `fone`, or its zset.
+  local function has_queue(name)
+    return redis.call('HEXISTS', K_FONE, name) == 1 or redis.call('EXISTS', qkey(name)) == 1
+  end
+
+  -- Key `name`'s first `n` queued ids (entries, stale ones too; none read for an `n` of 0), and how
+  -- many it has.
+  local function queue_head(name, n)
+    local one = redis.call('HGET', K_FONE, name)
+    if one then
+      return { one }, 1
+    end
+    local ids = n > 0 and redis.call('ZRANGE', qkey(name), 0, n - 1) or {}
+    return ids, redis.call('ZCARD', qkey(name))
+  end
+
+  -- Whether job `id` is an entry of key `name`'s queue.
+  local function queues(name, id)
+    local one = redis.call('HGET', K_FONE, name)
+    if one then
+      return one == id
+    end
+    return redis.call('ZSCORE', qkey(name), id) ~= false
   end
 
   -- Files keys after jobs of theirs were filed (`first_at`: name -> the earliest due time among
@@ -142,15 +174,18 @@ local function fair_helpers()
   -- now, or waits until the earlier of its times. Returns true when it made the first key ready (then
   -- claimers, which may sleep while every key is held back, want a hint: the topic's earliest due time
   -- may be an older job of a held key). `stats`: `vt` and `fair` of stats when the caller read them
-  -- (else `vt` is read here, when a key becomes ready).
+  -- (else `vt` is read here, when a key becomes ready). Also returns the keys' names, in the order it
+  -- read them, and whether each was live (by index): ready, waiting, or with a job running or a
+  -- hold (a key that was not has no queue).
   local function place(first_at, now, stats)
     local names, ats = {}, {}
     for name, at in pairs(first_at) do
       names[#names + 1] = name
       ats[#names] = at
     end
+    local live = {}
     if #names == 0 then
-      return false
+      return false, names, live
     end
     local ready = fetch_many('ZMSCORE', K_FREADY, names)
     local waits = fetch_many('ZMSCORE', K_FWAIT, names)
@@ -165,6 +200,7 @@ local function fair_helpers()
     local due_now = false
     for i, name in ipairs(names) do
       local at, waits = ats[i], waits[i] and tonumber(waits[i])
+      live[i] = (ready[i] or waits or runs[i] or holds[i]) and true or false
       if ready[i] or (waits and waits <= at) then
         -- Stays as it is.
       elseif runs[i] or holds[i] then
@@ -206,7 +242,7 @@ local function fair_helpers()
     if #to_wait > 0 then
       call_many('ZADD', K_FWAIT, to_wait, 2, 'LT')
     end
-    return idle
+    return idle, names, live
   end
 
   -- Files jobs (ids, keys, due times) under their keys, and sets `fair` in stats when it is unset.
@@ -238,7 +274,7 @@ local function fair_helpers()
     -- Filed jobs read `vt` (for a key that becomes ready) and `fair` in one call: `fair` is written by
     -- the topic's first keyed jobs only (or the first again once it was cleared).
     local stats = #ids > 0 and redis.call('HMGET', K_FSTATS, 'vt', 'fair') or nil
-    local readied = place(first_at, now, stats)
+    local readied, names, live = place(first_at, now, stats)
     if #ids > 0 then
       if not stats[2] then
         redis.call('SET', K_FAIR, '1')
@@ -253,8 +289,48 @@ local function fair_helpers()
           end
         end
       end
-      for name, queued in pairs(members) do
-        call_many('ZADD', qkey(name), queued, 2)
+      -- A key that was not live has no queue: its one job goes in `fone` (one HSET for all such
+      -- keys), its jobs in its zset when it gets more. A live key's zset gets them, and its job in
+      -- `fone`, if it has one, moves there with them (at its time in `due`; gone from there: stale).
+      local ones, moving = {}, {}
+      for i, name in ipairs(names) do
+        local queued = members[name]
+        if live[i] then
+          moving[#moving + 1] = name
+        elseif #queued == 2 then
+          local m = #ones
+          ones[m + 1], ones[m + 2] = name, queued[2]
+        else
+          call_many('ZADD', qkey(name), queued, 2)
+        end
+      end
+      if #ones > 0 then
+        call_many('HSET', K_FONE, ones, 2)
+      end
+      -- (No HMGET of them when no key has its job in `fone`: many keys, each with its zset.)
+      if #moving > 0 and (#ones > 0 or redis.call('EXISTS', K_FONE) == 1) then
+        local held = fetch_many('HMGET', K_FONE, moving)
+        local moved, movers = {}, {}
+        for i, name in ipairs(moving) do
+          if held[i] then
+            local m = #moved + 1
+            moved[m], movers[m] = held[i], name
+          end
+        end
+        if #moved > 0 then
+          local at = fetch_many('ZMSCORE', K_DUE, moved)
+          for j, id in ipairs(moved) do
+            if at[j] then
+              local queued = members[movers[j]]
+              local m = #queued
+              queued[m + 1], queued[m + 2] = at[j], id
+            end
+          end
+          call_many('HDEL', K_FONE, movers, 1)
+        end
+      end
+      for _, name in ipairs(moving) do
+        call_many('ZADD', qkey(name), members[name], 2)
       end
     end
     return readied
@@ -311,8 +387,15 @@ local function fair_helpers()
   -- was its last entry.
   local function fair_cancel(id, rec)
     local name = key_name(record_key(rec) or '')
-    redis.call('ZREM', qkey(name), id)
-    if redis.call('EXISTS', qkey(name)) == 0 then
+    local one, empty = redis.call('HGET', K_FONE, name), false
+    if one == id then
+      redis.call('HDEL', K_FONE, name)
+      empty = true
+    elseif not one then
+      redis.call('ZREM', qkey(name), id)
+      empty = redis.call('EXISTS', qkey(name)) == 0
+    end
+    if empty then
       redis.call('ZREM', K_FREADY, name)
       redis.call('ZREM', K_FWAIT, name)
     end
@@ -346,7 +429,7 @@ local function fair_helpers()
     local taken = {}
     for i, id in ipairs(ids) do
       local key = record_key(recs[i])
-      if not key or not redis.call('ZSCORE', qkey(key_name(key)), id) then
+      if not key or not queues(key_name(key), id) then
         taken[#taken + 1] = id
         got[#got + 1] = id
         got[#got + 1] = first[2 * i]
@@ -412,7 +495,7 @@ local function fair_helpers()
           redis.call('HDEL', K_FRUN, name)
         end
         if not redis.call('ZSCORE', K_FREADY, name) and not redis.call('ZSCORE', K_FWAIT, name)
-          and redis.call('EXISTS', qkey(name)) == 1 then
+          and has_queue(name) then
           vt = vt or redis.call('HGET', K_FSTATS, 'vt') or '0'
           redis.call('ZADD', K_FREADY, vt, name)
         end
@@ -509,15 +592,21 @@ local function fair_helpers()
   -- key's `ids`, and to its `dues` the due time `due` holds for each (as Redis wrote it, false when
   -- none). Every move of a keyed job in `due` files it again under its key (the same member, its score
   -- updated), so `due`'s time is the entry's; `whole` once a read came back short (the key's queue is
-  -- all read). A count of 0 reads nothing of that key.
+  -- all read). A count of 0 reads nothing of that key. A key whose one job is in `fone` (`one`, read
+  -- by the claim) reads no zset.
   local function read(ks, counts)
     local all, owner, at = {}, {}, {}
     for j, k in ipairs(ks) do
       if counts[j] > 0 then
         local from = k.nread
-        local ids = redis.call('ZRANGE', k.q, int_s(from), int_s(from + counts[j] - 1))
-        if #ids < counts[j] then
-          k.whole = true
+        local ids
+        if k.one then
+          ids, k.whole = from == 0 and { k.one } or {}, true
+        else
+          ids = redis.call('ZRANGE', k.q, int_s(from), int_s(from + counts[j] - 1))
+          if #ids < counts[j] then
+            k.whole = true
+          end
         end
         for i = 1, #ids do
           k.ids[from + i] = ids[i]
@@ -579,9 +668,10 @@ local function fair_helpers()
     if took > 0 then
       with_due_times(head, first, got)
       redis.call('ZREMRANGEBYRANK', K_DUE, '0', string.format('%d', took - 1))
-      -- The entries passed go with the write-back; the one after is read there.
+      -- The entries passed go with the write-back; the one after is read there (a key whose one job
+      -- was in `fone` has none).
       k.pos = k.pos + took
-      k.nread, k.whole = k.pos - 1, false
+      k.nread, k.whole = k.pos - 1, k.one ~= false
     end
     return took
   end
@@ -639,6 +729,9 @@ local function fair_helpers()
     -- Ids claimed here (`nclaimed` of them), and, as a set, `took_ids`: an id met again under another
     -- key is stale there (a key served last and alone adds none: no key comes after it).
     local claimed, nclaimed, took_ids = {}, 0, {}
+    -- Whether `fone` holds a key's job (read once, when a round first needs it: a claim files nothing
+    -- there).
+    local any_one = nil
     -- Each turn claims jobs or files a key elsewhere: bounded.
     local turns = 4 * want + 16
     while taken < want and turns > 0 do
@@ -657,7 +750,7 @@ local function fair_helpers()
         local tag = tonumber(popped[i + 1])
         local k = { name = popped[i], tag = tag, ids = {}, dues = {}, nread = 0, pos = 1, took = 0,
           cap = math.huge, running = 0, ord = (tag - tag0) * ORD_SPAN + (i + 1) / 2, q = qkey(popped[i]),
-          counts = false }
+          counts = false, one = false }
         by_ord[k.ord] = k
         if i + 1 == #popped and #popped == 2 * (want - taken + 1) then
           bound = k
@@ -716,7 +809,22 @@ local function fair_helpers()
       -- jobs, a flood beside keys just come) reads nothing now: once the others are done it is alone
       -- and takes from the head of `due`; if it gets turns before that, it reads as it goes
       -- (next_entry).
-      if not (by_head and #ks == 1 and not bound) then
+      -- Whether the keys' jobs in `fone` were read (`one`: a key's one job there; a key alone, taking
+      -- from the head of `due`, does not read it: its write-back deletes its entry there, if any, once
+      -- the key has no job left).
+      local ones_known = not (by_head and #ks == 1 and not bound)
+      if ones_known then
+        if any_one == nil then
+          any_one = redis.call('EXISTS', K_FONE) == 1
+        end
+        if any_one then
+          local ones = fetch_many('HMGET', K_FONE, names)
+          for i, k in ipairs(ks) do
+            if ones[i] then
+              k.one = ones[i]
+            end
+          end
+        end
         local last = nil
         if by_head and not bound then
           for _, k in ipairs(ks) do
@@ -796,7 +904,7 @@ local function fair_helpers()
 
       -- Each key's state, written back: its queue's prefix claimed or stale, its running jobs and TAT,
       -- and where it goes (ready at its tag, waiting, parked, or gone with its last job).
-      local ready, waiting, emptied = {}, {}, {}
+      local ready, waiting, emptied, unone = {}, {}, {}, {}
       for _, k in ipairs(ks) do
         -- Where it goes depends on its first job left (stale entries before it go too).
         local head = nil
@@ -804,7 +912,11 @@ local function fair_helpers()
           k.pos = k.pos + 1
         end
         local drop = k.pos - 1
-        if drop > 0 and k.whole and drop == k.nread then
+        if k.one then
+          if drop > 0 then
+            unone[#unone + 1] = k.name
+          end
+        elseif drop > 0 and k.whole and drop == k.nread then
           -- All of its queue goes: deleted with the others' below.
           emptied[#emptied + 1] = k.q
         elseif drop > 0 then
@@ -821,6 +933,10 @@ local function fair_helpers()
           if #nxt > 0 then
             head = tonumber(nxt[2])
           end
+        end
+        if head == nil and not ones_known then
+          -- Its one job may have been in `fone`: no entry stays for a key without jobs.
+          unone[#unone + 1] = k.name
         end
         local go_at = k.go_at
         local kmax, interval, burst = kmax, interval, burst
@@ -858,6 +974,9 @@ local function fair_helpers()
       for i = 1, #emptied, 500 do
         redis.call('DEL', unpack(emptied, i, math.min(i + 499, #emptied)))
       end
+      if #unone > 0 then
+        call_many('HDEL', K_FONE, unone, 1)
+      end
       if bound then
         ready[#ready + 1] = string.format('%d', bound.tag)
         ready[#ready + 1] = bound.name
@@ -889,9 +1008,10 @@ local function fair_helpers()
     file = fair_file, file_unkeyed = fair_file_unkeyed, refile = fair_refile, cancel = fair_cancel,
     unkeyed = fair_unkeyed, claim = fair_claim, count = fair_count, release = fair_release,
     hold = fair_hold, next_due = fair_next_due, uncounted = uncounted, counted_name = counted_name,
+    has_queue = has_queue, queue_head = queue_head,
   }
   F_KEYS = { Q = K_FQ, READY = K_FREADY, WAIT = K_FWAIT, RUN = K_FRUN, TAT = K_FTAT, HOLD = K_FHOLD,
-    LIMIT = K_FLIMIT, FAIR = K_FAIR }
+    LIMIT = K_FLIMIT, FAIR = K_FAIR, ONE = K_FONE }
 end
 
 -- Files one job just put in `due` at `at` under its key (`key`; '' for none: then under the key '' when

@@ -35,20 +35,20 @@ local parked = 0
 for i = 1, #running[2], 2 do
   local name = running[2][i]
   if not redis.call('ZSCORE', F_KEYS.READY, name) and not redis.call('ZSCORE', F_KEYS.WAIT, name)
-    and redis.call('EXISTS', F_KEYS.Q .. name) == 1 then
+    and F.has_queue(name) then
     parked = parked + 1
   end
 end
 local rows = {}
 for _, name in ipairs(names) do
-  local queued = redis.call('ZCARD', F_KEYS.Q .. name)
+  local head, queued = F.queue_head(name, 4)
   -- The key's text, from the record of the first of its queued jobs still live ('' for the jobs
   -- without a key, filed under the key '').
   local key = nil
   if name == key_name('') then
     key = ''
   else
-    for _, id in ipairs(redis.call('ZRANGE', F_KEYS.Q .. name, 0, 3)) do
+    for _, id in ipairs(head) do
       key = record_key(redis.call('HGET', K_JOBS, id))
       if key then
         break

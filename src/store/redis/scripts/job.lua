@@ -19,7 +19,7 @@ local function key_facts(id)
   local name = redis.sha1hex(key)
   return {
     key,
-    redis.call('ZCARD', F_KEYS.Q .. name),
+    select(2, F.queue_head(name, 0)),
     tonumber(redis.call('HGET', F_KEYS.RUN, name) or '0'),
     key_held_until(name, now_ms()),
     key_own_label(name),

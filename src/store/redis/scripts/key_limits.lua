@@ -64,7 +64,7 @@ else
   end
 end
 if not redis.call('ZSCORE', F_KEYS.READY, name) and not redis.call('ZSCORE', F_KEYS.WAIT, name)
-  and redis.call('EXISTS', F_KEYS.Q .. name) == 1 then
+  and F.has_queue(name) then
   redis.call('ZADD', F_KEYS.READY, redis.call('HGET', K_STATS, 'vt') or '0', name)
   publish_hint(channel, topic, now_ms())
 end
