@@ -217,9 +217,15 @@ pub(crate) async fn fair_key_takes_its_own_jobs_in_due_order(store: Arc<dyn Stor
             other => panic!("enqueue of {id:?} gave {other:?}"),
         };
     }
-    let last = due.values().copied().max().unwrap();
-    wait_past(s, last).await;
+    let order = claim_one_at_a_time(s, t, &due).await;
+    assert_eq!(order.len(), asked.len(), "{order:?}");
+    assert_each_keys_order(&order, &due, &["a", "b"]);
+}
 
+/// Once the last of `due`'s jobs (id -> due time) is due, claims one job at a time until none is left,
+/// each with its own due time; returns the ids in the order claimed.
+async fn claim_one_at_a_time(s: &dyn Store, t: &str, due: &BTreeMap<&str, i64>) -> Vec<String> {
+    wait_past(s, due.values().copied().max().unwrap()).await;
     let mut order = Vec::new();
     loop {
         let batch = claim(s, t, 1, LONG).await;
@@ -229,14 +235,22 @@ pub(crate) async fn fair_key_takes_its_own_jobs_in_due_order(store: Arc<dyn Stor
         assert_eq!(job.due_at_ms, due[job.id.as_str()], "its own due time");
         order.push(job.id.clone());
     }
-    assert_eq!(order.len(), asked.len(), "{order:?}");
-    for key in ["a", "b"] {
+    order
+}
+
+/// Each of `keys`' jobs came in `order` by due time (in `due`), then id.
+fn assert_each_keys_order(order: &[String], due: &BTreeMap<&str, i64>, keys: &[&str]) {
+    for key in keys {
         let got: Vec<&str> = order
             .iter()
             .map(String::as_str)
-            .filter(|id| key_of(id) == key)
+            .filter(|id| key_of(id) == *key)
             .collect();
-        let mut expected: Vec<&str> = due.keys().copied().filter(|id| key_of(id) == key).collect();
+        let mut expected: Vec<&str> = due
+            .keys()
+            .copied()
+            .filter(|id| key_of(id) == *key)
+            .collect();
         expected.sort_by_key(|id| (due[id], *id));
         assert_eq!(got, expected, "key {key}'s jobs by due time, then id");
     }
@@ -287,17 +301,7 @@ pub(crate) async fn fair_a_keys_jobs_enqueued_one_at_a_time_keep_due_order_and_c
         assert_eq!(s.cancel(t, id).await.unwrap(), CancelOutcome::Removed);
         due.remove(id);
     }
-    wait_past(s, due.values().copied().max().unwrap()).await;
-
-    let mut order = Vec::new();
-    loop {
-        let batch = claim(s, t, 1, LONG).await;
-        let Some(job) = batch.jobs.first() else {
-            break;
-        };
-        assert_eq!(job.due_at_ms, due[job.id.as_str()], "its own due time");
-        order.push(job.id.clone());
-    }
+    let order = claim_one_at_a_time(s, t, &due).await;
     let mut all = order.clone();
     all.sort_unstable();
     assert_eq!(
@@ -305,16 +309,7 @@ pub(crate) async fn fair_a_keys_jobs_enqueued_one_at_a_time_keep_due_order_and_c
         ["a-1", "a-2", "b-1", "d-1", "d-2", "d-3", "e-2"],
         "each once"
     );
-    for key in ["a", "d"] {
-        let got: Vec<&str> = order
-            .iter()
-            .map(String::as_str)
-            .filter(|id| key_of(id) == key)
-            .collect();
-        let mut expected: Vec<&str> = due.keys().copied().filter(|id| key_of(id) == key).collect();
-        expected.sort_by_key(|id| due[id]);
-        assert_eq!(got, expected, "key {key}'s jobs by due time");
-    }
+    assert_each_keys_order(&order, &due, &["a", "d"]);
 }
 
 pub(crate) async fn fair_unkeyed_jobs_take_one_turn_as_the_key_of_no_key_and_older_ones_go_in_due_order(
@@ -1268,7 +1263,10 @@ pub(crate) async fn fair_key_limit_a_dead_letter_requeued_keeps_its_key(store: A
     let stalled = s.claim(t, request).await.unwrap();
     assert_eq!(per_key(&stalled), counts_of(&[("a", 1)]), "{stalled:?}");
     wait_past(s, stalled.now_ms() + SHORT as i64).await;
-    let running = s.claim(t, request).await.unwrap();
+    // a-0002 under a long lease: a short one could expire before the claim below that must find the
+    // key at its max (on a loaded machine it did, and a-0002 was claimed again there).
+    let long = ClaimRequest::new(10, LONG, 100, 0).key_limits(limits);
+    let running = s.claim(t, long).await.unwrap();
     assert_eq!(running.swept_dead, 1, "{running:?}");
     let ids: Vec<_> = running.jobs.iter().map(|j| j.id.as_str()).collect();
     assert_eq!(ids, ["a-0002"], "the key's one slot, free again");
