@@ -371,6 +371,83 @@ async fn fair_keys_live_in_the_topic_slot_and_go_once_their_jobs_end() {
     assert!(left.is_empty(), "per-key state left: {left:?}");
 }
 
+// A key taking from the head of `due` (alone) moves past its jobs' queue entries without removing them:
+// `fskip` counts them, and its zset keeps them until a write to it (here a retry's refile) removes them
+// first, or until no entry is left past them (then the zset goes whole, with its count).
+#[tokio::test]
+async fn a_key_taking_from_the_head_of_due_counts_the_entries_it_passed_until_a_write() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    let jobs = (0..10)
+        .map(|i| job(&format!("f{i}"), Due::In(0)).with_key(Some("flood".to_owned())))
+        .collect();
+    s.enqueue(T, jobs).await.unwrap();
+    let prefix = "postpone:{shop:orders.close}:";
+    let (queue, skip, name) = (
+        format!("{prefix}fq:{}", sha1_hex(&server, "flood")),
+        format!("{prefix}fskip"),
+        sha1_hex(&server, "flood"),
+    );
+    let card = || -> i64 {
+        redis::FromRedisValue::from_redis_value(server.cli(&["ZCARD", &queue]).unwrap()).unwrap()
+    };
+    let passed = || -> Option<i64> {
+        redis::FromRedisValue::from_redis_value(server.cli(&["HGET", &skip, &name]).unwrap())
+            .unwrap()
+    };
+    let flag = || -> Option<String> {
+        let stats = format!("{prefix}stats");
+        redis::FromRedisValue::from_redis_value(server.cli(&["HGET", &stats, "fskip"]).unwrap())
+            .unwrap()
+    };
+    let first = s.claim(T, claim(4)).await.unwrap().jobs;
+    assert_eq!(first.len(), 4);
+    assert_eq!((card(), passed()), (10, Some(4)), "four passed, kept");
+    assert_eq!(
+        flag().as_deref(),
+        Some("1"),
+        "`fskip` in stats: some key has a count"
+    );
+    let next = s.claim(T, claim(2)).await.unwrap().jobs;
+    assert_eq!(next.len(), 2);
+    assert_eq!((card(), passed()), (10, Some(6)), "six passed, kept");
+    // f0 retries, due now: its entry is among those passed, so they go before it is filed again.
+    let f0 = &first[0];
+    s.finish(
+        T,
+        vec![FinishItem::new(
+            f0.id.clone(),
+            f0.token,
+            Finish::Retry {
+                record: f0.record.clone(),
+                delay_ms: 0,
+                counted: true,
+            },
+        )],
+    )
+    .await
+    .unwrap();
+    assert_eq!((card(), passed()), (5, None), "f6 to f9, and f0");
+    assert_eq!(flag(), None, "no key has a count");
+    let rest = s.claim(T, claim(10)).await.unwrap().jobs;
+    let ids: Vec<_> = rest.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["f6", "f7", "f8", "f9", "f0"]);
+    let left = server.fairness_keys();
+    assert!(left.is_empty(), "nothing past them: all gone ({left:?})");
+    // A cancel of the last job past the entries passed takes the queue and its count.
+    let jobs = (0..3)
+        .map(|i| job(&format!("c{i}"), Due::In(0)).with_key(Some("flood".to_owned())))
+        .collect();
+    s.enqueue(T, jobs).await.unwrap();
+    assert_eq!(s.claim(T, claim(2)).await.unwrap().jobs.len(), 2);
+    assert_eq!((card(), passed()), (3, Some(2)));
+    assert_eq!(flag().as_deref(), Some("1"));
+    assert_eq!(s.cancel(T, "c2").await.unwrap(), CancelOutcome::Removed);
+    let left = server.fairness_keys();
+    assert!(left.is_empty(), "the cancel took them: {left:?}");
+    assert_eq!(flag(), None);
+}
+
 #[tokio::test]
 async fn a_dead_keyed_jobs_key_stays_with_its_death_until_its_record_goes() {
     let server = RedisServer::start();

@@ -171,7 +171,7 @@ workloads (see BENCHMARKS.md):
                       by a worker in the same process; members/s from creation to the callback's
                       start, ms from the last member's end to it (callback_after_last_ms)
   fairness            --jobs N (default 100,000) due jobs of one key, and 50 quiet keys each
-                      enqueueing a job every 10 ms, drained by a worker in the same process; the quiet
+                      enqueueing a job every 10 ms, drained by a worker process (as drain's); the quiet
                       jobs' start lag p50/p99/max (quiet_p99_ms) and the flood's jobs/s; with
                       --no-keys the same jobs without keys (a plain queue: what fairness costs)
   floor               the Redis commands of an enqueue and of a drained job sent bare (pipelined, no

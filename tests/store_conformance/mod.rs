@@ -198,6 +198,7 @@ macro_rules! store_conformance {
             fair_jobs_delivered_once_and_batch_members_keep_their_keys,
             fair_reschedule_and_cancel_of_keyed_jobs,
             fair_a_keys_jobs_enqueued_one_at_a_time_keep_due_order_and_cancels,
+            fair_a_flood_claimed_between_writes_to_its_queue_keeps_each_job_once_in_order,
             fair_a_job_from_before_the_first_key_moved_later_is_still_claimed,
             fair_a_keyed_job_that_retries_after_its_topic_claims_plainly_again_is_claimed_once,
             fair_future_jobs_of_a_key_join_when_due,

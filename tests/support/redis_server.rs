@@ -196,14 +196,14 @@ impl RedisServer {
         keys
     }
 
-    /// The keys that hold per-key state of fairness by key (`fq:<SHA-1>` queues, `fone`,
+    /// The keys that hold per-key state of fairness by key (`fq:<SHA-1>` queues, `fone`, `fskip`,
     /// `fready`, `fwait`, `frun`, `ftat`, `fhold`): none once every keyed job ended.
     pub fn fairness_keys(&self) -> Vec<String> {
         self.keys()
             .into_iter()
             .filter(|k| {
                 k.contains(":fq:")
-                    || ["fone", "fready", "fwait", "frun", "ftat", "fhold"]
+                    || ["fone", "fskip", "fready", "fwait", "frun", "ftat", "fhold"]
                         .iter()
                         .any(|s| k.ends_with(&format!(":{s}")))
             })

@@ -60,6 +60,10 @@
 //!                                             record (record.rs, flag 8); jobs without one are filed
 //!                                             under the key '' in a topic with keyed jobs. See
 //!                                             fair.lua, which names these from `due`'s name
+//! postpone:{<ns>:<topic>}:fskip         hash  key SHA-1 -> how many entries at the front of its `fq`
+//!                                             zset a claim passed without removing them (a key taking
+//!                                             from the head of `due`); removed before a write to the
+//!                                             zset, or with the zset whole (UNLINK)
 //! postpone:{<ns>:<topic>}:fready        zset  key SHA-1 -> tag: keys with a job due now, round-robin
 //! postpone:{<ns>:<topic>}:fwait         zset  key SHA-1 -> when it may next go (its job, rate or hold)
 //! postpone:{<ns>:<topic>}:frun          hash  key SHA-1 -> running jobs (under a max running per key)

@@ -183,15 +183,15 @@ local has_prio = false
 local ends = nil
 -- `fair` in stats: some job may have a key (fair.lua); `flim`: some key has limits of its own.
 local has_fair, has_own = false, false
--- `vt` and `flegacy` in stats (fair.lua), read with them for the keyed claim.
-local vt, flegacy = nil, nil
+-- `vt`, `flegacy` and `fskip` in stats (fair.lua), read with them for the keyed claim.
+local vt, flegacy, fskip = nil, nil, false
 -- Whether the keyed claim left a key ready (its next due time is now), and the jobs it counted as
 -- running under their keys (id -> its key's name; the others' leases are marked uncounted).
 local fair_ready, counted = false, nil
 if max > 0 and next_due and next_due <= now then
-  local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat', 'flow', 'prio', 'ends', 'fair', 'kflow', 'flim', 'vt', 'flegacy')
+  local st = redis.call('HMGET', K_STATS, 'paused', 'hold_until', 'rate_tat', 'flow', 'prio', 'ends', 'fair', 'kflow', 'flim', 'vt', 'flegacy', 'fskip')
   has_prio = st[5] ~= false
-  vt, flegacy = st[10] or nil, st[11] or nil
+  vt, flegacy, fskip = st[10] or nil, st[11] or nil, st[12] ~= false
   ends = st[6]
   has_fair = st[7] ~= false
   if has_fair then
@@ -314,7 +314,7 @@ elseif max > 0 and next_due and next_due <= now then
       -- No key has a job filed, a job it counts as running, a rate that holds it back or a hold: the
       -- topic claims as a plain one again (a keyed job still running comes back to `due` unfiled if
       -- it does; once another keyed job sets `fair` again, fair_unkeyed takes it: see fair.lua).
-      redis.call('HDEL', K_STATS, 'fair', 'vt', 'flegacy', 'kflow')
+      redis.call('HDEL', K_STATS, 'fair', 'vt', 'flegacy', 'kflow', 'fskip')
       redis.call('DEL', F_KEYS.FAIR)
       has_fair = false
     end
@@ -327,7 +327,7 @@ elseif max > 0 and next_due and next_due <= now then
     end
     if #got / 2 < max then
       fair_ready = F.claim(max - #got / 2, now, got, key_max, key_interval, key_burst, legacy, has_own, vt,
-        #got == 0 and next_due or nil, counted)
+        #got == 0 and next_due or nil, counted, fskip)
     end
   elseif #got / 2 < max then
     local more = redis.call('ZRANGE', K_DUE, '-inf', now_s, 'BYSCORE', 'LIMIT', '0', string.format('%d', max - #got / 2))

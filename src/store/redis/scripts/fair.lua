@@ -25,7 +25,15 @@
 --                 job in `due` files it again under its key (the same member: its time updated), a
 --                 cancel or a replace removes its entry, so the claim reads ids only and takes their
 --                 times from `due`. The claim takes from the front only, so what it drops is a prefix
---                 (ZREMRANGEBYRANK).
+--                 (ZREMRANGEBYRANK), except behind a key that takes from the head of `due`: see `fskip`.
+--   fskip   hash  key's SHA-1 -> how many entries at the front of its zset are passed (all of jobs
+--                 no longer in `due`): a key taking from the head of `due` (a flood) moves past the
+--                 entries of the jobs it took without removing them (a zset entry's removal costs
+--                 Redis some 0.2 us, as much as the job's removal from `due`), and its zset goes
+--                 with one UNLINK (freed off Redis's main thread) once no entry is left past them.
+--                 Only while the key is ready or held: a claim that files it waiting or parks it
+--                 removes the passed entries, as does a write to its zset (a new job, a refile), so
+--                 ranks never move under the count.
 --   fready  zset  key's SHA-1 -> tag: keys with a job due now, served lowest tag first
 --   fwait   zset  key's SHA-1 -> when its earliest job is due, or when its rate or hold lets it go
 --   frun    hash  key's SHA-1 -> its running jobs (keys with some; every lease of a keyed job counts)
@@ -41,7 +49,9 @@
 -- joins at it), `flegacy` (while jobs filed under no key may be due: jobs enqueued before the topic's
 -- first keyed job, or back while `fair` was unset; the last due time they may have), `kflow` (the limits per key of the last claim, for operators: written
 -- by claim.lua), `flim` (set while `flimit` holds a key: the claim reads it with the stats it reads
--- anyway, so a topic where no key has limits of its own pays no call for them).
+-- anyway, so a topic where no key has limits of its own pays no call for them), `fskip` (set while
+-- `fskip` holds a key's count, by the claim that makes the first; the claim and the enqueue read it
+-- with the fields they read anyway, and look up counts only when it is set).
 -- A key with no job has nothing here (its queue, or its entry in `fone`, is gone with its last job)
 -- once its TAT has passed.
 -- A key at its max running is in neither `fready` nor `fwait`: the end of one of its leases files it
@@ -136,6 +146,7 @@ local function fair_helpers()
   local K_FRUN, K_FTAT, K_FHOLD = base .. 'frun', base .. 'ftat', base .. 'fhold'
   local K_FLIMIT = base .. 'flimit'
   local K_FONE = base .. 'fone'
+  local K_FSKIP = base .. 'fskip'
 
   -- Key `name`'s queue when it has more than one job: a zset of its jobs' ids by due time.
   local function qkey(name)
@@ -154,8 +165,40 @@ local function fair_helpers()
     if one then
       return { one }, 1
     end
-    local ids = n > 0 and redis.call('ZRANGE', qkey(name), 0, n - 1) or {}
-    return ids, redis.call('ZCARD', qkey(name))
+    local skip = tonumber(redis.call('HGET', K_FSKIP, name) or '0')
+    local ids = n > 0 and redis.call('ZRANGE', qkey(name), skip, skip + n - 1) or {}
+    return ids, redis.call('ZCARD', qkey(name)) - skip
+  end
+
+  -- After counts of `fskip` were deleted: clears `fskip` in stats once no key has one (the flag the
+  -- claim and the enqueue read with the stats fields they read anyway, set while `fskip` exists).
+  local function skips_deleted()
+    if redis.call('EXISTS', K_FSKIP) == 0 then
+      redis.call('HDEL', K_FSTATS, 'fskip')
+      return true
+    end
+    return false
+  end
+
+  -- Removes the entries passed at the front of the zsets of keys `names` (fskip), before a write to
+  -- them: a new or moved entry could take a rank among them. For a caller that found `fskip` set in
+  -- stats.
+  local function unskip(names)
+    if #names == 0 then
+      return
+    end
+    local skips = fetch_many('HMGET', K_FSKIP, names)
+    local had = {}
+    for i, name in ipairs(names) do
+      if skips[i] then
+        redis.call('ZREMRANGEBYRANK', qkey(name), '0', int_s(tonumber(skips[i]) - 1))
+        had[#had + 1] = name
+      end
+    end
+    if #had > 0 then
+      call_many('HDEL', K_FSKIP, had, 1)
+      skips_deleted()
+    end
   end
 
   -- Whether job `id` is an entry of key `name`'s queue.
@@ -273,7 +316,7 @@ local function fair_helpers()
     end
     -- Filed jobs read `vt` (for a key that becomes ready) and `fair` in one call: `fair` is written by
     -- the topic's first keyed jobs only (or the first again once it was cleared).
-    local stats = #ids > 0 and redis.call('HMGET', K_FSTATS, 'vt', 'fair') or nil
+    local stats = #ids > 0 and redis.call('HMGET', K_FSTATS, 'vt', 'fair', 'fskip') or nil
     local readied, names, live = place(first_at, now, stats)
     if #ids > 0 then
       if not stats[2] then
@@ -328,6 +371,9 @@ local function fair_helpers()
           end
           call_many('HDEL', K_FONE, movers, 1)
         end
+      end
+      if stats[3] then
+        unskip(moving)
       end
       for _, name in ipairs(moving) do
         call_many('ZADD', qkey(name), members[name], 2)
@@ -392,7 +438,14 @@ local function fair_helpers()
       redis.call('HDEL', K_FONE, name)
       empty = true
     elseif not one then
+      -- (A due job's entry is never among those passed: its rank is past them, and they stay put.)
       redis.call('ZREM', qkey(name), id)
+      local skip = redis.call('HGET', K_FSKIP, name)
+      if skip and redis.call('ZCARD', qkey(name)) <= tonumber(skip) then
+        redis.call('UNLINK', qkey(name))
+        redis.call('HDEL', K_FSKIP, name)
+        skips_deleted()
+      end
       empty = redis.call('EXISTS', qkey(name)) == 0
     end
     if empty then
@@ -587,13 +640,26 @@ local function fair_helpers()
     return top
   end
 
+  -- Whether `fskip` may hold a key's count, as the claim running knows it (`fskip` in stats, set while
+  -- it exists; false: every key's count is 0). Set by each claim.
+  local skips_known = false
+
+  -- Key `k`'s count of entries passed at the front of its zset (fskip), read once per claim.
+  local function skip_of(k)
+    if not k.skip then
+      k.skip = skips_known and tonumber(redis.call('HGET', K_FSKIP, k.name) or '0') or 0
+    end
+    return k.skip
+  end
+
   -- Reads the next `count` ids of the queues of keys `ks` (one ZRANGE each, from where the last read
   -- of each ended: `nread` entries read) and looks them up in `due` in one ZMSCORE: appends to each
   -- key's `ids`, and to its `dues` the due time `due` holds for each (as Redis wrote it, false when
   -- none). Every move of a keyed job in `due` files it again under its key (the same member, its score
   -- updated), so `due`'s time is the entry's; `whole` once a read came back short (the key's queue is
   -- all read). A count of 0 reads nothing of that key. A key whose one job is in `fone` (`one`, read
-  -- by the claim) reads no zset.
+  -- by the claim) reads no zset; a key's zset is read past its entries passed (`skip`: fskip's count,
+  -- read by the claim before, or here).
   local function read(ks, counts)
     local all, owner, at = {}, {}, {}
     for j, k in ipairs(ks) do
@@ -603,7 +669,8 @@ local function fair_helpers()
         if k.one then
           ids, k.whole = from == 0 and { k.one } or {}, true
         else
-          ids = redis.call('ZRANGE', k.q, int_s(from), int_s(from + counts[j] - 1))
+          local rank = skips_known and skip_of(k) + from or from
+          ids = redis.call('ZRANGE', k.q, int_s(rank), int_s(rank + counts[j] - 1))
           if #ids < counts[j] then
             k.whole = true
           end
@@ -671,7 +738,7 @@ local function fair_helpers()
       -- The entries passed go with the write-back; the one after is read there (a key whose one job
       -- was in `fone` has none).
       k.pos = k.pos + took
-      k.nread, k.whole = k.pos - 1, k.one ~= false
+      k.nread, k.whole, k.by_head = k.pos - 1, k.one ~= false, true
     end
     return took
   end
@@ -698,7 +765,7 @@ local function fair_helpers()
   -- in one ZADD for all. The last key left takes from the head of `due` when nothing holds a key back
   -- (take_head); a key alone from the start reads no entry of its queue but the one after those it
   -- took (the write-back's, where it goes).
-  local function fair_claim(want, now, got, kmax, interval, burst, legacy, own, vt, head_due, counted)
+  local function fair_claim(want, now, got, kmax, interval, burst, legacy, own, vt, head_due, counted, skipping)
     local now_s = string.format('%d', now)
     local woke = redis.call('ZRANGE', K_FWAIT, '-inf', now_s, 'BYSCORE', 'LIMIT', '0', '1000')
     if #woke > 0 then
@@ -732,6 +799,9 @@ local function fair_helpers()
     -- Whether `fone` holds a key's job (read once, when a round first needs it: a claim files nothing
     -- there).
     local any_one = nil
+    skips_known = skipping
+    -- Whether `fskip` is set in stats (a claim that passes a key's first entries sets it).
+    local flagged = skipping
     -- Each turn claims jobs or files a key elsewhere: bounded.
     local turns = 4 * want + 16
     while taken < want and turns > 0 do
@@ -841,6 +911,20 @@ local function fair_helpers()
             counts[i] = (k.cap > 0) and math.min(k.cap, share) + 1 or 1
           end
         end
+        -- The counts of entries passed of the zsets read (fskip), when some key may have one: one
+        -- HMGET per round for all.
+        if skips_known then
+          local zs, znames = {}, {}
+          for i, k in ipairs(ks) do
+            if not k.one and counts[i] > 0 then
+              zs[#zs + 1], znames[#zs + 1] = k, k.name
+            end
+          end
+          local skips = #zs > 0 and fetch_many('HMGET', K_FSKIP, znames) or {}
+          for i, k in ipairs(zs) do
+            k.skip = skips[i] and tonumber(skips[i]) or 0
+          end
+        end
         read(ks, counts)
       end
       local heap = {}
@@ -904,7 +988,7 @@ local function fair_helpers()
 
       -- Each key's state, written back: its queue's prefix claimed or stale, its running jobs and TAT,
       -- and where it goes (ready at its tag, waiting, parked, or gone with its last job).
-      local ready, waiting, emptied, unone = {}, {}, {}, {}
+      local ready, waiting, emptied, unone, unskipped = {}, {}, {}, {}, {}
       for _, k in ipairs(ks) do
         -- Where it goes depends on its first job left (stale entries before it go too).
         local head = nil
@@ -912,15 +996,25 @@ local function fair_helpers()
           k.pos = k.pos + 1
         end
         local drop = k.pos - 1
+        -- Whether its zset's front is still to be written: its entries passed before, and `drop` more.
+        local zset = false
         if k.one then
           if drop > 0 then
             unone[#unone + 1] = k.name
           end
         elseif drop > 0 and k.whole and drop == k.nread then
-          -- All of its queue goes: deleted with the others' below.
+          -- All of its queue goes: deleted with the others' below (it was read: its count is known).
           emptied[#emptied + 1] = k.q
-        elseif drop > 0 then
-          redis.call('ZREMRANGEBYRANK', k.q, '0', int_s(drop - 1))
+          if (k.skip or 0) > 0 then
+            unskipped[#unskipped + 1] = k.name
+          end
+        elseif not skips_known and not k.by_head then
+          -- No key has entries passed, and this one passes none: the claimed or stale ones go now.
+          if drop > 0 then
+            redis.call('ZREMRANGEBYRANK', k.q, '0', int_s(drop - 1))
+          end
+        else
+          zset = true
         end
         if k.pos <= k.nread then
           head = tonumber(k.dues[k.pos])
@@ -928,10 +1022,35 @@ local function fair_helpers()
           -- It took from the head of `due`, and more of its jobs are due now (take_head).
           head = now
         elseif not k.whole then
-          -- Every entry read was claimed or stale, and there are more: the next one decides.
-          local nxt = redis.call('ZRANGE', k.q, '0', '0', 'WITHSCORES')
+          -- Every entry read was claimed or stale, and there are more: the next one decides (past
+          -- those passed, when they stay).
+          local at = int_s(zset and skip_of(k) + drop or 0)
+          local nxt = redis.call('ZRANGE', k.q, at, at, 'WITHSCORES')
           if #nxt > 0 then
             head = tonumber(nxt[2])
+          end
+        end
+        if zset then
+          if head ~= nil and by_head and head <= now and (k.by_head or (k.skip or 0) > 0) then
+            -- It goes back to `fready` and took from the head of `due`, or has passed entries
+            -- already: those passed now join them (fskip), removed with the zset at its end.
+            if drop > 0 then
+              redis.call('HINCRBY', K_FSKIP, k.name, drop)
+              skips_known = true
+            end
+          else
+            local after = skip_of(k) + drop
+            if after > 0 and head == nil then
+              -- No entry past those passed: the zset goes whole (UNLINK: a flood's is freed off
+              -- Redis's main thread).
+              emptied[#emptied + 1] = k.q
+            elseif after > 0 then
+              -- It waits, is parked or is held back: its passed entries go now.
+              redis.call('ZREMRANGEBYRANK', k.q, '0', int_s(after - 1))
+            end
+            if k.skip > 0 then
+              unskipped[#unskipped + 1] = k.name
+            end
           end
         end
         if head == nil and not ones_known then
@@ -972,10 +1091,16 @@ local function fair_helpers()
         end
       end
       for i = 1, #emptied, 500 do
-        redis.call('DEL', unpack(emptied, i, math.min(i + 499, #emptied)))
+        redis.call('UNLINK', unpack(emptied, i, math.min(i + 499, #emptied)))
       end
       if #unone > 0 then
         call_many('HDEL', K_FONE, unone, 1)
+      end
+      if #unskipped > 0 then
+        call_many('HDEL', K_FSKIP, unskipped, 1)
+        if skips_deleted() then
+          skips_known, flagged = false, false
+        end
       end
       if bound then
         ready[#ready + 1] = string.format('%d', bound.tag)
@@ -998,6 +1123,9 @@ local function fair_helpers()
     end
     if served then
       redis.call('HSET', K_FSTATS, 'vt', string.format('%d', served))
+    end
+    if skips_known and not flagged then
+      redis.call('HSET', K_FSTATS, 'fskip', '1')
     end
     return left_ready
   end
