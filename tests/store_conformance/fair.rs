@@ -322,38 +322,40 @@ pub(crate) async fn fair_a_flood_claimed_between_writes_to_its_queue_keeps_each_
     store: Arc<dyn Store>,
 ) {
     let (s, t) = (&*store, &topic("fair_flood_writes"));
-    // A claim that reads the keys' queues: under a max running per key none of these jobs reaches.
+    // A claim that reads the keys' queues: under a max running per key that none of these jobs reaches.
     let read = |max: usize| async move {
         let request =
             ClaimRequest::new(max, LONG, 100, 10).key_limits(KeyLimits::new().max_running(1000));
         let batch = s.claim(t, request).await.unwrap();
         batch.jobs.into_iter().map(|j| j.id).collect::<Vec<_>>()
     };
-    let flood_ids = |from: usize, to: usize| (from..to).map(|i| format!("f-{i:04}")).collect();
+    let flood_ids = |from: usize, to: usize| -> Vec<String> {
+        (from..to).map(|i| format!("f-{i:04}")).collect()
+    };
     s.enqueue(t, flood("f", 20)).await.unwrap();
     let first = claim(s, t, 5, LONG).await.jobs;
     let first_ids: Vec<_> = first.iter().map(|j| j.id.clone()).collect();
-    assert_eq!(first_ids, flood_ids(0, 5) as Vec<String>);
+    assert_eq!(first_ids, flood_ids(0, 5));
     // f-0000 retries, due now: after the rest of the flood.
     later(s).await;
     assert_eq!(
         finish(s, t, &first[0], retry(&rec_with_key("f"), 0, true)).await,
         FinishOutcome::Applied
     );
-    assert_eq!(read(3).await, flood_ids(5, 8) as Vec<String>);
-    assert_eq!(claimed_ids(s, t, 2).await, flood_ids(8, 10) as Vec<String>);
+    assert_eq!(read(3).await, flood_ids(5, 8));
+    assert_eq!(claimed_ids(s, t, 2).await, flood_ids(8, 10));
     assert_eq!(s.cancel(t, "f-0010").await.unwrap(), CancelOutcome::Removed);
     later(s).await;
     enqueue_one(s, t, keyed("q-1", "q", Due::In(0))).await;
     let mut turn = claimed_ids(s, t, 2).await;
     turn.sort_unstable();
     assert_eq!(turn, ["f-0011", "q-1"], "one turn each");
-    assert_eq!(claimed_ids(s, t, 2).await, flood_ids(12, 14) as Vec<String>);
-    assert_eq!(read(2).await, flood_ids(14, 16) as Vec<String>);
-    assert_eq!(claimed_ids(s, t, 1).await, flood_ids(16, 17) as Vec<String>);
+    assert_eq!(claimed_ids(s, t, 2).await, flood_ids(12, 14));
+    assert_eq!(read(2).await, flood_ids(14, 16));
+    assert_eq!(claimed_ids(s, t, 1).await, flood_ids(16, 17));
     later(s).await;
     enqueue_one(s, t, keyed("f-0020", "f", Due::In(0))).await;
-    let mut rest: Vec<String> = flood_ids(17, 20);
+    let mut rest = flood_ids(17, 20);
     rest.extend(["f-0000".to_owned(), "f-0020".to_owned()]);
     assert_eq!(read(100).await, rest, "the rest, in due order");
     assert!(claimed_ids(s, t, 100).await.is_empty(), "each job once");
