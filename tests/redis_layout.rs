@@ -277,12 +277,17 @@ async fn unique_and_debounce_keys_live_in_the_topic_slot_and_go_once_they_no_lon
     assert!(left.is_empty(), "per-key state left: {left:?}");
 }
 
+/// The reply of `args` on `server`, as a `T`.
+fn cli_as<T: redis::FromRedisValue>(server: &RedisServer, args: &[&str]) -> T {
+    redis::FromRedisValue::from_redis_value(server.cli(args).unwrap()).unwrap()
+}
+
 /// `text`'s SHA-1 in hex, as the scripts name a key's state by it (Redis's own `redis.sha1hex`).
 fn sha1_hex(server: &RedisServer, text: &str) -> String {
-    let v = server
-        .cli(&["EVAL", "return redis.sha1hex(ARGV[1])", "0", text])
-        .unwrap();
-    redis::FromRedisValue::from_redis_value(v).unwrap()
+    cli_as(
+        server,
+        &["EVAL", "return redis.sha1hex(ARGV[1])", "0", text],
+    )
 }
 
 #[tokio::test]
@@ -312,10 +317,7 @@ async fn fair_keys_live_in_the_topic_slot_and_go_once_their_jobs_end() {
         [&format!("{prefix}fq:{}", sha1_hex(&server, "big"))],
         "{keys:?}"
     );
-    let mut ones: Vec<(String, String)> = redis::FromRedisValue::from_redis_value(
-        server.cli(&["HGETALL", &format!("{prefix}fone")]).unwrap(),
-    )
-    .unwrap();
+    let mut ones: Vec<(String, String)> = cli_as(&server, &["HGETALL", &format!("{prefix}fone")]);
     ones.sort_unstable();
     let mut want = vec![
         (sha1_hex(&server, "small"), "small:0".to_owned()),
@@ -383,23 +385,15 @@ async fn a_key_taking_from_the_head_of_due_counts_the_entries_it_passed_until_a_
         .collect();
     s.enqueue(T, jobs).await.unwrap();
     let prefix = "postpone:{shop:orders.close}:";
-    let (queue, skip, name) = (
-        format!("{prefix}fq:{}", sha1_hex(&server, "flood")),
+    let name = sha1_hex(&server, "flood");
+    let (queue, skip, stats) = (
+        format!("{prefix}fq:{name}"),
         format!("{prefix}fskip"),
-        sha1_hex(&server, "flood"),
+        format!("{prefix}stats"),
     );
-    let card = || -> i64 {
-        redis::FromRedisValue::from_redis_value(server.cli(&["ZCARD", &queue]).unwrap()).unwrap()
-    };
-    let passed = || -> Option<i64> {
-        redis::FromRedisValue::from_redis_value(server.cli(&["HGET", &skip, &name]).unwrap())
-            .unwrap()
-    };
-    let flag = || -> Option<String> {
-        let stats = format!("{prefix}stats");
-        redis::FromRedisValue::from_redis_value(server.cli(&["HGET", &stats, "fskip"]).unwrap())
-            .unwrap()
-    };
+    let card = || -> i64 { cli_as(&server, &["ZCARD", &queue]) };
+    let passed = || -> Option<i64> { cli_as(&server, &["HGET", &skip, &name]) };
+    let flag = || -> Option<String> { cli_as(&server, &["HGET", &stats, "fskip"]) };
     let first = s.claim(T, claim(4)).await.unwrap().jobs;
     assert_eq!(first.len(), 4);
     assert_eq!((card(), passed()), (10, Some(4)), "four passed, kept");

@@ -445,8 +445,10 @@ local function fair_helpers()
         redis.call('UNLINK', qkey(name))
         redis.call('HDEL', K_FSKIP, name)
         skips_deleted()
+        empty = true
+      else
+        empty = redis.call('EXISTS', qkey(name)) == 0
       end
-      empty = redis.call('EXISTS', qkey(name)) == 0
     end
     if empty then
       redis.call('ZREM', K_FREADY, name)
