@@ -67,6 +67,10 @@ pub(crate) struct ChildReport {
     /// `fairness`: the quiet jobs that had started when the flood's last job did.
     #[serde(default)]
     pub(crate) quiet_in_flood: u64,
+    /// `drain-io`: this process's CPU, after the drain (the worker stopped), over as many bare sleeps
+    /// of the handler as it ran ([`bare_io_sleeps`]): the handler's own share of `cpu_s`.
+    #[serde(default)]
+    pub(crate) handler_floor_cpu_s: f64,
 }
 
 /// The parent's handle on a worker process.
@@ -208,7 +212,7 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
     let handled = state.counter.handled.load(Ordering::Relaxed);
     // Attempts that slept: `steady`'s retries sleep too.
     let attempts = handled + retry_lateness_ms.len() as u64;
-    let report = ChildReport {
+    let mut report = ChildReport {
         handled,
         secs: start.elapsed().as_secs_f64(),
         cpu_s: own_cpu_s(),
@@ -232,6 +236,9 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
     };
     shutdown.shutdown();
     running.await??;
+    if args.workload == Workload::DrainIo {
+        report.handler_floor_cpu_s = bare_io_sleeps(args.concurrency, attempts).await;
+    }
     crate::observe::check(observed.as_ref(), handled)?;
     outln!("{}", serde_json::to_string(&report)?);
     Ok(())

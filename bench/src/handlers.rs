@@ -159,6 +159,32 @@ pub(crate) async fn io_order(_job: Order, _ctx: JobContext, state: State) -> Res
     Ok(())
 }
 
+/// `drain-io`'s handler without the library: `concurrency` tasks on this process's runtime sleeping
+/// [`IO_HANDLER`] as the handler does (timing each sleep the same way) until `sleeps` sleeps are done.
+/// Returns this process's CPU over them, seconds: what the handler itself costs (Tokio's timer, the
+/// runtime parking between ticks), the floor under the worker's CPU in `drain-io`.
+pub(crate) async fn bare_io_sleeps(concurrency: usize, sleeps: u64) -> f64 {
+    let cpu = crate::report::own_cpu_s();
+    let state = State::new(sleeps, None);
+    let each = sleeps / concurrency.max(1) as u64;
+    let extra = sleeps % concurrency.max(1) as u64;
+    let tasks: Vec<_> = (0..concurrency.max(1) as u64)
+        .map(|k| {
+            let state = state.clone();
+            tokio::spawn(async move {
+                for _ in 0..each + u64::from(k < extra) {
+                    state.wait_on_io(IO_HANDLER).await;
+                    state.counter.hit();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("a sleeping task panicked");
+    }
+    crate::report::own_cpu_s() - cpu
+}
+
 /// The delayed handler: reads the Redis clock first thing, and records how late it started.
 pub(crate) async fn delayed_order(
     job: Order,

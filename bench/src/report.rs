@@ -107,6 +107,15 @@ pub(crate) struct Report {
     /// millisecond tick, so the practical ceiling is concurrency / this).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) handler_mean_ms: Option<f64>,
+    /// `drain-io`: the worker process's CPU per job over as many bare sleeps of the handler, run on its
+    /// runtime after the drain with the same concurrency and no library (Tokio's timer and the
+    /// runtime's parking between ticks): the handler's own share of [`Report::worker_us_per_job`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) handler_floor_us_per_job: Option<f64>,
+    /// `drain-io`: [`Report::worker_us_per_job`] less [`Report::handler_floor_us_per_job`]: what the
+    /// worker spent per job beyond its handler's own cost, to set beside `drain`'s worker CPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) worker_us_beyond_handler: Option<f64>,
     /// `drain-io`: the measured ceiling, concurrency / [`Report::handler_mean_ms`] (jobs/s), the figure
     /// BENCHMARKS.md judges `drain-io` against.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -138,6 +138,8 @@ async fn drain(
     let redis_us = r.redis_cpu_s * 1e6 / args.jobs as f64;
     let worker_us = r.cpu_s * 1e6 / args.jobs as f64;
     let per_job = |n: u64| n as f64 / args.jobs as f64;
+    let io = workload == Workload::DrainIo;
+    let floor_us = r.handler_floor_cpu_s * 1e6 / args.jobs as f64;
     outln!(
         "  {} jobs in {:.3} s: {jobs_per_sec:.0} jobs/s, concurrency {}; worker CPU {:.2} s ({:.1} us/job); \
          Redis CPU {:.3} s ({redis_us:.1} us/job)",
@@ -155,6 +157,14 @@ async fn drain(
         per_job(sent + inner),
         after.time_since(&stats)
     );
+    if io {
+        outln!(
+            "  the handler alone (as many 1 ms sleeps on {} tasks of the worker's runtime, after the \
+             drain): {floor_us:.1} us of CPU per sleep; the worker beyond it {:.1} us/job",
+            args.concurrency,
+            worker_us - floor_us
+        );
+    }
     let mut kept_bytes = None;
     if let Some(before) = memory_before {
         ok &= counts.done == args.jobs;
@@ -173,7 +183,9 @@ async fn drain(
         worker_us_per_job: Some(round(worker_us, 2)),
         commands_per_job: Some(round(per_job(sent + inner), 3)),
         sent_commands_per_job: Some(round(per_job(sent), 3)),
-        handler_mean_ms: (workload == Workload::DrainIo).then(|| round(r.handler_mean_ms, 3)),
+        handler_mean_ms: io.then(|| round(r.handler_mean_ms, 3)),
+        handler_floor_us_per_job: io.then(|| round(floor_us, 2)),
+        worker_us_beyond_handler: io.then(|| round(worker_us - floor_us, 2)),
         ok,
         ..Report::default()
     })
