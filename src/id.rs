@@ -26,7 +26,7 @@ fn push_base62(out: &mut String, mut n: u64, min_len: usize) {
             break;
         }
     }
-    out.extend(buf[i..].iter().map(|b| *b as char));
+    out.push_str(std::str::from_utf8(&buf[i..]).expect("base 62 digits are ASCII"));
 }
 
 /// A new job id: 8 characters that are random per process, then a per-process counter, in base 62
@@ -35,12 +35,17 @@ fn push_base62(out: &mut String, mut n: u64, min_len: usize) {
 /// A collision with a live job is detected at enqueue (the id exists) and a fresh id is drawn, so a
 /// generated id never makes an enqueue a silent no-op.
 pub(crate) fn generate() -> String {
-    static PREFIX: OnceLock<u64> = OnceLock::new();
+    // The prefix in base 62, written once.
+    static PREFIX: OnceLock<String> = OnceLock::new();
     static SEQ: AtomicU64 = AtomicU64::new(0);
-    let prefix = *PREFIX.get_or_init(|| random_u64() % 62u64.pow(8));
+    let prefix = PREFIX.get_or_init(|| {
+        let mut prefix = String::with_capacity(8);
+        push_base62(&mut prefix, random_u64() % 62u64.pow(8), 8);
+        prefix
+    });
     let seq = SEQ.fetch_add(1, Ordering::Relaxed);
     let mut id = String::with_capacity(16);
-    push_base62(&mut id, prefix, 8);
+    id.push_str(prefix);
     push_base62(&mut id, seq, 2);
     id
 }
@@ -66,5 +71,17 @@ mod tests {
             assert!((10..=19).contains(&id.len()), "{id}");
         }
         assert_ne!(generate_random(), generate_random());
+    }
+
+    #[test]
+    fn generated_ids_share_the_process_prefix_then_count_in_base_62() {
+        let (a, b) = (generate(), generate());
+        assert_eq!(a[..8], b[..8], "{a} {b}");
+        let mut digits = String::new();
+        push_base62(&mut digits, 62 * 62 + 61, 2);
+        assert_eq!(digits, "10z");
+        digits.clear();
+        push_base62(&mut digits, 5, 3);
+        assert_eq!(digits, "005");
     }
 }

@@ -107,7 +107,15 @@ impl Record {
     }
 
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.payload.len() + 16);
+        let mut out = self.encode_head(self.payload.len());
+        out.extend_from_slice(&self.payload);
+        out
+    }
+
+    /// Everything [`encode`](Self::encode) writes before the payload, with room for `payload` bytes
+    /// more: a new job's payload is encoded straight after it (no buffer of its own to copy from).
+    pub(crate) fn encode_head(&self, payload: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(payload + 16);
         let mut flags = 0;
         if self.schedule.is_some() {
             flags |= HAS_SCHEDULE;
@@ -153,7 +161,6 @@ impl Record {
                 out.extend_from_slice(value.as_bytes());
             }
         }
-        out.extend_from_slice(&self.payload);
         out
     }
 

@@ -1,5 +1,6 @@
 //! Enqueueing: one job with a builder, or many at once.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
@@ -7,7 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
-use tracing::Instrument;
+use tracing::{Instrument, Span};
 
 use super::keyed::{to_keyed, Debounce, KeyedOption, Unique};
 use super::{Client, When};
@@ -406,19 +407,44 @@ impl<'a, J: Job> IntoFuture for Enqueue<'a, J> {
             return Box::pin(client.enqueue_after(item, after));
         }
         // Only what the plain enqueue needs goes into its future, which stays under 1 KiB: a larger
-        // allocation at every enqueue makes glibc's malloc consolidate its small chunks each time.
+        // allocation at every enqueue makes glibc's malloc consolidate its small chunks each time. So
+        // the item is validated and encoded here (the future holds the encoded job, not the item),
+        // and a job with a unique or debounce key takes a future of its own.
         let replace = item.replace;
-        let items = vec![item];
+        let refused = move |enqueued: Enqueued| match enqueued.status {
+            EnqueueStatus::AlreadyRunning if replace => Err(Error::JobRunning {
+                topic: J::TOPIC.to_owned(),
+                id: enqueued.id,
+            }),
+            _ => Ok(enqueued),
+        };
+        let (span, prepared) = match client.prepare_one(item) {
+            Ok(prepared) => prepared,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
+        if prepared.keyed.is_some() {
+            return Box::pin(async move {
+                let mut done = client
+                    .send_keyed::<J>(vec![prepared])
+                    .instrument(span)
+                    .await?;
+                refused(done.pop().expect("one outcome per job"))
+            });
+        }
+        trace::enqueued_id(&span, &prepared.job.id);
+        let Prepared { job, generated, .. } = prepared;
         Box::pin(async move {
-            let mut done = client.enqueue_items(items).await?;
-            let enqueued = done.pop().expect("one outcome per job");
-            if replace && enqueued.status == EnqueueStatus::AlreadyRunning {
-                return Err(Error::JobRunning {
-                    topic: J::TOPIC.to_owned(),
-                    id: enqueued.id,
-                });
-            }
-            Ok(enqueued)
+            let sent = async {
+                let outcome = client
+                    .enqueue_routed(J::TOPIC, J::partitions(), std::slice::from_ref(&job))
+                    .await?
+                    .pop()
+                    .ok_or_else(|| {
+                        Error::backend("enqueueing a job", "the store returned no outcome")
+                    })?;
+                client.enqueued::<J>(&job, generated, outcome).await
+            };
+            refused(sent.instrument(span).await?)
         })
     }
 }
@@ -478,11 +504,8 @@ impl Client {
                 None => crate::id::generate(),
             },
         };
-        let payload = serde_json::to_vec(&item.job).map_err(|e| Error::Encode {
-            topic: J::TOPIC.to_owned(),
-            source: e.into(),
-        })?;
-        let mut record = Record::new(now_ms, payload);
+        // The record's head first, then the payload's JSON straight after it in the same buffer.
+        let mut record = Record::new(now_ms, Vec::new());
         // The key travels with the record too: the Redis store reads it there on the paths that start
         // from an id (fair.lua's record_key), so a keyed job keeps no entry of its own.
         record.key.clone_from(&key);
@@ -503,7 +526,12 @@ impl Client {
             }
             None => default_first_delay,
         };
-        let bytes = record.encode();
+        // Room for a small payload's JSON (serde_json's own first buffer is 128 bytes).
+        let mut bytes = record.encode_head(128);
+        serde_json::to_writer(&mut bytes, &item.job).map_err(|e| Error::Encode {
+            topic: J::TOPIC.to_owned(),
+            source: e.into(),
+        })?;
         if bytes.len() > self.inner.max_payload {
             return Err(Error::PayloadTooLarge {
                 topic: J::TOPIC.to_owned(),
@@ -593,6 +621,18 @@ impl Client {
             .await
     }
 
+    /// One item, validated and encoded as [`enqueue_items`](Self::enqueue_items) does, with its
+    /// enqueue's span (an awaited [`Enqueue`] sends it).
+    fn prepare_one<J: Job>(&self, item: EnqueueItem<J>) -> Result<(Span, Prepared)> {
+        self.check_topic::<J>()?;
+        let span = trace::enqueue_span(J::TOPIC, 1);
+        let carried = trace::context_meta(&span);
+        let now_ms = Utc::now().timestamp_millis();
+        let default_first_delay = J::retry_schedule().delay_before(1);
+        let prepared = self.prepare_item(item, now_ms, default_first_delay, &carried)?;
+        Ok((span, prepared))
+    }
+
     /// Sends prepared jobs, in chunks, and reports each one's outcome.
     async fn send_prepared<J: Job>(
         &self,
@@ -606,20 +646,30 @@ impl Client {
                 .enqueue_routed(J::TOPIC, J::partitions(), chunk)
                 .await?;
             for ((job, gen), outcome) in chunk.iter().zip(generated.by_ref()).zip(outcomes) {
-                let enqueued = match (outcome, gen) {
-                    // A generated id that collided with a live job: draw a random one, never drop the job.
-                    // (Boxed: a rare path, kept out of every enqueue's future.)
-                    (EnqueueOutcome::Exists { .. } | EnqueueOutcome::Running, true) => {
-                        Box::pin(self.enqueue_with_fresh_id(J::TOPIC, J::partitions(), job.clone()))
-                            .await?
-                    }
-                    (outcome, _) => to_enqueued(job.id.clone(), outcome),
-                };
-                metrics::enqueued(J::TOPIC, enqueued.status);
-                out.push(enqueued);
+                out.push(self.enqueued::<J>(job, gen, outcome).await?);
             }
         }
         Ok(out)
+    }
+
+    /// What became of `job` (sent with the outcome `outcome`; `generated`: its id was generated),
+    /// counted in the metrics.
+    async fn enqueued<J: Job>(
+        &self,
+        job: &NewJob,
+        generated: bool,
+        outcome: EnqueueOutcome,
+    ) -> Result<Enqueued> {
+        let enqueued = match (outcome, generated) {
+            // A generated id that collided with a live job: draw a random one, never drop the job.
+            // (Boxed: a rare path, kept out of every enqueue's future.)
+            (EnqueueOutcome::Exists { .. } | EnqueueOutcome::Running, true) => {
+                Box::pin(self.enqueue_with_fresh_id(J::TOPIC, J::partitions(), job.clone())).await?
+            }
+            (outcome, _) => to_enqueued(job.id.clone(), outcome),
+        };
+        metrics::enqueued(J::TOPIC, enqueued.status);
+        Ok(enqueued)
     }
 
     /// Sends jobs to the store: in one call, or on a partitioned topic one call per partition (at once),
@@ -644,21 +694,21 @@ impl Client {
     /// Sends `items` of `topic` to the store with `call` (given the stored topic and its items): in one
     /// call, or on a partitioned topic one call per partition (at once), each item to its id's
     /// partition. Outcomes come back in the items' order. Records the topic in the registry first.
-    pub(super) async fn routed<T, O, F, Fut>(
+    pub(super) async fn routed<'t, T, O, F, Fut>(
         &self,
-        topic: &str,
+        topic: &'t str,
         partitions: u16,
         items: Vec<T>,
         id_of: impl Fn(&T) -> &str,
         call: F,
     ) -> Result<Vec<O>>
     where
-        F: Fn(String, Vec<T>) -> Fut,
+        F: Fn(Cow<'t, str>, Vec<T>) -> Fut,
         Fut: Future<Output = Result<Vec<O>>>,
     {
         self.inner.register(topic, partitions).await;
         if partitions <= 1 {
-            return call(topic.to_owned(), items).await;
+            return call(Cow::Borrowed(topic), items).await;
         }
         let n = items.len();
         let mut groups: BTreeMap<u16, (Vec<usize>, Vec<T>)> = BTreeMap::new();
@@ -672,7 +722,7 @@ impl Client {
         let mut members = Vec::with_capacity(groups.len());
         let calls = groups.into_iter().map(|(p, (positions, batch))| {
             members.push((p, positions));
-            call(store_topic(topic, p).into_owned(), batch)
+            call(store_topic(topic, p), batch)
         });
         let calls: Vec<_> = calls.collect();
         let results = join_all(calls).await;
