@@ -411,7 +411,7 @@ impl<S: Send + Sync + 'static> WorkerBuilder<S> {
     ///
     /// A claim takes a job for each free slot, and, once the handlers' run time is known, a few more
     /// that wait in the worker for the next free slots (claimed ahead: no round trip to Redis between
-    /// two runs). Those are at most one per slot of the topic, and no more than would wait 2 ms on average
+    /// two runs). Those are at most two per slot of the topic, and no more than would wait 4 ms on average
     /// at the current pace, so runs of a second or more claim nothing ahead; their leases are renewed
     /// while they wait, and they are handed back at shutdown.
     pub fn claim_batch(mut self, n: usize) -> Self {
