@@ -15,7 +15,7 @@ pub(crate) fn random_u64() -> u64 {
     h.finish()
 }
 
-fn push_base62(out: &mut String, mut n: u64, min_len: usize) {
+pub(crate) fn push_base62(out: &mut String, mut n: u64, min_len: usize) {
     let mut buf = [0u8; 11];
     let mut i = buf.len();
     loop {

@@ -896,4 +896,42 @@ mod tests {
         let size = std::mem::size_of_val(&*future);
         assert!(size < 1008, "the enqueue's future takes {size} bytes");
     }
+
+    /// The ids [`crate::id::generate`] gives next: its process prefix, then its counter from the one
+    /// it just gave, in base 62.
+    fn next_generated_ids(n: u64) -> Vec<String> {
+        let last = crate::id::generate();
+        let (prefix, seq) = last.split_at(8);
+        let digit = |c: u8| match c {
+            b'0'..=b'9' => c - b'0',
+            b'A'..=b'Z' => c - b'A' + 10,
+            _ => c - b'a' + 36,
+        };
+        let seq = seq.bytes().fold(0u64, |n, c| n * 62 + u64::from(digit(c)));
+        (1..=n)
+            .map(|k| {
+                let mut id = prefix.to_owned();
+                crate::id::push_base62(&mut id, seq + k, 2);
+                id
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_generated_id_that_meets_a_live_job_is_drawn_again_at_random_and_the_job_kept() {
+        let client = Client::memory();
+        // Live jobs under the next generated ids (more than other tests of this process could take
+        // meanwhile): the enqueue's own generated id is one of them.
+        let taken = next_generated_ids(1000);
+        for id in &taken {
+            client.enqueue(Plain).id(id.clone()).await.unwrap();
+        }
+        let enqueued = client.enqueue(Plain).await.unwrap();
+        assert_eq!(enqueued.status, EnqueueStatus::Created);
+        assert!(!taken.contains(&enqueued.id), "{}", enqueued.id);
+        // A random id (22 characters), not a generated one (10 to 19): the collision's path ran.
+        assert_eq!(enqueued.id.len(), 22, "{}", enqueued.id);
+        let counts = client.topic::<Plain>().counts().await.unwrap();
+        assert_eq!(counts.ready + counts.scheduled, 1001);
+    }
 }
