@@ -174,11 +174,11 @@ impl<S> ServedTopic<S> {
     /// `drain-io` ran at 80 % of its measured ceiling, at the whole share at 85 % (96 % once runs took
     /// the next job on their own slots). Twice the share keeps a whole share at hand after the claim
     /// loop's low-water mark (half of it), so each claim carries a share's worth of jobs rather than
-    /// half: `drain-io` at 98.5 % of its ceiling with a third less Redis CPU per job, `drain` a quarter
-    /// faster (performance guide, 2026-11-29). So a job claimed ahead starts at most about
-    /// [`AHEAD_WAIT`] later than if it had been left in the store for the next free slot (where, with
-    /// every slot busy, it would have waited too), and none is claimed ahead before a run's time is
-    /// known, or when runs are long.
+    /// half: `drain-io` at 98 % of its ceiling (95.5 % before) with a fifth less Redis CPU per job,
+    /// `drain` 1.18 times as fast (performance guide, 2026-11-29). So a job claimed ahead starts at
+    /// most about [`AHEAD_WAIT`] later than if it had been left in the store for the next free slot
+    /// (where, with every slot busy, it would have waited too), and none is claimed ahead before a
+    /// run's time is known, or when runs are long.
     pub(crate) fn ahead(&self) -> usize {
         let mean = self.mean_run_us.load(Ordering::Relaxed).max(1);
         if mean == u64::MAX {
