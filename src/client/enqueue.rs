@@ -919,19 +919,25 @@ mod tests {
 
     #[tokio::test]
     async fn a_generated_id_that_meets_a_live_job_is_drawn_again_at_random_and_the_job_kept() {
-        let client = Client::memory();
-        // Live jobs under the next generated ids (more than other tests of this process could take
-        // meanwhile): the enqueue's own generated id is one of them.
-        let taken = next_generated_ids(1000);
-        for id in &taken {
-            client.enqueue(Plain).id(id.clone()).await.unwrap();
+        // Live jobs under the next generated ids, then an enqueue whose generated id is one of them.
+        // Other tests of this process may generate ids meanwhile and move the counter past them:
+        // then the enqueue got a fresh generated id, and the attempt is made again.
+        for _ in 0..20 {
+            let client = Client::memory();
+            let taken = next_generated_ids(1000);
+            for id in &taken {
+                client.enqueue(Plain).id(id.clone()).await.unwrap();
+            }
+            let enqueued = client.enqueue(Plain).await.unwrap();
+            assert_eq!(enqueued.status, EnqueueStatus::Created);
+            assert!(!taken.contains(&enqueued.id), "{}", enqueued.id);
+            let counts = client.topic::<Plain>().counts().await.unwrap();
+            assert_eq!(counts.ready + counts.scheduled, 1001);
+            // A random id (22 characters), not a generated one (10 to 19): the collision's path ran.
+            if enqueued.id.len() == 22 {
+                return;
+            }
         }
-        let enqueued = client.enqueue(Plain).await.unwrap();
-        assert_eq!(enqueued.status, EnqueueStatus::Created);
-        assert!(!taken.contains(&enqueued.id), "{}", enqueued.id);
-        // A random id (22 characters), not a generated one (10 to 19): the collision's path ran.
-        assert_eq!(enqueued.id.len(), 22, "{}", enqueued.id);
-        let counts = client.topic::<Plain>().counts().await.unwrap();
-        assert_eq!(counts.ready + counts.scheduled, 1001);
+        panic!("no enqueue met a live job under its generated id in 20 attempts");
     }
 }
