@@ -408,8 +408,10 @@ impl<'a, J: Job> IntoFuture for Enqueue<'a, J> {
         }
         // Only what the plain enqueue needs goes into its future, which stays under 1 KiB: a larger
         // allocation at every enqueue makes glibc's malloc consolidate its small chunks each time. So
-        // the item is validated and encoded here (the future holds the encoded job, not the item),
-        // and a job with a unique or debounce key takes a future of its own.
+        // the item waits in a box of its own, and a job with a unique or debounce key takes a future
+        // of its own. It is validated and encoded when the future first runs, in the caller's span
+        // (`.into_future().instrument(span)`): the enqueue's span and the trace context its job
+        // carries are taken there.
         let replace = item.replace;
         let refused = move |enqueued: Enqueued| match enqueued.status {
             EnqueueStatus::AlreadyRunning if replace => Err(Error::JobRunning {
@@ -418,22 +420,16 @@ impl<'a, J: Job> IntoFuture for Enqueue<'a, J> {
             }),
             _ => Ok(enqueued),
         };
-        let (span, prepared) = match client.prepare_one(item) {
-            Ok(prepared) => prepared,
-            Err(e) => return Box::pin(std::future::ready(Err(e))),
-        };
-        if prepared.keyed.is_some() {
-            return Box::pin(async move {
-                let mut done = client
-                    .send_keyed::<J>(vec![prepared])
-                    .instrument(span)
-                    .await?;
-                refused(done.pop().expect("one outcome per job"))
-            });
-        }
-        trace::enqueued_id(&span, &prepared.job.id);
-        let Prepared { job, generated, .. } = prepared;
+        let item = Box::new(item);
         Box::pin(async move {
+            let (span, prepared) = client.prepare_one(*item)?;
+            if prepared.keyed.is_some() {
+                let keyed = client.send_keyed::<J>(vec![prepared]).instrument(span);
+                let mut done = Box::pin(keyed).await?;
+                return refused(done.pop().expect("one outcome per job"));
+            }
+            trace::enqueued_id(&span, &prepared.job.id);
+            let Prepared { job, generated, .. } = prepared;
             let sent = async {
                 let outcome = client
                     .enqueue_routed(J::TOPIC, J::partitions(), std::slice::from_ref(&job))
