@@ -898,12 +898,8 @@ mod tests {
     fn next_generated_ids(n: u64) -> Vec<String> {
         let last = crate::id::generate();
         let (prefix, seq) = last.split_at(8);
-        let digit = |c: u8| match c {
-            b'0'..=b'9' => c - b'0',
-            b'A'..=b'Z' => c - b'A' + 10,
-            _ => c - b'a' + 36,
-        };
-        let seq = seq.bytes().fold(0u64, |n, c| n * 62 + u64::from(digit(c)));
+        let digit = |c: u8| crate::id::ALPHABET.iter().position(|a| *a == c).unwrap() as u64;
+        let seq = seq.bytes().fold(0u64, |n, c| n * 62 + digit(c));
         (1..=n)
             .map(|k| {
                 let mut id = prefix.to_owned();
