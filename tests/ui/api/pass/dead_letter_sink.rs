@@ -24,8 +24,11 @@ impl DeadLetterSink for Alert {
     }
 }
 
-fn main() {
-    let client = Client::builder().max_payload(1024).store(MemoryStore::new());
+#[test]
+fn compiles_and_runs() {
+    let client = Client::builder()
+        .max_payload(1024)
+        .store(MemoryStore::new());
     let _ = Worker::builder(&client)
         .handle(close)
         .dead_letter_sink(Alert)

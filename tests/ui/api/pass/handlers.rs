@@ -34,10 +34,17 @@ impl JobHandler<Db> for CHandler {
     }
 }
 
-fn main() {
+#[test]
+fn compiles_and_runs() {
     let client = Client::memory();
-    let worker = Worker::with_state(&client, Db).handle(a).handle(b).handler(CHandler).build();
+    let worker = Worker::with_state(&client, Db)
+        .handle(a)
+        .handle(b)
+        .handler(CHandler)
+        .build();
     assert!(worker.is_ok());
-    let closure = Worker::builder(&client).handle(|_: A, _: JobContext| async { Ok::<(), JobError>(()) }).build();
+    let closure = Worker::builder(&client)
+        .handle(|_: A, _: JobContext| async { Ok::<(), JobError>(()) })
+        .build();
     assert!(closure.is_ok());
 }

@@ -10,7 +10,8 @@ enum Notify {
     Push,
 }
 
-fn main() {
+#[test]
+fn compiles_and_runs() {
     assert_eq!(Notify::TOPIC, "notify");
     assert_eq!(Notify::retry_schedule().attempts(), 2);
 }

@@ -35,7 +35,8 @@ struct Tick;
 #[job(topic = "pair")]
 struct Pair(u32, String);
 
-fn main() {
+#[test]
+fn compiles_and_runs() {
     assert_eq!(Hot::partitions(), 16);
     assert_eq!(Tick::partitions(), 1);
 }

@@ -22,7 +22,8 @@ struct Event {
     r#type: char,
 }
 
-fn main() {
+#[test]
+fn compiles_and_runs() {
     let job = SyncShop {
         shop_id: 7,
         region: "eu".into(),

@@ -6,13 +6,23 @@ use postpone::{Job, KeyLimits, RateLimit};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize, Job)]
-#[job(topic = "shop.sync", key = "shop_id", key_max_running = 2, key_rate = "10/s")]
+#[job(
+    topic = "shop.sync",
+    key = "shop_id",
+    key_max_running = 2,
+    key_rate = "10/s"
+)]
 struct SyncShop {
     shop_id: u64,
 }
 
 #[derive(Serialize, Deserialize, Job)]
-#[job(topic = "mail.send", key_rate = "600/m", rate = "100/s", max_running = 5)]
+#[job(
+    topic = "mail.send",
+    key_rate = "600/m",
+    rate = "100/s",
+    max_running = 5
+)]
 struct SendMail {
     to: String,
 }
@@ -28,7 +38,8 @@ enum Report {
 #[job(topic = "plain")]
 struct Plain;
 
-fn main() {
+#[test]
+fn compiles_and_runs() {
     assert_eq!(
         SyncShop::key_limits(),
         KeyLimits::new()

@@ -16,7 +16,8 @@ struct SyncShop {
     shop_id: u64,
 }
 
-fn main() {
+#[test]
+fn compiles_and_runs() {
     let job = SyncShop {
         tenant: "acme".into(),
         shop_id: 7,

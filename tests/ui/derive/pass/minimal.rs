@@ -6,6 +6,7 @@ struct CloseOrder {
     order_id: u64,
 }
 
-fn main() {
+#[test]
+fn compiles_and_runs() {
     assert_eq!(<CloseOrder as postpone::Job>::TOPIC, "orders.close");
 }

@@ -15,12 +15,16 @@ struct SendWebhook {
 #[job(topic = "once", retry_delays = [])]
 struct Once;
 
-fn main() {
+#[test]
+fn compiles_and_runs() {
     let m = |n: u64| Duration::from_secs(n * 60);
     assert_eq!(
         SendWebhook::retry_schedule(),
         RetrySchedule::between_failures([m(1), m(5), m(30)]).unwrap()
     );
-    assert_eq!(SendWebhook::retry_schedule().to_string(), "[0, 0, 1m, 5m, 30m]");
+    assert_eq!(
+        SendWebhook::retry_schedule().to_string(),
+        "[0, 0, 1m, 5m, 30m]"
+    );
     assert_eq!(Once::retry_schedule().attempts(), 1);
 }

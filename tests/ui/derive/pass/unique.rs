@@ -9,7 +9,8 @@ struct Reindex {
     note: String,
 }
 
-fn main() {
+#[test]
+fn compiles_and_runs() {
     let job = Reindex {
         product_id: 42,
         region: "eu".into(),

@@ -25,7 +25,8 @@ macro_rules! job_with_topic {
 }
 job_with_topic!(FromMacro, "from.macro");
 
-fn main() {
+#[test]
+fn compiles_and_runs() {
     assert_eq!(CloseOrder::TOPIC, "orders.close");
     let schedule = CloseOrder::retry_schedule();
     assert_eq!(schedule.attempts(), 4);
