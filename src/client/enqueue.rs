@@ -641,8 +641,9 @@ impl Client {
             let outcomes = self
                 .enqueue_routed(J::TOPIC, J::partitions(), chunk)
                 .await?;
-            for ((job, gen), outcome) in chunk.iter().zip(generated.by_ref()).zip(outcomes) {
-                out.push(self.enqueued::<J>(job, gen, outcome).await?);
+            for ((job, id_generated), outcome) in chunk.iter().zip(generated.by_ref()).zip(outcomes)
+            {
+                out.push(self.enqueued::<J>(job, id_generated, outcome).await?);
             }
         }
         Ok(out)

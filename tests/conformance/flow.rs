@@ -176,7 +176,8 @@ fn reporting<J: Job>(
        + Clone
        + Send
        + Sync
-       + 'static {
+       + 'static
+       + use<J> {
     let tx = tx.clone();
     move |_: J, _: JobContext| {
         let _ = tx.send(name);

@@ -13,7 +13,7 @@ impl Topic {
     pub(super) fn deaths_of<'a>(
         &'a self,
         id: &str,
-    ) -> impl DoubleEndedIterator<Item = &'a String> + 'a {
+    ) -> impl DoubleEndedIterator<Item = &'a String> + use<'a> {
         // Members "<id>\n<seq>": from "<id>\n" up to (not including) "<id>\v", the next byte.
         let range = (
             Bound::Included(format!("{id}\n")),
