@@ -33,3 +33,26 @@ mod api {
     #[path = "pass/handlers.rs"]
     mod handlers;
 }
+
+/// A case added under a `pass/` directory is a module above: trybuild took every file by a glob, and
+/// a file left out here would be compiled by nothing.
+#[test]
+fn every_case_under_a_pass_directory_is_a_module_here() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let this = std::fs::read_to_string(root.join("pass.rs")).expect("pass.rs");
+    let mut cases = 0;
+    for dir in ["derive", "api"] {
+        for entry in std::fs::read_dir(root.join(dir).join("pass")).expect("a pass directory") {
+            let name = entry.expect("a directory entry").file_name();
+            let name = name.to_str().expect("a UTF-8 file name");
+            if name.ends_with(".rs") {
+                cases += 1;
+                assert!(
+                    this.contains(&format!("#[path = \"pass/{name}\"]")),
+                    "{dir}/pass/{name} is not a module of tests/ui/pass.rs"
+                );
+            }
+        }
+    }
+    assert!(cases > 0, "no case found under derive/pass and api/pass");
+}
