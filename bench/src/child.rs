@@ -68,9 +68,14 @@ pub(crate) struct ChildReport {
     #[serde(default)]
     pub(crate) quiet_in_flood: u64,
     /// `drain-io`: this process's CPU, after the drain (the worker stopped), over as many bare sleeps
-    /// of the handler as it ran ([`bare_io_sleeps`]): the handler's own share of `cpu_s`.
+    /// of the handler as it ran ([`bare_io_sleeps`]): the handler's own share of `cpu_s`. `steady`:
+    /// over the handler's own work replayed at the run's rate ([`bare_steady_handlers`], up to
+    /// [`STEADY_FLOOR_SECS`] of it), scaled to as many runs as the worker made.
     #[serde(default)]
     pub(crate) handler_floor_cpu_s: f64,
+    /// `steady`: Redis's CPU over that replay (its TIME calls), scaled the same way.
+    #[serde(default)]
+    pub(crate) handler_floor_redis_cpu_s: f64,
 }
 
 /// The parent's handle on a worker process.
@@ -238,6 +243,14 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
     running.await??;
     if args.workload == Workload::DrainIo {
         report.handler_floor_cpu_s = bare_io_sleeps(args.concurrency, attempts).await;
+    }
+    if args.workload == Workload::Steady && attempts > 0 {
+        let runs = attempts.min(args.rate * STEADY_FLOOR_SECS).max(1);
+        let redis_cpu = probe.cpu_s().await?;
+        let cpu = bare_steady_handlers(&state, args.rate, runs).await?;
+        let scale = attempts as f64 / runs as f64;
+        report.handler_floor_cpu_s = cpu * scale;
+        report.handler_floor_redis_cpu_s = (probe.cpu_s().await? - redis_cpu) * scale;
     }
     crate::observe::check(observed.as_ref(), handled)?;
     outln!("{}", serde_json::to_string(&report)?);

@@ -101,17 +101,20 @@ impl State {
 
     /// Reads the Redis clock (first thing in a handler): how late this attempt started.
     async fn lateness(&self, ctx: &JobContext) -> Result<Lateness, JobError> {
-        let mut redis = self.redis.clone().expect("this workload has a connection");
         let sent = Instant::now();
-        let (secs, micros): (i64, i64) = redis::cmd("TIME")
-            .query_async(&mut redis)
-            .await
-            .map_err(JobError::msg)?;
-        let late_us = secs * 1_000_000 + micros - ctx.due_at().timestamp_millis() * 1000;
+        let now_us = self.redis_time_us().await.map_err(JobError::msg)?;
+        let late_us = now_us - ctx.due_at().timestamp_millis() * 1000;
         Ok(Lateness {
             late_ms: late_us as f64 / 1000.0,
             clock_rtt_ms: sent.elapsed().as_secs_f64() * 1e3,
         })
+    }
+
+    /// The Redis clock (TIME), µs.
+    async fn redis_time_us(&self) -> redis::RedisResult<i64> {
+        let mut redis = self.redis.clone().expect("this workload has a connection");
+        let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut redis).await?;
+        Ok(secs * 1_000_000 + micros)
     }
 
     /// Records the start of `job`'s first attempt, with `busy` handlers running.
@@ -183,6 +186,39 @@ pub(crate) async fn bare_io_sleeps(concurrency: usize, sleeps: u64) -> f64 {
         task.await.expect("a sleeping task panicked");
     }
     crate::report::own_cpu_s() - cpu
+}
+
+/// How long [`bare_steady_handlers`] replays the handler for, at most.
+pub(crate) const STEADY_FLOOR_SECS: u64 = 10;
+
+/// `steady`: what the handler's own work costs (a TIME round trip for the start lag, then the 2 ms
+/// sleep), replayed after the worker stopped, with no library: `runs` runs started at `rate` per second
+/// on this process's runtime, each on a task of its own. Returns this process's CPU over the replay.
+/// (The worker runs jobs on tasks it keeps, so the replay's task per run makes it a little dearer than
+/// the handler itself: what is left to the library is, if anything, understated.) Fails when a run
+/// could not read the clock.
+pub(crate) async fn bare_steady_handlers(
+    state: &State,
+    rate: u64,
+    runs: u64,
+) -> Result<f64, redis::RedisError> {
+    let cpu = crate::report::own_cpu_s();
+    let start = tokio::time::Instant::now();
+    let mut tasks = Vec::with_capacity(runs as usize);
+    for k in 0..runs {
+        tokio::time::sleep_until(start + Duration::from_nanos(k * 1_000_000_000 / rate.max(1)))
+            .await;
+        let state = state.clone();
+        tasks.push(tokio::spawn(async move {
+            let clock = state.redis_time_us().await;
+            state.wait_on_io(STEADY_HANDLER).await;
+            clock
+        }));
+    }
+    for task in tasks {
+        task.await.expect("a replayed handler panicked")?;
+    }
+    Ok(crate::report::own_cpu_s() - cpu)
 }
 
 /// The delayed handler: reads the Redis clock first thing, and records how late it started.

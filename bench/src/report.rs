@@ -110,12 +110,21 @@ pub(crate) struct Report {
     /// `drain-io`: the worker process's CPU per job over as many bare sleeps of the handler, run on its
     /// runtime after the drain with the same concurrency and no library (Tokio's timer and the
     /// runtime's parking between ticks): the handler's own share of [`Report::worker_us_per_job`].
+    /// `steady`: the same for the handler's own work (its TIME round trip for the start lag, then the
+    /// 2 ms sleep) replayed at the run's rate after the worker stopped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) handler_floor_us_per_job: Option<f64>,
-    /// `drain-io`: [`Report::worker_us_per_job`] less [`Report::handler_floor_us_per_job`]: what the
-    /// worker spent per job beyond its handler's own cost, to set beside `drain`'s worker CPU.
+    /// `drain-io`, `steady`: [`Report::worker_us_per_job`] less [`Report::handler_floor_us_per_job`]:
+    /// what the worker spent per job beyond its handler's own cost, to set beside `drain`'s worker CPU.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) worker_us_beyond_handler: Option<f64>,
+    /// `steady`: Redis's CPU per job over that replay (the handler's TIME calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) handler_floor_redis_us_per_job: Option<f64>,
+    /// `steady`: [`Report::redis_us_per_job`] less [`Report::handler_floor_redis_us_per_job`]: what
+    /// Redis spent per job on the library's calls (the enqueue, claim and acknowledgement).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) redis_us_beyond_handler: Option<f64>,
     /// `drain-io`: the measured ceiling, concurrency / [`Report::handler_mean_ms`] (jobs/s), the figure
     /// BENCHMARKS.md judges `drain-io` against.
     #[serde(skip_serializing_if = "Option::is_none")]
