@@ -1,43 +1,21 @@
 //! `postpone-bench fairness` end to end, on a `redis-server` of its own: the flood drains in the worker
 //! process while the harness's quiet producers enqueue, and every quiet job is reported.
 
-#![allow(dead_code, unreachable_pub)]
+mod common;
 
-use std::process::Command;
-
-/// The workspace's test `redis-server` (tests/support at the top).
-#[path = "../../tests/support/redis_server.rs"]
-mod redis_server;
-#[path = "../../tests/support/tempdir.rs"]
-mod tempdir;
-
-use redis_server::RedisServer;
+use common::{bench, RedisServer};
 
 /// Runs `postpone-bench fairness` with `extra` and returns its JSON line.
 fn fairness(redis: &RedisServer, extra: &[&str]) -> serde_json::Value {
-    let url = redis.url();
-    let out = Command::new(env!("CARGO_BIN_EXE_postpone-bench"))
-        .args([
-            "fairness",
-            "--jobs",
-            "10000",
-            "--quiet-keys",
-            "5",
-            "--flush",
-        ])
-        .args(["--redis", &url])
-        .args(extra)
-        .output()
-        .expect("postpone-bench runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}: {stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let last = stdout.lines().last().expect("a JSON line");
-    serde_json::from_str(last).expect("the last line is JSON")
+    let args = [
+        "fairness",
+        "--jobs",
+        "10000",
+        "--quiet-keys",
+        "5",
+        "--flush",
+    ];
+    bench(redis, &[&args[..], extra].concat())
 }
 
 #[test]

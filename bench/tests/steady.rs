@@ -2,35 +2,17 @@
 //! handler's own cost (its TIME round trip and its sleep, replayed after the worker stops) is reported
 //! beside what the run spent beyond it.
 
-#![allow(dead_code, unreachable_pub)]
+mod common;
 
-use std::process::Command;
-
-/// The workspace's test `redis-server` (tests/support at the top).
-#[path = "../../tests/support/redis_server.rs"]
-mod redis_server;
-#[path = "../../tests/support/tempdir.rs"]
-mod tempdir;
-
-use redis_server::RedisServer;
+use common::{bench, RedisServer};
 
 #[test]
 fn the_steady_workload_reports_its_handlers_own_cost_beside_what_the_run_spent_beyond_it() {
     let redis = RedisServer::start();
-    let out = Command::new(env!("CARGO_BIN_EXE_postpone-bench"))
-        .args(["steady", "--rate", "400", "--secs", "1", "--flush"])
-        .args(["--redis", &redis.url()])
-        .output()
-        .expect("postpone-bench runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}: {stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
+    let report = bench(
+        &redis,
+        &["steady", "--rate", "400", "--secs", "1", "--flush"],
     );
-    let last = stdout.lines().last().expect("a JSON line");
-    let report: serde_json::Value = serde_json::from_str(last).expect("the last line is JSON");
     assert_eq!(report["workload"], "steady", "{report}");
     assert_eq!(report["ok"], true, "every job ran: {report}");
     assert_eq!(report["jobs"], 400, "{report}");
