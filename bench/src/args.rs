@@ -107,6 +107,9 @@ pub(crate) struct Args {
     /// `backlog`: jobs due in an hour sitting beside the drained ones; `floor`: the same beside the
     /// floor's jobs (0 unless given).
     pub(crate) backlog: u64,
+    /// `floor`: ms from one drain call (claim and acknowledgement) to the next (0: back to back), so
+    /// that Redis sleeps between calls, as it does under `drain-io`'s ticks.
+    pub(crate) pace_ms: u64,
     /// `idle`: registered topics, and seconds measured; `steady`: seconds of enqueueing.
     pub(crate) topics: usize,
     pub(crate) secs: u64,
@@ -142,7 +145,7 @@ pub(crate) const DEFAULT_DATABASE: &str = "postgres://postgres@127.0.0.1:5432/te
 
 pub(crate) const USAGE: &str = "\
 usage: postpone-bench <workload> [--jobs N] [--concurrency C] [--redis URL] [--flush]
-                      [--backlog N] [--topics N] [--secs S] [--rate R] [--observe] [--database URL]
+                      [--backlog N] [--pace MS] [--topics N] [--secs S] [--rate R] [--observe] [--database URL]
                       [--keep] [--no-keys] [--quiet-keys N] [--quiet-every MS]
 
 workloads (see BENCHMARKS.md):
@@ -196,6 +199,9 @@ options:
                    table postpone_bench_outbox there, and drops it at the end
   --backlog N      backlog: jobs due in an hour beside the drained ones (default 1,000,000); floor:
                    the same beside the floor's jobs (default none): what Redis pays for them
+  --pace MS        floor: one drain call of C jobs (claim, then acknowledgement) every MS ms instead of
+                   back to back (default 0): what Redis pays per job when it sleeps between calls, as
+                   under drain-io (its runs end together at each millisecond tick)
   --topics N       idle: registered topics (default 10, at most 10)
   --secs S         idle: seconds measured (default 10); steady: seconds of enqueueing (default 60)
   --rate R         steady: jobs enqueued per second over all producers (default 20,000; BENCHMARKS.md
@@ -234,6 +240,7 @@ impl Args {
                 .filter(|u| !u.is_empty())
                 .unwrap_or_else(|| DEFAULT_DATABASE.into()),
             backlog: 1_000_000,
+            pace_ms: 0,
             topics: 10,
             secs: workload.default_secs(),
             rate: 20_000,
@@ -275,6 +282,7 @@ impl Args {
                     out.backlog = number(flag, value()?)?;
                     backlog_given = true;
                 }
+                "--pace" => out.pace_ms = number(flag, value()?)?,
                 "--topics" => out.topics = number(flag, value()?)? as usize,
                 "--secs" => out.secs = number(flag, value()?)?,
                 "--rate" => out.rate = number(flag, value()?)?,
@@ -304,6 +312,9 @@ impl Args {
         }
         if workload == Workload::Floor && !backlog_given {
             out.backlog = 0;
+        }
+        if out.pace_ms > 0 && workload != Workload::Floor {
+            return Err("--pace applies to floor only".into());
         }
         if out.keep && workload != Workload::Drain {
             return Err("--keep applies to drain only".into());
@@ -453,6 +464,8 @@ mod tests {
         );
         assert_eq!(a.backlog, 0);
         assert_eq!(parse("floor --backlog 1000").unwrap().backlog, 1000);
+        assert_eq!(parse("floor --pace 2").unwrap().pace_ms, 2);
+        assert!(parse("drain --pace 2").is_err());
         assert_eq!(parse("backlog").unwrap().backlog, 1_000_000);
     }
 }

@@ -135,6 +135,9 @@ pub(crate) struct Report {
     /// `backlog`: the jobs due in an hour beside the drained ones.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) backlog: Option<u64>,
+    /// `floor --pace`: ms from one drain call to the next.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) pace_ms: Option<u64>,
     /// `backlog`: the same run's plain drain, and the ratio to it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) drain_jobs_per_sec: Option<f64>,

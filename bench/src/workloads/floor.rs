@@ -9,7 +9,11 @@
 //! time read from Redis's clock, as every enqueue must): what any implementation that is atomic by
 //! Lua scripts pays before it checks anything, the floor under the library's scripts. Also a PING, an
 //! awaited call of an empty script (`return 1`) and of the least scripted enqueue (`TIME`, `HSETNX`,
-//! `ZADD`), one at a time: the floors under one awaited enqueue.
+//! `ZADD`), one at a time: the floors under one awaited enqueue. With `--pace MS`, the drains make one
+//! call of C jobs every MS ms, as `drain-io`'s do at each millisecond tick: what Redis pays per job
+//! when it sleeps between calls.
+
+use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 
@@ -48,17 +52,22 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
         backlog(&mut conn, args.backlog, &record).await?;
     }
 
-    let bare = bare(&mut conn, probe, args.jobs, batch, &record).await?;
-    let scripted = scripted(&mut conn, probe, args.jobs, batch, &record).await?;
+    let pace = Duration::from_millis(args.pace_ms);
+    let bare = bare(&mut conn, probe, args.jobs, batch, pace, &record).await?;
+    let scripted = scripted(&mut conn, probe, args.jobs, batch, pace, &record).await?;
     let ping_us = probe.ping_us(ROUND_TRIPS).await?;
     let script_us = empty_script_us(&mut conn).await?;
     let enqueue_one_us = scripted_enqueue_one_us(&mut conn, &record).await?;
     let ok = bare.drained == args.jobs && scripted.drained == args.jobs;
+    let paced = match args.pace_ms {
+        0 => String::new(),
+        ms => format!(", one call every {ms} ms"),
+    };
     for (how, f) in [("bare commands", &bare), ("in functions", &scripted)] {
         outln!(
             "  Redis CPU per job, {how}: enqueue {:.2} us (HSET + ZADD, {ENQUEUE_BATCH} jobs a call), \
-             drain {:.2} us (claim and acknowledgement, {batch} jobs a call); this process's CPU per \
-             drained job {:.2} us",
+             drain {:.2} us (claim and acknowledgement, {batch} jobs a call{paced}); this process's \
+             CPU per drained job {:.2} us",
             f.enqueue_us,
             f.drain_us,
             f.client_drain_us
@@ -92,6 +101,7 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
         scripted_enqueue_floor_us_per_job: Some(round(scripted.enqueue_us, 2)),
         scripted_drain_floor_us_per_job: Some(round(scripted.drain_us, 2)),
         backlog: (args.backlog > 0).then_some(args.backlog),
+        pace_ms: (args.pace_ms > 0).then_some(args.pace_ms),
         ok,
         ..Report::default()
     })
@@ -123,12 +133,35 @@ impl Floor {
     }
 }
 
+/// With a pace, waits until the next drain call's time (`pace` after the last one's); at once without.
+struct Pacer {
+    pace: Duration,
+    next: tokio::time::Instant,
+}
+
+impl Pacer {
+    fn new(pace: Duration) -> Self {
+        Pacer {
+            pace,
+            next: tokio::time::Instant::now(),
+        }
+    }
+
+    async fn wait(&mut self) {
+        if !self.pace.is_zero() {
+            tokio::time::sleep_until(self.next).await;
+            self.next += self.pace;
+        }
+    }
+}
+
 /// The bare commands, pipelined.
 async fn bare(
     conn: &mut MultiplexedConnection,
     probe: &mut Probe,
     jobs: u64,
     batch: usize,
+    pace: Duration,
     record: &[u8],
 ) -> BoxResult<Floor> {
     // Enqueue: HSET of the records and ZADD of the due times, one pipeline per batch.
@@ -144,7 +177,9 @@ async fn bare(
     hashed(conn).await?;
     let (cpu, own) = (probe.cpu_s().await?, own_cpu_s());
     let mut drained = 0u64;
+    let mut pacer = Pacer::new(pace);
     while drained < jobs {
+        pacer.wait().await;
         // The last call takes only what is left of the floor's jobs (a backlog's come after them).
         let last = (batch as u64).min(jobs - drained) - 1;
         let (due,): (Vec<(String, String)>,) = redis::pipe()
@@ -192,6 +227,7 @@ async fn scripted(
     probe: &mut Probe,
     jobs: u64,
     batch: usize,
+    pace: Duration,
     record: &[u8],
 ) -> BoxResult<Floor> {
     let cpu = probe.cpu_s().await?;
@@ -211,7 +247,9 @@ async fn scripted(
     hashed(conn).await?;
     let (cpu, own) = (probe.cpu_s().await?, own_cpu_s());
     let mut drained = 0u64;
+    let mut pacer = Pacer::new(pace);
     while drained < jobs {
+        pacer.wait().await;
         let claimed: Vec<Vec<u8>> = redis::cmd("FCALL")
             .arg("postpone_bench_floor_claim")
             .arg(4)
