@@ -245,7 +245,7 @@ pub(crate) async fn main(args: Args) -> BoxResult<()> {
         report.handler_floor_cpu_s = bare_io_sleeps(args.concurrency, attempts).await;
     }
     if args.workload == Workload::Steady && attempts > 0 {
-        let runs = attempts.min(args.rate * STEADY_FLOOR_SECS).max(1);
+        let runs = attempts.min(args.rate * STEADY_FLOOR_SECS);
         let redis_cpu = probe.cpu_s().await?;
         let cpu = bare_steady_handlers(&state, args.rate, runs).await?;
         let scale = attempts as f64 / runs as f64;

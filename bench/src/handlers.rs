@@ -203,11 +203,10 @@ pub(crate) async fn bare_steady_handlers(
     runs: u64,
 ) -> Result<f64, redis::RedisError> {
     let cpu = crate::report::own_cpu_s();
-    let start = tokio::time::Instant::now();
+    let mut pacer = crate::pacer::Pacer::per_second(rate);
     let mut tasks = Vec::with_capacity(runs as usize);
-    for k in 0..runs {
-        tokio::time::sleep_until(start + Duration::from_nanos(k * 1_000_000_000 / rate.max(1)))
-            .await;
+    for _ in 0..runs {
+        pacer.wait().await;
         let state = state.clone();
         tasks.push(tokio::spawn(async move {
             let clock = state.redis_time_us().await;

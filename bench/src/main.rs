@@ -33,6 +33,7 @@ mod child;
 mod handlers;
 mod jobs;
 mod observe;
+mod pacer;
 mod probe;
 mod report;
 mod workloads;

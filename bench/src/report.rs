@@ -135,14 +135,14 @@ pub(crate) struct Report {
     /// `backlog`: the jobs due in an hour beside the drained ones.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) backlog: Option<u64>,
-    /// `floor --pace`: ms from one drain call to the next.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) pace_ms: Option<u64>,
     /// `backlog`: the same run's plain drain, and the ratio to it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) drain_jobs_per_sec: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) ratio_to_drain: Option<f64>,
+    /// `floor --pace`: ms from one drain call to the next.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) pace_ms: Option<u64>,
     /// `wait`: the 99th percentile of handler finish to waiter return, ms (as `p99_ms`, under its own
     /// name).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -18,6 +18,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 
 use crate::args::Args;
+use crate::pacer::Pacer;
 use crate::probe::Probe;
 use crate::report::{own_cpu_s, round, Report};
 use crate::BoxResult;
@@ -130,28 +131,6 @@ impl Floor {
             client_drain_us: (own_cpu_s() - own) * 1e6 / drained.max(1) as f64,
             drained,
         })
-    }
-}
-
-/// With a pace, waits until the next drain call's time (`pace` after the last one's); at once without.
-struct Pacer {
-    pace: Duration,
-    next: tokio::time::Instant,
-}
-
-impl Pacer {
-    fn new(pace: Duration) -> Self {
-        Pacer {
-            pace,
-            next: tokio::time::Instant::now(),
-        }
-    }
-
-    async fn wait(&mut self) {
-        if !self.pace.is_zero() {
-            tokio::time::sleep_until(self.next).await;
-            self.next += self.pace;
-        }
     }
 }
 

@@ -144,13 +144,15 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
         per_job(r.handler_floor_cpu_s),
         per_job(r.handler_floor_redis_cpu_s),
     );
+    let (beyond_us, beyond_redis_us) = (
+        per_job(r.cpu_s) - floor_us,
+        per_job(r.redis_cpu_s) - floor_redis_us,
+    );
     outln!(
         "  the handler alone (its TIME round trip and 2 ms sleep, replayed at {} runs/s after the \
          worker stopped): worker {floor_us:.1}, Redis {floor_redis_us:.1} us of CPU per job; beyond \
-         it, the worker {:.1} and Redis {:.1} us/job",
+         it, the worker {beyond_us:.1} and Redis {beyond_redis_us:.1} us/job",
         args.rate,
-        per_job(r.cpu_s) - floor_us,
-        per_job(r.redis_cpu_s) - floor_redis_us,
     );
     outln!("  Redis commands: {}", after.time_since(&stats));
     Ok(Report {
@@ -174,9 +176,9 @@ pub(super) async fn run(args: &Args, probe: &mut Probe) -> BoxResult<Report> {
         worker_us_per_job: Some(round(per_job(r.cpu_s), 2)),
         handler_mean_ms: Some(round(r.handler_mean_ms, 3)),
         handler_floor_us_per_job: Some(round(floor_us, 2)),
-        worker_us_beyond_handler: Some(round(per_job(r.cpu_s) - floor_us, 2)),
+        worker_us_beyond_handler: Some(round(beyond_us, 2)),
         handler_floor_redis_us_per_job: Some(round(floor_redis_us, 2)),
-        redis_us_beyond_handler: Some(round(per_job(r.redis_cpu_s) - floor_redis_us, 2)),
+        redis_us_beyond_handler: Some(round(beyond_redis_us, 2)),
         ok,
         ..Report::default()
     })
