@@ -311,6 +311,8 @@ impl Drop for Rig {
             let _ = p.child.wait();
         }
         if std::thread::panicking() {
+            // Redis's files too (its AOF holds every write, in order, for the suites that enable it).
+            copy_tree(self.server.dir(), &self.dir.path().join("redis"));
             let kept = self.dir.path().join("..").join(format!(
                 "postpone-fault-kept-{}-{}",
                 self.name,
@@ -323,6 +325,22 @@ impl Drop for Rig {
                     kept.display()
                 );
             }
+        }
+    }
+}
+
+/// Copies the files under `from` into `to`, best effort (for a failed test's evidence).
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(from) else {
+        return;
+    };
+    let _ = std::fs::create_dir_all(to);
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            copy_tree(&path, &to.join(entry.file_name()));
+        } else {
+            let _ = std::fs::copy(&path, to.join(entry.file_name()));
         }
     }
 }
