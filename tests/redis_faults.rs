@@ -40,6 +40,65 @@ async fn a_store_survives_a_redis_restart_and_aof_keeps_the_jobs() {
     assert!(s.job(T, "j9").await.unwrap().is_some());
 }
 
+/// A crash can stop Redis in the middle of its write of a script's transaction (MULTI, the script's
+/// writes, EXEC) to the AOF. Redis 7.0 loads past the torn end but keeps the transaction's start in the
+/// file, and the next restart applies it: an enqueue whose caller got an error would appear after the
+/// second crash, and a finish would count twice. Restarting as the guide says (`redis-check-aof --fix`
+/// first, which `RedisServer::restart` does) cuts it whole.
+#[tokio::test]
+async fn a_transaction_torn_by_a_crash_is_cut_whole_and_not_applied_after_the_next_crash() {
+    let server = RedisServer::builder()
+        .aof(true)
+        .appendfsync("always")
+        .start();
+    let s = store(&server, "shop").await;
+    s.enqueue(T, vec![job("kept", Due::In(0))]).await.unwrap();
+    s.enqueue(T, vec![job("torn", Due::In(0))]).await.unwrap();
+    server.kill9();
+    // Tear the last transaction (the second enqueue's) in its EXEC, as a write cut short would.
+    let manifest = server.aof_manifest().expect("an AOF");
+    let incr = std::fs::read_dir(manifest.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".incr.aof"))
+        .expect("an incr file");
+    let bytes = std::fs::read(&incr).unwrap();
+    let multi = b"*1\r\n$5\r\nMULTI\r\n";
+    let exec = b"*1\r\n$4\r\nEXEC\r\n";
+    let last = bytes
+        .windows(multi.len())
+        .rposition(|w| w == multi)
+        .expect("a transaction");
+    assert!(bytes.ends_with(exec), "the AOF ends with a transaction");
+    assert!(
+        bytes[last..].windows(4).any(|w| w == b"torn"),
+        "the last transaction is the second enqueue's"
+    );
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&incr)
+        .unwrap()
+        .set_len(bytes.len() as u64 - 3)
+        .unwrap();
+
+    server.restart();
+    let counts = until_ok("counts after the first restart", || s.counts(T)).await;
+    assert_eq!(counts.ready, 1);
+    assert!(s.job(T, "torn").await.unwrap().is_none());
+    // A write after the restart, then another crash: the torn transaction stays cut.
+    s.enqueue(T, vec![job("after", Due::In(0))]).await.unwrap();
+    server.kill9();
+    server.restart();
+    let counts = until_ok("counts after the second restart", || s.counts(T)).await;
+    assert_eq!(counts.ready, 2);
+    assert!(s.job(T, "kept").await.unwrap().is_some());
+    assert!(s.job(T, "after").await.unwrap().is_some());
+    assert!(
+        s.job(T, "torn").await.unwrap().is_none(),
+        "the torn enqueue was applied"
+    );
+}
+
 #[tokio::test]
 async fn killed_connections_are_replaced() {
     let server = RedisServer::start();
