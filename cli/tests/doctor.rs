@@ -48,7 +48,7 @@ fn an_evicting_server_is_bad() {
 }
 
 #[test]
-fn a_server_with_aof_everysec_is_ok() {
+fn a_server_with_aof_everysec_is_ok_and_told_how_to_restart_after_a_crash() {
     let server = RedisServer::builder()
         .aof(true)
         .appendfsync("everysec")
@@ -68,6 +68,20 @@ fn a_server_with_aof_everysec_is_ok() {
         "{doc:#}"
     );
     assert_eq!(check(&doc, "clock")["level"], "ok");
+    // Redis's default `aof-load-truncated yes` gets the advice on restarting after a crash.
+    let advice = check(&doc, "persistence")["advice"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(advice.contains("redis-check-aof --fix"), "{advice}");
+    let server = RedisServer::builder()
+        .aof(true)
+        .appendfsync("everysec")
+        .arg("--aof-load-truncated")
+        .arg("no")
+        .start();
+    let doc = postpone(&server.url(), "doctor", &["doctor", "--json"]).json();
+    assert_eq!(check(&doc, "persistence")["level"], "ok");
     assert_eq!(check(&doc, "persistence")["advice"], Value::Null);
 }
 

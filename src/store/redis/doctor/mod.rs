@@ -153,7 +153,14 @@ async fn config(conn: &mut (impl ConnectionLike + Send), name: &str) -> Option<S
     pair.get(1).cloned()
 }
 
-/// AOF and its fsync policy, else RDB snapshots, else nothing.
+/// The advice beside an AOF that Redis loads when a crash tore its end (`aof-load-truncated yes`, the
+/// default): see the guide's "Restarting Redis after a crash" (deploying-redis.md).
+const TORN: &str = "after a crash, start Redis through `redis-check-aof --fix` (or set \
+    `aof-load-truncated no`): Redis 7.0 keeps the start of a transaction a crash tore, and a later \
+    restart applies it (the guide's \"Deploying Redis\")";
+
+/// AOF and its fsync policy (with advice when Redis loads a torn AOF), else RDB snapshots, else
+/// nothing.
 async fn persistence(conn: &mut (impl ConnectionLike + Send)) -> Result<Check, RedisError> {
     const NAME: &str = "persistence";
     const FIX: &str = "set `appendonly yes` and `appendfsync everysec`";
@@ -165,7 +172,11 @@ async fn persistence(conn: &mut (impl ConnectionLike + Send)) -> Result<Check, R
     let check = if aof {
         match config(conn, "appendfsync").await.as_deref() {
             Some(p @ ("everysec" | "always")) => {
-                Check::ok(NAME, format!("AOF on, appendfsync {p}"))
+                let mut check = Check::ok(NAME, format!("AOF on, appendfsync {p}"));
+                if config(conn, "aof-load-truncated").await.as_deref() == Some("yes") {
+                    check.advice = Some(TORN.to_owned());
+                }
+                check
             }
             Some(p) => Check::warn(
                 NAME,
