@@ -156,6 +156,13 @@ impl RedisServer {
         (self.options.aof && manifest.exists()).then_some(manifest)
     }
 
+    /// What `redis-check-aof` takes: the manifest, or before Redis 7 the AOF itself.
+    fn aof_to_check(&self) -> Option<PathBuf> {
+        let single = self.dir.join("appendonly.aof");
+        self.aof_manifest()
+            .or_else(|| (self.options.aof && single.exists()).then_some(single))
+    }
+
     /// Cuts a write that a crash tore at the end of the AOF, with `redis-check-aof --fix`, as
     /// docs/guide/deploying-redis.md tells operators to before starting a Redis that did not shut down
     /// cleanly. Redis itself (7.0.15 here, `aof-load-truncated yes`) loads past a script's transaction
@@ -163,7 +170,7 @@ impl RedisServer {
     /// after all, before the first transaction written since (tests/redis_faults.rs shows it cut
     /// whole instead). Does nothing without an AOF.
     pub fn repair_aof(&self) {
-        let Some(manifest) = self.aof_manifest() else {
+        let Some(manifest) = self.aof_to_check() else {
             return;
         };
         let child = Command::new("redis-check-aof")
@@ -196,6 +203,19 @@ impl RedisServer {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        // Said in the test's output: a fault test that met a torn AOF shows it.
+        let said = String::from_utf8_lossy(&out.stdout);
+        if said.contains("truncated") {
+            let lines: Vec<&str> = said
+                .lines()
+                .filter(|l| l.contains("AOF analyzed") || l.contains("truncated"))
+                .collect();
+            eprintln!(
+                "redis-check-aof cut a torn write from {}:\n{}",
+                manifest.display(),
+                lines.join("\n")
+            );
+        }
     }
 
     /// Stops the process (SIGSTOP): connections stay open but nothing answers.
