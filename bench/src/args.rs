@@ -149,7 +149,8 @@ usage: postpone-bench <workload> [--jobs N] [--concurrency C] [--redis URL] [--f
                       [--keep] [--no-keys] [--quiet-keys N] [--quiet-every MS]
 
 workloads (see BENCHMARKS.md):
-  enqueue             one task enqueues jobs one at a time, each awaited
+  enqueue             one task enqueues jobs one at a time, each awaited; then 2,000 PINGs and
+                      enqueues in turn, each timed (enqueue_per_ping)
   enqueue-bulk        enqueue_many, 1,000 jobs per call
   enqueue-concurrent  C tasks (default 64) enqueue one at a time, each awaited, through one Client;
                       per-enqueue p50/p99/max, errors, Redis CPU and commands per job

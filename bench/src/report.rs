@@ -56,6 +56,17 @@ pub(crate) struct Report {
     /// `enqueue`: a PING round trip from the harness, microseconds (the floor of one-at-a-time work).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) ping_us: Option<f64>,
+    /// `enqueue`: after the run, PINGs and enqueues taken in turn (`PAIRS` of each): a PING's mean
+    /// time, microseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) paired_ping_us: Option<f64>,
+    /// `enqueue`: ... and an enqueue's, microseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) paired_enqueue_us: Option<f64>,
+    /// `enqueue`: `paired_enqueue_us` over `paired_ping_us`: the enqueue beside a round trip taken in
+    /// the same moments (the target is 1.5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) enqueue_per_ping: Option<f64>,
     /// `floor`: an awaited call of an empty function (FCALL of `return 1`), one at a time, microseconds
     /// (beside `ping_us`: what running any script adds to a round trip).
     #[serde(skip_serializing_if = "Option::is_none")]

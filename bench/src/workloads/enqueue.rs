@@ -33,8 +33,38 @@ pub(super) async fn single(args: &Args, probe: &mut Probe) -> BoxResult<Report> 
         1e6 / ping,
         secs * 1e6 / args.jobs as f64
     );
+    let (paired_ping, paired_enqueue) = paired(&client, probe, args.jobs).await?;
+    outln!(
+        "  in turn, {PAIRS} times: a PING {paired_ping:.1} us, then an enqueue {paired_enqueue:.1} us \
+         ({:.2}x the PING)",
+        paired_enqueue / paired_ping
+    );
     report.ping_us = Some(round(ping, 1));
+    report.paired_ping_us = Some(round(paired_ping, 1));
+    report.paired_enqueue_us = Some(round(paired_enqueue, 1));
+    report.enqueue_per_ping = Some(round(paired_enqueue / paired_ping, 2));
     Ok(report)
+}
+
+/// PING and enqueue pairs timed after the run.
+const PAIRS: u64 = 2_000;
+
+/// [`PAIRS`] times a PING then an enqueue (of orders numbered from `first`), each timed: their mean
+/// times, microseconds. A round trip on a virtual machine can take twice as long one minute as the
+/// next, as its vCPUs idle and wake; taken in turn, the two see the machine in the same state, so
+/// their ratio is what an enqueue costs beside a round trip, whatever the minute.
+async fn paired(client: &postpone::Client, probe: &mut Probe, first: u64) -> BoxResult<(f64, f64)> {
+    let (mut ping, mut enqueue) = (0.0, 0.0);
+    for i in first..first + PAIRS {
+        ping += probe.ping_us(1).await?;
+        let start = Instant::now();
+        let done = client.enqueue(Order::new(i)).await?;
+        enqueue += start.elapsed().as_secs_f64() * 1e6;
+        if done.status != postpone::EnqueueStatus::Created {
+            return Err(format!("a paired enqueue was not created: {:?}", done.status).into());
+        }
+    }
+    Ok((ping / PAIRS as f64, enqueue / PAIRS as f64))
 }
 
 /// PINGs timed for the round-trip floor.
