@@ -170,12 +170,12 @@ impl RedisServer {
     /// after all, before the first transaction written since (tests/redis_faults.rs shows it cut
     /// whole instead). Does nothing without an AOF.
     pub fn repair_aof(&self) {
-        let Some(manifest) = self.aof_to_check() else {
+        let Some(aof) = self.aof_to_check() else {
             return;
         };
         let child = Command::new("redis-check-aof")
             .arg("--fix")
-            .arg(&manifest)
+            .arg(&aof)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -198,7 +198,7 @@ impl RedisServer {
         assert!(
             out.status.success(),
             "redis-check-aof --fix {} failed ({}):\n{}{}",
-            manifest.display(),
+            aof.display(),
             out.status,
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
@@ -212,7 +212,7 @@ impl RedisServer {
                 .collect();
             eprintln!(
                 "redis-check-aof cut a torn write from {}:\n{}",
-                manifest.display(),
+                aof.display(),
                 lines.join("\n")
             );
         }
