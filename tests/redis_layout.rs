@@ -4,7 +4,7 @@ mod support;
 
 use postpone::store::{
     CancelOutcome, DeadLetterStore, DeadSelection, Due, EnqueueOutcome, Finish, FinishItem,
-    FinishOutcome, JobStore, WorkerStore,
+    FinishOutcome, JobStore, OpsStore, PageQuery, PageState, WorkerStore,
 };
 use support::redis_server::RedisServer;
 use support::store::*;
@@ -481,4 +481,99 @@ async fn a_dead_keyed_jobs_key_stays_with_its_death_until_its_record_goes() {
         .filter(|k| k.contains("dead"))
         .collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// The members of `active` scored +inf: the markers of prelude_core.lua.
+fn active_markers(server: &RedisServer) -> Vec<String> {
+    cli_as(
+        server,
+        &[
+            "ZRANGE",
+            "postpone:{shop:orders.close}:active",
+            "+inf",
+            "+inf",
+            "BYSCORE",
+        ],
+    )
+}
+
+// While a topic has keyed jobs, `active` holds a marker that says so (scored +inf, as the marker that
+// keeps the key hashed): a batch enqueue without a key reads it with the ZMSCORE of `active` it makes
+// anyway, and files its jobs under the key ''. The marker is never counted or listed as running, stays
+// when the last lease goes, and goes with `fair` in stats, when a claim finds a job due and no key with
+// anything left (here a job from before the first key, unfiled).
+#[tokio::test]
+async fn the_marker_of_keyed_jobs_lives_in_active_uncounted_until_no_key_is_left() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    let prefix = "postpone:{shop:orders.close}:";
+    let old = s
+        .enqueue(T, vec![job("old", Due::In(1_000))])
+        .await
+        .unwrap();
+    let old_at = match old[0] {
+        EnqueueOutcome::Created { due_at_ms } => due_at_ms,
+        ref other => panic!("{other:?}"),
+    };
+    assert!(active_markers(&server).is_empty(), "no keyed job yet");
+    s.enqueue(
+        T,
+        vec![job("acme:0", Due::In(0)).with_key(Some("acme".into()))],
+    )
+    .await
+    .unwrap();
+    let markers = active_markers(&server);
+    assert_eq!(markers.len(), 1, "{markers:?}");
+    assert!(markers[0].starts_with('\u{1}'), "{markers:?}");
+    assert_eq!(s.counts(T).await.unwrap().active, 0, "the marker is no job");
+    // A batch without keys (the lean batch enqueue) now files its jobs under the key '': a queue of
+    // two, named by the SHA-1 of ''.
+    s.enqueue(
+        T,
+        vec![job("plain:0", Due::In(0)), job("plain:1", Due::In(0))],
+    )
+    .await
+    .unwrap();
+    let unkeyed = format!("{prefix}fq:{}", sha1_hex(&server, ""));
+    let queued: Vec<String> = cli_as(&server, &["ZRANGE", &unkeyed, "0", "-1"]);
+    assert_eq!(queued, ["plain:0", "plain:1"]);
+    // One job running: counted and listed alone, beside both markers.
+    let one = s.claim(T, claim(1)).await.unwrap();
+    assert_eq!(active_markers(&server).len(), 2);
+    assert_eq!(s.counts(T).await.unwrap().active, 1);
+    let running = s
+        .page(T, &PageQuery::new(PageState::Running, 10))
+        .await
+        .unwrap();
+    assert_eq!(running.len(), 1, "{running:?}");
+    let mut newest = PageQuery::new(PageState::Running, 10);
+    newest.newest_first = true;
+    assert_eq!(s.page(T, &newest).await.unwrap(), running);
+    let done = |jobs: &[postpone::store::ClaimedJob]| -> Vec<FinishItem> {
+        jobs.iter()
+            .map(|j| FinishItem::new(j.id.clone(), j.token, Finish::Done))
+            .collect()
+    };
+    s.finish(T, done(&one.jobs)).await.unwrap();
+    // The last lease gone: `leases` goes, and `active` keeps the marker of keyed jobs alone.
+    assert_eq!(active_markers(&server), markers);
+    assert!(!server.keys().contains(&format!("{prefix}leases")));
+    let rest = s.claim(T, claim(10)).await.unwrap();
+    assert_eq!(rest.jobs.len(), 2, "{:?}", rest.jobs);
+    s.finish(T, done(&rest.jobs)).await.unwrap();
+    assert_eq!(active_markers(&server), markers, "`old` is not due yet");
+    // `old` comes due with no key left: its claim clears the marker with `fair`.
+    while cli_as::<Vec<i64>>(&server, &["TIME"])[0] * 1000 <= old_at {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let last = s.claim(T, claim(10)).await.unwrap();
+    assert_eq!(last.jobs.len(), 1);
+    assert_eq!(active_markers(&server).len(), 1, "only the lease's marker");
+    s.finish(T, done(&last.jobs)).await.unwrap();
+    assert!(
+        !server.keys().contains(&format!("{prefix}active")),
+        "{:?}",
+        active_markers(&server)
+    );
+    assert_eq!(s.counts(T).await.unwrap().processed, 4);
 }

@@ -2,7 +2,11 @@
 //!
 //! ```text
 //! postpone:{<ns>:<topic>}:due           zset  id -> due time (ms)
-//! postpone:{<ns>:<topic>}:active        zset  id -> lease deadline (ms)
+//! postpone:{<ns>:<topic>}:active        zset  id -> lease deadline (ms); and, scored +inf, markers no
+//!                                             id can be: one while any job is active (keeps the key
+//!                                             hashed), one while the topic has keyed jobs (`fair` in
+//!                                             stats; an enqueue without a key asks for it with the
+//!                                             ids it looks up there: prelude_core.lua, fair.lua)
 //! postpone:{<ns>:<topic>}:jobs          hash  id -> record (due and active jobs)
 //! postpone:{<ns>:<topic>}:history       hash  "<minute % 1500><e|p|r|f|d>" -> minute * 10^8 + count
 //!                                             (25 h of per-minute counts: enqueued, processed,
@@ -50,8 +54,6 @@
 //!                                             <parent ref>" -> "<s|c|d><reason>": an end that came
 //!                                             before its job was parked
 //! postpone:{<ns>:<topic>}:preheard      zset  those early ends -> when they came (ms), to drop late
-//! postpone:{<ns>:<topic>}:fair          string "1" while the topic has keyed jobs (`fair` in stats;
-//!                                             an enqueue without a key checks it: fair.lua)
 //! postpone:{<ns>:<topic>}:fone          hash  key SHA-1 -> id: the queue of each key with one job (a
 //!                                             key's second job moves it to the key's `fq` zset)
 //! postpone:{<ns>:<topic>}:fq:<SHA-1>   zset  id -> due time: one key's queue, once it has more than one

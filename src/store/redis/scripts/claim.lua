@@ -212,9 +212,10 @@ if max > 0 and next_due and next_due <= now then
     max, held, go_at = 0, 3, hold
   else
     if max_running > 0 then
+      -- Less the markers (prelude_core.lua), the members scored +inf.
       local running = redis.call('ZCARD', K_ACTIVE)
-      if running > 0 and redis.call('ZSCORE', K_ACTIVE, HASHED) then
-        running = running - 1
+      if running > 0 then
+        running = running - redis.call('ZCOUNT', K_ACTIVE, '+inf', '+inf')
       end
       if running >= max_running then
         max, held = 0, 1
@@ -315,7 +316,7 @@ elseif max > 0 and next_due and next_due <= now then
       -- topic claims as a plain one again (a keyed job still running comes back to `due` unfiled if
       -- it does; once another keyed job sets `fair` again, fair_unkeyed takes it: see fair.lua).
       redis.call('HDEL', K_STATS, 'fair', 'vt', 'flegacy', 'kflow', 'fskip')
-      redis.call('DEL', F_KEYS.FAIR)
+      redis.call('ZREM', K_ACTIVE, FAIR_MARK)
       has_fair = false
     end
   end

@@ -11,7 +11,7 @@ local waiting = redis.call('HLEN', KEYS[25])
 local out = {
   total - ready - waiting,
   ready,
-  redis.call('ZCARD', K_ACTIVE) - (redis.call('ZSCORE', K_ACTIVE, HASHED) and 1 or 0),
+  redis.call('ZCARD', K_ACTIVE) - redis.call('ZCOUNT', K_ACTIVE, '+inf', '+inf'),
   redis.call('ZCARD', K_DEAD),
   redis.call('ZCARD', K_DEAD_PENDING),
 }

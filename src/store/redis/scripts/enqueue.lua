@@ -120,7 +120,7 @@ if #k_ids > 0 then
 end
 if #u_ids > 0 and fair_on() then
   fair_helpers()
-  readied = F.file_unkeyed(u_ids, u_dues, now) or readied
+  readied = F.file_unkeyed(u_ids, u_dues, now, true) or readied
 end
 if readied then
   -- A key is ready now, maybe behind older jobs of held keys: claimers want to know.

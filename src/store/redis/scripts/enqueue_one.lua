@@ -4,7 +4,7 @@
 -- ARGV: channel, topic, id, record, 'in'|'at', due value (ms), '1'|'0' (replace), key for fairness
 -- ('' or absent: none; a key never comes with a replace).
 -- Returns outcome (1 created, 2 replaced, 3 exists, 4 running) and due time (ms; 0 when running).
--- redis.call for a new job: TIME, HSETNX, ZRANGE (none_due_by), ZADD, EXISTS (the marker `fair`: fair.lua), HINCRBY
+-- redis.call for a new job: TIME, HSETNX, ZRANGE (none_due_by), ZADD, ZSCORE (FAIR_MARK: fair.lua), HINCRBY
 -- (history) = 6, and PUBLISH when it is now the topic's earliest. (A live job, due or active, always
 -- has its record in `jobs`: HSETNX both checks and stores.)
 local channel, topic, id, rec = ARGV[1], ARGV[2], ARGV[3], ARGV[4]

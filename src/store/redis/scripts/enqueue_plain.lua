@@ -11,8 +11,9 @@
 -- not by an argument of their own: a plain batch pays nothing for them.)
 -- Returns, when every job was created with one due time: that due time alone. Else two integers per
 -- job: outcome (1 created, 3 exists, 4 running) and due time (ms).
--- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (none_due_by), HSET, ZADD, EXISTS (the marker `fair`: fair.lua),
--- HINCRBY (history), and PUBLISH when earlier; jobs with keys add what fair.lua's `file` calls.
+-- redis.call per batch: TIME, 2 ZMSCORE (the one of `active` also asks for FAIR_MARK: whether the topic
+-- has keyed jobs, prelude_core.lua), ZRANGE (none_due_by), HSET, ZADD, HINCRBY (history), and PUBLISH
+-- when earlier; jobs with keys add what fair.lua's `file` calls.
 local channel, topic, kind, shared = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local keyed = false
 if #kind == 4 then
@@ -35,7 +36,11 @@ local ids = {}
 for i = 1, n do
   ids[i] = ARGV[HEAD + (i - 1) * stride + 1]
 end
+-- Whether the topic has keyed jobs comes with the ids' leases, as one more member asked for.
+ids[n + 1] = FAIR_MARK
 local active = fetch_many('ZMSCORE', K_ACTIVE, ids)
+local fair = active[n + 1] ~= false
+ids[n + 1], active[n + 1] = nil, nil
 local due = fetch_many('ZMSCORE', K_DUE, ids)
 -- The lowest due time of the jobs created, and its score: whether they come before every job due
 -- already is asked once, before they are filed (none_due_by).
@@ -138,14 +143,14 @@ if keyed then
     readied = F.file(k_ids, k_keys, k_dues, now)
   end
   readied = F.file_unkeyed(u_ids, u_dues, now) or readied
-elseif created > 0 and fair_on() then
+elseif created > 0 and fair then
   fair_helpers()
   u_ids, u_dues = {}, {}
   for i = 2, #zadd, 2 do
     u_ids[#u_ids + 1] = zadd[i]
     u_dues[#u_dues + 1] = tonumber(zadd[i - 1])
   end
-  readied = F.file_unkeyed(u_ids, u_dues, now)
+  readied = F.file_unkeyed(u_ids, u_dues, now, true)
 end
 if readied then
   hint = now

@@ -3,9 +3,10 @@
 -- due jobs of different keys are claimed round-robin between keys. What it costs a topic with no keyed
 -- job: one closure per call by EVALSHA, none by FCALL (the helpers are made by `fair_helpers()`, which
 -- a script calls only when a job has a key or `fair` is set in stats), one more field read in the
--- HMGETs of stats that the claim and the finish make anyway, and an EXISTS of the marker `fair` per
--- enqueue call (a topic with keyed jobs files the jobs without a key under the key '': they take their
--- turn as one key, under no limit per key).
+-- HMGETs of stats that the claim and the finish make anyway, and for an enqueue, whether `active` holds
+-- FAIR_MARK (prelude_core.lua): one more member in the batch enqueue's ZMSCORE of `active`, a ZSCORE in
+-- a single enqueue (a topic with keyed jobs files the jobs without a key under the key '': they take
+-- their turn as one key, under no limit per key).
 --
 -- A job's key is in its record (record.rs: flag 8, the key right after the first byte; record_key
 -- below), the only part of a record a script reads, and only on the paths that start from an id (a
@@ -42,7 +43,7 @@
 --   flimit  hash  key's SHA-1 -> the key's own limits, set by operators (key_limits.lua), in place of
 --                 the claim's limits per key: "<max running> <interval ms> <burst> <label> <key>"; kept
 --                 until cleared, whatever the key's jobs (configuration, not state)
--- Stats: `fair` (set, with the marker key `fair` beside it, by the first keyed job filed while it is
+-- Stats: `fair` (set, with FAIR_MARK in `active` beside it, by the first keyed job filed while it is
 -- unset; a claim clears both once no key is ready, waiting, running, rate-limited or held: a keyed
 -- job still running then comes back unfiled, and is taken as one from before the first key once
 -- another keyed job sets them again), `vt` (the tag of the key served last: a key that gets a due job
@@ -98,14 +99,10 @@ local function with_record_key(rec, key)
   return string.char(b) .. len .. key .. string.sub(rec, rest)
 end
 
--- The topic's marker of keyed jobs (a string key, there while `fair` is set in stats: an enqueue
--- without a key looks for it with an EXISTS, which a topic without keyed jobs answers from the key
--- space alone, cheaper than reading a field of stats).
-local K_FAIR = string.sub(K_DUE, 1, #K_DUE - 3) .. 'fair'
-
--- Whether the topic has keyed jobs: then jobs without a key are filed under the key ''.
+-- Whether the topic has keyed jobs (FAIR_MARK in `active`, there while `fair` is set in stats; a batch
+-- enqueue reads it with its ZMSCORE of `active`): then jobs without a key are filed under the key ''.
 local function fair_on()
-  return redis.call('EXISTS', K_FAIR) == 1
+  return redis.call('ZSCORE', K_ACTIVE, FAIR_MARK) ~= false
 end
 -- The helpers, and the names of the keys above, as fields (`F.file`, `F_KEYS.READY`...): made by
 -- fair_helpers(), at most once per call. Two small tables, not a local each: every variable a closure
@@ -320,7 +317,7 @@ local function fair_helpers()
     local readied, names, live = place(first_at, now, stats)
     if #ids > 0 then
       if not stats[2] then
-        redis.call('SET', K_FAIR, '1')
+        redis.call('ZADD', K_ACTIVE, '+inf', FAIR_MARK)
         if redis.call('HSET', K_FSTATS, 'fair', '1') == 1
           and redis.call('ZCOUNT', K_DUE, '-inf', MAX_MS) > #ids then
           -- The topic's first keyed jobs, beside older ones: those, due by now's last due time, are
@@ -389,9 +386,16 @@ local function fair_helpers()
 
   -- Files new jobs without a key under the key '' when the topic has keyed jobs (`fair` in stats): in
   -- such a topic the jobs without a key take their turn as one key, under no limit per key. Returns
-  -- true when that key became ready.
-  local function fair_file_unkeyed(ids, dues, now)
-    if #ids == 0 or not fair_on() then
+  -- true when that key became ready. `on`: whether the topic has keyed jobs, when the caller read it
+  -- after its last filing of keyed jobs (else read here).
+  local function fair_file_unkeyed(ids, dues, now, on)
+    if #ids == 0 then
+      return false
+    end
+    if on == nil then
+      on = fair_on()
+    end
+    if not on then
       return false
     end
     local keys = {}
@@ -1141,7 +1145,7 @@ local function fair_helpers()
     has_queue = has_queue, queue_head = queue_head,
   }
   F_KEYS = { Q = K_FQ, READY = K_FREADY, WAIT = K_FWAIT, RUN = K_FRUN, TAT = K_FTAT, HOLD = K_FHOLD,
-    LIMIT = K_FLIMIT, FAIR = K_FAIR, ONE = K_FONE }
+    LIMIT = K_FLIMIT, ONE = K_FONE }
 end
 
 -- Files one job just put in `due` at `at` under its key (`key`; '' for none: then under the key '' when
@@ -1153,7 +1157,7 @@ local function fair_file_one(id, key, at, now)
     return F.file({ id }, { key }, { at }, now)
   elseif fair_on() then
     fair_helpers()
-    return F.file_unkeyed({ id }, { at }, now)
+    return F.file_unkeyed({ id }, { at }, now, true)
   end
   return false
 end

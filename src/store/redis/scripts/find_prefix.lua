@@ -36,7 +36,7 @@ if step[1] ~= '0' then
 end
 local ids, scores = {}, {}
 for i = 1, #step[2], 2 do
-  local keep = step[2][i] ~= HASHED
+  local keep = step[2][i] ~= HASHED and step[2][i] ~= FAIR_MARK
   if state == 'due' or state == 'waiting' then
     keep = (tonumber(step[2][i + 1]) > MAX_MS) == (state == 'waiting')
   end

@@ -19,9 +19,9 @@ elseif state == 'done' then
 end
 -- The listing is the ranks [low, n) of `key`.
 local low, n = 0, redis.call('ZCARD', key)
--- The marker of prelude.lua sorts last in `active` (+inf): ranks past n are never listed.
-if state == 'active' and redis.call('ZSCORE', key, HASHED) then
-  n = n - 1
+-- The markers of prelude_core.lua sort last in `active` (+inf): ranks past n are never listed.
+if state == 'active' and n > 0 then
+  n = n - redis.call('ZCOUNT', key, '+inf', '+inf')
 end
 -- Jobs waiting for jobs sort last in `due`, past MAX_MS (deps.lua), by id: the scheduled jobs are the
 -- ranks before them, the waiting ones the ranks from there on.

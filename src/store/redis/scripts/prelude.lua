@@ -7,10 +7,15 @@ local function hashed_leases()
   redis.call('HSETNX', K_LEASES, HASHED, '')
 end
 
--- After leases are removed: when only the marker is left, deletes `active` and `leases`.
+-- After leases are removed: when only the marker is left, deletes `active` and `leases`; when the
+-- marker of keyed jobs (FAIR_MARK) is left beside it, that one stays.
 local function drop_marker_if_last()
-  if redis.call('ZCARD', K_ACTIVE) == 1 and redis.call('ZSCORE', K_ACTIVE, HASHED) then
+  local n = redis.call('ZCARD', K_ACTIVE)
+  if n == 1 and redis.call('ZSCORE', K_ACTIVE, HASHED) then
     redis.call('DEL', K_ACTIVE, K_LEASES)
+  elseif n == 2 and redis.call('ZCOUNT', K_ACTIVE, '+inf', '+inf') == 2 then
+    redis.call('ZREM', K_ACTIVE, HASHED)
+    redis.call('DEL', K_LEASES)
   end
 end
 

@@ -23,8 +23,16 @@ local MAX_MS = 253402300799999
 -- ZADD, ZREM, HSET, HMGET and HDEL scans the whole key: at 50 to 100 active jobs that cost 2.4 to
 -- 3.2 us per claimed and finished job in `active` and 1.8 to 2.3 us in `leases`, against 0.9 and 0.8
 -- us hashed. It sorts last in `active` (score +inf); it is added with a topic's first lease and
--- removed with its last, so a topic with no active job has neither key.
+-- removed with its last, so a topic with no active job has neither key (but for FAIR_MARK below).
 local HASHED = '\1postpone: not a job id; keeps this key in its hashed encoding (see prelude.lua)'
+
+-- A member of `active` while the topic has keyed jobs (`fair` in stats; fair.lua), score +inf like
+-- HASHED: a batch enqueue without a key asks for it in the ZMSCORE of `active` it makes anyway, so a
+-- topic without keyed jobs pays no call to learn that it has none (an EXISTS of a key of its own cost
+-- the coalesced enqueue of plain jobs some 3 % of Redis's CPU per job); a script without that read asks
+-- with one ZSCORE (fair_on). No id can be it either, and lease deadlines are finite: the members of
+-- `active` scored +inf are its markers.
+local FAIR_MARK = '\1postpone: the topic has keyed jobs (fair.lua)'
 
 -- Why a job whose record was deleted outside postpone is dead-lettered (with an empty record).
 local DAMAGED = 'damaged: its record was missing from Redis (deleted outside postpone)'
@@ -76,12 +84,12 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The lowest score of a sorted set, or nil when it is empty (or holds only the marker below).
+-- The lowest score of a sorted set, or nil when it is empty (or holds only the markers above).
 -- Numbers go to redis.call as strings: Redis 7.0 writes a Lua number argument with printf's %.17g
 -- (some 4,000 instructions each); a literal costs nothing, and string.format('%d') a fraction.
 local function earliest(key)
   local r = redis.call('ZRANGE', key, '0', '0', 'WITHSCORES')
-  if r[2] and r[1] ~= HASHED then
+  if r[2] and r[1] ~= HASHED and r[1] ~= FAIR_MARK then
     return tonumber(r[2])
   end
   return nil
