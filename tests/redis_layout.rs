@@ -577,3 +577,28 @@ async fn the_marker_of_keyed_jobs_lives_in_active_uncounted_until_no_key_is_left
     );
     assert_eq!(s.counts(T).await.unwrap().processed, 4);
 }
+
+// A batch enqueue whose keyed jobs are the topic's first (here beside a job with a priority, which takes
+// the general script) files its jobs without a key under the key '' in the same call: the marker it read
+// with the leases was not there yet, and its own keyed jobs set it.
+#[tokio::test]
+async fn a_batch_that_makes_its_topic_keyed_files_its_jobs_without_a_key_under_the_key_of_none() {
+    let server = RedisServer::start();
+    let s = store(&server, "shop").await;
+    let prefix = "postpone:{shop:orders.close}:";
+    s.enqueue(
+        T,
+        vec![
+            job("acme:0", Due::In(0)).with_key(Some("acme".into())),
+            job("plain", Due::In(0)).priority(3),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(active_markers(&server).len(), 1);
+    let filed: Option<String> = cli_as(
+        &server,
+        &["HGET", &format!("{prefix}fone"), &sha1_hex(&server, "")],
+    );
+    assert_eq!(filed.as_deref(), Some("plain"));
+}

@@ -3,8 +3,9 @@
 -- (replace), priority (0: none; 1 to 31, higher first: see keys.rs), key for fairness ('': none; see
 -- fair.lua).
 -- Returns two integers per job: outcome (1 created, 2 replaced, 3 exists, 4 running) and due time (ms).
--- redis.call per batch: TIME, 2 ZMSCORE, ZRANGE (earliest), HSET, ZADD, HINCRBY (history), and
--- PUBLISH when earlier. Jobs with a priority add HSET x2 and ZADD; replacing a job when any has one
+-- redis.call per batch: TIME, 2 ZMSCORE (the one of `active` also asks for FAIR_MARK: whether the topic
+-- has keyed jobs, prelude_core.lua), ZRANGE (earliest), HSET, ZADD, HINCRBY (history), and PUBLISH
+-- when earlier. Jobs with a priority add HSET x2 and ZADD; replacing a job when any has one
 -- adds EXISTS, HDEL and two ZREM. Jobs with a key add HGET (`vt`), HSET x2, ZADD and 2 or 3 calls per
 -- key (fair.lua); replacing a job while the topic has keyed jobs adds HEXISTS, and HGET, HDEL, ZREM
 -- and ZRANGE per job replaced.
@@ -15,7 +16,13 @@ local ids = {}
 for i = 1, n do
   ids[i] = ARGV[2 + (i - 1) * 7 + 1]
 end
+-- Whether the topic has keyed jobs comes with the ids' leases, as one more member asked for (written
+-- out here and in enqueue_plain.lua: a function of the prelude would cost every script's call a
+-- closure by EVALSHA).
+ids[n + 1] = FAIR_MARK
 local active = fetch_many('ZMSCORE', K_ACTIVE, ids)
+local fair = active[n + 1] ~= false
+ids[n + 1], active[n + 1] = nil, nil
 local due = fetch_many('ZMSCORE', K_DUE, ids)
 local first = earliest(K_DUE)
 local earliest_now = first
@@ -118,7 +125,9 @@ if #k_ids > 0 then
   fair_helpers()
   readied = F.file(k_ids, k_keys, k_dues, now)
 end
-if #u_ids > 0 and fair_on() then
+-- Whether the topic has keyed jobs was read with the leases; keyed jobs filed just above may have made
+-- it so.
+if #u_ids > 0 and (fair or (#k_ids > 0 and fair_on())) then
   fair_helpers()
   readied = F.file_unkeyed(u_ids, u_dues, now, true) or readied
 end

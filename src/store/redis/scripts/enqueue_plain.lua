@@ -36,7 +36,9 @@ local ids = {}
 for i = 1, n do
   ids[i] = ARGV[HEAD + (i - 1) * stride + 1]
 end
--- Whether the topic has keyed jobs comes with the ids' leases, as one more member asked for.
+-- Whether the topic has keyed jobs comes with the ids' leases, as one more member asked for (written
+-- out here and in enqueue.lua: a function of the prelude would cost every script's call a
+-- closure by EVALSHA).
 ids[n + 1] = FAIR_MARK
 local active = fetch_many('ZMSCORE', K_ACTIVE, ids)
 local fair = active[n + 1] ~= false
